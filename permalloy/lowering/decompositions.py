@@ -1,0 +1,251 @@
+"""
+The decomposition table that AOTAutograd applies before the FX importer runs.
+
+It starts from torch's core ATen decompositions, keeps whole the ops that
+ptensor runs as library calls (attention) or represents directly, and adds
+decompositions of composites (normalizations, softmax, variance, GELU, ...) into
+ATen ops that ptensor has. Where torch's own decomposition would produce `prims`
+ops (its reference implementations do), this module gives its own, written
+with ATen ops only, so that the importer sees one vocabulary.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import torch
+from torch._decomp import core_aten_decompositions, get_decompositions
+from torch._ops import OpOverload, OpOverloadPacket
+
+aten = torch.ops.aten
+
+KEPT_WHOLE: tuple[OpOverload, ...] = (
+    aten.scaled_dot_product_attention.default,
+    aten._scaled_dot_product_flash_attention_for_cpu.default,
+)
+"""Ops that torch's core decompositions split but ptensor keeps as one op."""
+
+FROM_TORCH: tuple[OpOverloadPacket, ...] = (
+    aten._softmax,
+    aten._log_softmax,
+    aten._native_batch_norm_legit_no_training,
+    aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_functional,
+    aten.native_batch_norm,
+    aten.embedding,
+    aten.hardsigmoid,
+    aten.hardswish,
+    aten.silu,
+    aten.native_dropout,
+    aten.repeat,
+    aten.slice_scatter,
+    aten.upsample_nearest2d,
+)
+"""Composites whose torch decompositions give ATen ops that ptensor has."""
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _upcast(x: torch.Tensor) -> torch.Tensor:
+    """Half-precision floats are normalized in float32, as eager does."""
+    return x.to(torch.float32) if x.dtype in _LOW_PRECISION else x
+
+
+def _reduced_dims(x: torch.Tensor, dims: Sequence[int] | int | None) -> list[int]:
+    if dims is None or (not isinstance(dims, int) and len(dims) == 0):
+        return list(range(x.dim()))
+    dims = [dims] if isinstance(dims, int) else dims
+    return sorted(d % max(x.dim(), 1) for d in dims)
+
+
+def _count(x: torch.Tensor, dims: Sequence[int]):
+    count = 1
+    for d in dims:
+        count = count * x.shape[d]
+    return count
+
+
+def mean(x, dim=None, keepdim=False, *, dtype=None):
+    """`sum / count`, accumulated in float32 for half-precision inputs."""
+    source = x if dtype is None else x.to(dtype)
+    dims = _reduced_dims(source, dim)
+    total = aten.sum.dim_IntList(_upcast(source), dims, keepdim)
+    return aten.div.Tensor(total, _count(source, dims)).to(source.dtype)
+
+
+def var_mean(x, dim=None, *, correction=None, keepdim=False):
+    """Two-pass variance and mean, as eager computes them."""
+    dims = _reduced_dims(x, dim)
+    source = _upcast(x)
+    count = _count(x, dims)
+    centre = aten.div.Tensor(aten.sum.dim_IntList(source, dims, True), count)
+    centred = aten.sub.Tensor(source, centre)
+    squares = aten.sum.dim_IntList(aten.mul.Tensor(centred, centred), dims, keepdim)
+    correction = 1 if correction is None else correction
+    variance = aten.div.Tensor(squares, count - correction)
+    if not keepdim:
+        centre = aten.squeeze.dims(centre, dims)
+    return variance.to(x.dtype), centre.to(x.dtype)
+
+
+def var(x, dim=None, *, correction=None, keepdim=False):
+    return var_mean(x, dim, correction=correction, keepdim=keepdim)[0]
+
+
+def std(x, dim=None, *, correction=None, keepdim=False):
+    return aten.sqrt.default(var(x, dim, correction=correction, keepdim=keepdim))
+
+
+def native_layer_norm(x, normalized_shape, weight, bias, eps):
+    """Layer norm over the trailing dimensions; gives (out, mean, rstd)."""
+    dims = list(range(x.dim() - len(normalized_shape), x.dim()))
+    variance, centre = var_mean(_upcast(x), dims, correction=0, keepdim=True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(variance, eps))
+    out = aten.mul.Tensor(aten.sub.Tensor(_upcast(x), centre), rstd)
+    if weight is not None:
+        out = aten.mul.Tensor(out, weight)
+    if bias is not None:
+        out = aten.add.Tensor(out, bias)
+    return out.to(x.dtype), centre, rstd
+
+
+def native_group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
+    """Group norm; gives (out, mean, rstd) with mean and rstd of shape [N, G]."""
+    grouped = aten.view.default(_upcast(x), [batch, groups, -1])
+    variance, centre = var_mean(grouped, [2], correction=0, keepdim=True)
+    rstd = aten.rsqrt.default(aten.add.Tensor(variance, eps))
+    out = aten.view.default(aten.mul.Tensor(aten.sub.Tensor(grouped, centre), rstd), x.shape)
+    channel_shape = [1, channels] + [1] * (x.dim() - 2)
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, channel_shape))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, channel_shape))
+    return out.to(x.dtype), aten.squeeze.dims(centre, [2]), aten.squeeze.dims(rstd, [2])
+
+
+def gelu(x, approximate="none"):
+    """GELU with erf, or its tanh approximation."""
+    source = _upcast(x)
+    half = aten.mul.Tensor(source, 0.5)
+    if approximate == "tanh":
+        cube = aten.mul.Tensor(aten.mul.Tensor(source, source), source)
+        inner = aten.add.Tensor(source, aten.mul.Tensor(cube, 0.044715))
+        inner = aten.mul.Tensor(inner, math.sqrt(2.0 / math.pi))
+        result = aten.mul.Tensor(half, aten.add.Tensor(aten.tanh.default(inner), 1.0))
+    else:
+        erf = aten.erf.default(aten.mul.Tensor(source, math.sqrt(0.5)))
+        result = aten.mul.Tensor(half, aten.add.Tensor(erf, 1.0))
+    return result.to(x.dtype)
+
+
+def addcmul(x, first, second, *, value=1):
+    return aten.add.Tensor(x, aten.mul.Tensor(aten.mul.Tensor(first, second), value))
+
+
+def addcdiv(x, first, second, *, value=1):
+    return aten.add.Tensor(x, aten.mul.Tensor(aten.div.Tensor(first, second), value))
+
+
+def elu(x, alpha=1, scale=1, input_scale=1):
+    negative = aten.expm1.default(aten.mul.Tensor(x, input_scale))
+    negative = aten.mul.Tensor(negative, alpha * scale)
+    return aten.where.self(aten.gt.Scalar(x, 0), aten.mul.Tensor(x, scale), negative)
+
+
+def leaky_relu(x, negative_slope=0.01):
+    return aten.where.self(aten.gt.Scalar(x, 0), x, aten.mul.Tensor(x, negative_slope))
+
+
+def hardtanh(x, min_val=-1, max_val=1):
+    return aten.clamp.default(x, min_val, max_val)
+
+
+def softplus(x, beta=1, threshold=20):
+    scaled = aten.mul.Tensor(x, beta)
+    soft = aten.div.Tensor(aten.log1p.default(aten.exp.default(scaled)), beta)
+    return aten.where.self(aten.gt.Scalar(scaled, threshold), x, soft)
+
+
+def mish(x):
+    return aten.mul.Tensor(x, aten.tanh.default(softplus(x)))
+
+
+def logit(x, eps=None):
+    if eps is not None:
+        x = aten.clamp.default(x, eps, 1 - eps)
+    return aten.log.default(aten.div.Tensor(x, aten.rsub.Scalar(x, 1)))
+
+
+def glu(x, dim=-1):
+    half = x.shape[dim] // 2
+    first = aten.slice.Tensor(x, dim, 0, half)
+    second = aten.slice.Tensor(x, dim, half, 2 * half)
+    return aten.mul.Tensor(first, aten.sigmoid.default(second))
+
+
+def split_with_sizes(x, split_sizes, dim=0):
+    pieces, start = [], 0
+    for size in split_sizes:
+        pieces.append(aten.slice.Tensor(x, dim, start, start + size))
+        start = start + size
+    return pieces
+
+
+OWN: dict[OpOverloadPacket, Callable] = {
+    aten.mean: mean,
+    aten.var_mean: var_mean,
+    aten.var: var,
+    aten.std: std,
+    aten.native_layer_norm: native_layer_norm,
+    aten.native_group_norm: native_group_norm,
+    aten.gelu: gelu,
+    aten.addcmul: addcmul,
+    aten.addcdiv: addcdiv,
+    aten.elu: elu,
+    aten.leaky_relu: leaky_relu,
+    aten.hardtanh: hardtanh,
+    aten.softplus: softplus,
+    aten.mish: mish,
+    aten.logit: logit,
+    aten.glu: glu,
+    aten.split_with_sizes: split_with_sizes,
+}
+"""permalloy's own decompositions, written with ATen ops only."""
+
+_OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
+    aten.mean: ("default", "dim"),
+    aten.var_mean: ("correction",),
+    aten.var: ("correction",),
+    aten.std: ("correction",),
+    aten.native_layer_norm: ("default",),
+    aten.native_group_norm: ("default",),
+    aten.gelu: ("default",),
+    aten.addcmul: ("default",),
+    aten.addcdiv: ("default",),
+    aten.elu: ("default",),
+    aten.leaky_relu: ("default",),
+    aten.hardtanh: ("default",),
+    aten.softplus: ("default",),
+    aten.mish: ("default",),
+    aten.logit: ("default",),
+    aten.glu: ("default",),
+    aten.split_with_sizes: ("default",),
+}
+
+
+def decomposition_table() -> dict[OpOverload, Callable]:
+    """
+    The decompositions to hand to AOTAutograd, a fresh dict on every call.
+
+    Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
+    of `FROM_TORCH` and permalloy's own (`OWN`).
+    """
+    table = dict(core_aten_decompositions())
+    table.update(get_decompositions(list(FROM_TORCH)))
+    for packet, function in OWN.items():
+        for overload in _OWN_OVERLOADS[packet]:
+            table[getattr(packet, overload)] = function
+    for op in KEPT_WHOLE:
+        table.pop(op, None)
+    return table

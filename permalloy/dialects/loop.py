@@ -219,7 +219,7 @@ class PointwiseOp(LoopOp):
         result_type = self.result.type
         assert isinstance(result_type, TensorType)
         _require(
-            self.yielded.type == result_type.element_type,
+            self.yielded.type == scalar_type(result_type.element_type),
             f"loop.pointwise: the body yields {self.yielded.type} for a result of "
             f"{result_type.element_type}",
         )
@@ -315,10 +315,18 @@ class ReduceOp(LoopOp):
             )
         else:
             _require(
-                value_type == result_type.element_type,
+                value_type == scalar_type(result_type.element_type),
                 f"loop.reduce: the body yields {value_type} for a result of "
                 f"{result_type.element_type}",
             )
+
+
+def scalar_type(element_type: Attribute) -> Attribute:
+    """The type of one element inside a loop body: unsigned integers are read as
+    signless ones, since `arith` computes on signless integers."""
+    if isinstance(element_type, IntegerType):
+        return IntegerType(element_type.width.data)
+    return element_type
 
 
 def enclosing_loop(op: Operation) -> LoopOp | None:
@@ -450,7 +458,7 @@ class LoadOp(IRDLOperation):
             f"{len(shape)} {format_shape(shape)}",
         )
         _require(
-            self.result.type == element_type,
+            self.result.type == scalar_type(element_type),
             f"loop.load: result type {self.result.type} differs from the input's "
             f"element type {element_type}",
         )

@@ -1,0 +1,336 @@
+"""
+Index algebra for view elimination.
+
+A view maps an index of its result to an index of its input. Composing these
+maps from a reader down to the tensor that owns the data gives the index
+expression of the reader's load. Reshapes introduce `floordiv` and `mod`, which
+`simplify_index` removes again when the ranges of the loop indices allow it, so
+that a reshape of a reshape, or a reshape of a permute, reads with the simplest
+expression there is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import sympy
+
+from permalloy.dialects.ptensor import (
+    AsStridedOp,
+    ExpandOp,
+    PermuteOp,
+    ReshapeOp,
+    SelectOp,
+    SliceOp,
+    SqueezeOp,
+    TensorType,
+    UnsqueezeOp,
+)
+from permalloy.dialects.sym import FloorDiv, symbol_kind
+from xdsl.ir import Operation
+
+Index = tuple[sympy.Expr, ...]
+
+
+def row_major_strides(sizes: Sequence[sympy.Expr]) -> list[sympy.Expr]:
+    """Strides, in elements, of a dense row-major tensor of `sizes`."""
+    strides: list[sympy.Expr] = []
+    running: sympy.Expr = sympy.Integer(1)
+    for size in reversed(sizes):
+        strides.append(running)
+        running = running * size
+    return list(reversed(strides))
+
+
+def linearize(index: Sequence[sympy.Expr], sizes: Sequence[sympy.Expr]) -> sympy.Expr:
+    """The row-major position of `index` in a tensor of `sizes`."""
+    return sympy.expand(
+        sum((i * s for i, s in zip(index, row_major_strides(sizes))), sympy.Integer(0))
+    )
+
+
+def delinearize(flat: sympy.Expr, sizes: Sequence[sympy.Expr]) -> Index:
+    """The index of row-major position `flat` in a tensor of `sizes`."""
+    result: list[sympy.Expr] = []
+    for position, stride in enumerate(row_major_strides(sizes)):
+        quotient = FloorDiv(flat, stride)
+        result.append(quotient if position == 0 else sympy.Mod(quotient, sizes[position]))
+    return tuple(result)
+
+
+def view_input_index(op: Operation, index: Index) -> Index:
+    """The index of a view's input that its result's `index` reads."""
+    source_type = op.operands[0].type
+    result_type = op.results[0].type
+    assert isinstance(source_type, TensorType) and isinstance(result_type, TensorType)
+    sizes = source_type.sizes
+    if isinstance(op, PermuteOp):
+        source_index: list[sympy.Expr] = [sympy.Integer(0)] * len(index)
+        for position, dim in enumerate(op.dims.data):
+            source_index[dim] = index[position]
+        return tuple(source_index)
+    if isinstance(op, ExpandOp):
+        offset = result_type.rank - source_type.rank
+        return tuple(
+            sympy.Integer(0) if size == 1 else index[offset + k]
+            for k, size in enumerate(sizes)
+        )
+    if isinstance(op, SliceOp):
+        dim = op.dim.value.data
+        step = op.step.value.data
+        changed = list(index)
+        changed[dim] = op.start.expr + index[dim] * step
+        return tuple(changed)
+    if isinstance(op, SelectOp):
+        dim = op.dim.value.data
+        return (*index[:dim], op.index.expr, *index[dim:])
+    if isinstance(op, SqueezeOp):
+        result = list(index)
+        for dim in op.dims.data:
+            result.insert(dim, sympy.Integer(0))
+        return tuple(result)
+    if isinstance(op, UnsqueezeOp):
+        dim = op.dim.value.data
+        return (*index[:dim], *index[dim + 1 :])
+    if isinstance(op, ReshapeOp):
+        return delinearize(linearize(index, result_type.sizes), sizes)
+    if isinstance(op, AsStridedOp):
+        flat = op.offset.expr + sum(
+            (i * s for i, s in zip(index, op.strides.data)), sympy.Integer(0)
+        )
+        return delinearize(sympy.expand(flat), sizes)
+    raise TypeError(f"{op.name} is not a view")
+
+
+def broadcast_index(
+    operand_sizes: Sequence[sympy.Expr], result_index: Index
+) -> Index:
+    """The index of a broadcast operand read at `result_index` of the result."""
+    offset = len(result_index) - len(operand_sizes)
+    return tuple(
+        sympy.Integer(0) if size == 1 else result_index[offset + k]
+        for k, size in enumerate(operand_sizes)
+    )
+
+
+# ---------------------------------------------------------------------------
+# Simplification with ranges
+# ---------------------------------------------------------------------------
+
+Bounds = Mapping[sympy.Symbol, sympy.Expr]
+"""The largest value of each loop index (its size minus one)."""
+
+
+def _upper_bound(expr: sympy.Expr, bounds: Bounds) -> sympy.Expr | None:
+    """An upper bound of a non-negative expression, or None if unknown."""
+    expr = sympy.expand(expr)
+    if expr.is_Integer:
+        return expr
+    if expr.is_Symbol:
+        if expr in bounds:
+            return bounds[expr]
+        return None if symbol_kind(expr) != "s" else expr
+    if expr.is_Add:
+        total: sympy.Expr = sympy.Integer(0)
+        for term in expr.args:
+            bound = _upper_bound(term, bounds)
+            if bound is None:
+                return None
+            total = total + bound
+        return total
+    if expr.is_Mul:
+        coefficient, rest = expr.as_coeff_Mul()
+        if coefficient < 0:
+            return None
+        factors = sympy.Mul.make_args(rest)
+        result: sympy.Expr = coefficient
+        for factor in factors:
+            bound = _upper_bound(factor, bounds)
+            if bound is None:
+                return None
+            result = result * bound
+        return result
+    if isinstance(expr, sympy.Mod):
+        return expr.args[1] - 1
+    if isinstance(expr, FloorDiv):
+        bound = _upper_bound(expr.args[0], bounds)
+        return None if bound is None else FloorDiv(bound, expr.args[1])
+    return None
+
+
+def _is_nonnegative(expr: sympy.Expr, bounds: Bounds) -> bool:
+    expr = sympy.expand(expr)
+    if expr.is_Integer:
+        return int(expr) >= 0
+    terms = sympy.Add.make_args(expr)
+    for term in terms:
+        coefficient, rest = term.as_coeff_Mul()
+        if coefficient < 0:
+            return False
+        for factor in sympy.Mul.make_args(rest):
+            if not (factor.is_Symbol or isinstance(factor, sympy.Mod | FloorDiv)):
+                return False
+            if factor.is_Symbol and factor not in bounds and symbol_kind(factor) != "s":
+                return False
+    return True
+
+
+def _provably_less(lhs: sympy.Expr, rhs: sympy.Expr) -> bool:
+    """Whether `lhs < rhs` for every positive value of the size symbols."""
+    difference = sympy.expand(rhs - lhs)
+    if difference.is_Integer:
+        return int(difference) > 0
+    return bool(difference.is_positive)
+
+
+def _gcd(values: Sequence[sympy.Expr]) -> sympy.Expr:
+    result = values[0]
+    for value in values[1:]:
+        result = sympy.gcd(result, value)
+    return sympy.Abs(result) if result.is_Integer else result
+
+
+def _factor_split(
+    base: sympy.Expr, divisor: sympy.Expr, bounds: Bounds
+) -> tuple[sympy.Expr, sympy.Expr, sympy.Expr] | None:
+    """
+    Write `base` as `factor * high + low` where `factor` divides `divisor` and
+    `0 <= low < factor`, with the largest such factor found by moving the terms
+    of smallest range into `low`. Returns (factor, high, low) or None.
+    """
+    terms = list(sympy.Add.make_args(sympy.expand(base)))
+    terms.sort(key=lambda t: _sort_key(t, bounds))
+    for split in range(len(terms) + 1):
+        low = sympy.Add(*terms[:split])
+        high_terms = terms[split:]
+        factor = _gcd([divisor, *high_terms]) if high_terms else divisor
+        if factor == 1 and split < len(terms):
+            continue
+        if split and not _is_nonnegative(low, bounds):
+            continue
+        if split:
+            bound = _upper_bound(low, bounds)
+            if bound is None or not _provably_less(bound, factor):
+                continue
+        high = sympy.expand(sympy.Add(*high_terms) / factor)
+        return factor, high, low
+    return None
+
+
+def _sort_key(term: sympy.Expr, bounds: Bounds) -> tuple[int, str]:
+    bound = _upper_bound(term, bounds) if _is_nonnegative(term, bounds) else None
+    if bound is not None and bound.is_Integer:
+        return (0, f"{int(bound):020d}")
+    return (1, str(term))
+
+
+def always_below(expr: sympy.Expr, limit: sympy.Expr, bounds: Bounds) -> bool:
+    """Whether `expr < limit` at every point of the domain."""
+    bound = _upper_bound(expr, bounds)
+    return bound is not None and _provably_less(bound, limit)
+
+
+def always_nonnegative(expr: sympy.Expr, bounds: Bounds) -> bool:
+    """Whether `expr >= 0` at every point of the domain."""
+    return _is_nonnegative(expr, bounds)
+
+
+def _below(expr: sympy.Expr, limit: sympy.Expr, bounds: Bounds) -> bool:
+    """Whether 0 <= expr < limit for every point of the domain."""
+    if not _is_nonnegative(expr, bounds):
+        return False
+    bound = _upper_bound(expr, bounds)
+    return bound is not None and _provably_less(bound, limit)
+
+
+def _is_integral_polynomial(expr: sympy.Expr) -> bool:
+    """Whether `expr` is a polynomial with integer coefficients."""
+    if sympy.denom(expr) != 1:
+        return False
+    if not expr.free_symbols:
+        return bool(expr.is_Integer)
+    if not expr.is_polynomial(*expr.free_symbols):
+        return False
+    return all(c.is_Integer for c in sympy.Poly(expr, *expr.free_symbols).coeffs())
+
+
+def _pull_multiples(
+    base: sympy.Expr, divisor: sympy.Expr
+) -> tuple[sympy.Expr, sympy.Expr]:
+    """Split `base` into `divisor * quotient + rest`, taking the terms of `base`
+    that are exact multiples of `divisor` into the quotient."""
+    quotient: sympy.Expr = sympy.Integer(0)
+    rest: sympy.Expr = sympy.Integer(0)
+    for term in sympy.Add.make_args(sympy.expand(base)):
+        ratio = sympy.cancel(term / divisor)
+        if _is_integral_polynomial(ratio):
+            quotient = quotient + ratio
+        else:
+            rest = rest + term
+    return sympy.expand(quotient), sympy.expand(rest)
+
+
+def _simplify_floordiv(base: sympy.Expr, divisor: sympy.Expr, bounds: Bounds):
+    quotient, base = _pull_multiples(base, divisor)
+    if quotient != 0:
+        return quotient + _simplify_floordiv(base, divisor, bounds)
+    if _below(base, divisor, bounds):
+        return sympy.Integer(0)
+    split = _factor_split(base, divisor, bounds)
+    if split is None:
+        return FloorDiv(base, divisor)
+    factor, high, _ = split
+    rest = sympy.cancel(divisor / factor)
+    if rest == 1:
+        return high
+    if factor == 1:
+        return FloorDiv(high, rest)
+    return _simplify_floordiv(high, rest, bounds)
+
+
+def _simplify_mod(base: sympy.Expr, divisor: sympy.Expr, bounds: Bounds):
+    _, base = _pull_multiples(base, divisor)
+    if base == 0:
+        return sympy.Integer(0)
+    if _below(base, divisor, bounds):
+        return base
+    split = _factor_split(base, divisor, bounds)
+    if split is None:
+        return sympy.Mod(base, divisor)
+    factor, high, low = split
+    rest = sympy.cancel(divisor / factor)
+    if rest == 1:
+        return low
+    high_mod = sympy.Mod(high, rest) if factor == 1 else _simplify_mod(high, rest, bounds)
+    return sympy.expand(factor * high_mod + low)
+
+
+def simplify_index(expr: sympy.Expr, bounds: Bounds) -> sympy.Expr:
+    """
+    Simplify an index expression given the largest value of each loop index:
+    `(d0 * 8 + d1) floordiv 8` is `d0` and `(d0 * 8 + d1) mod 8` is `d1` when
+    `d1 <= 7`. Innermost `floordiv`/`mod` are simplified first.
+    """
+    expr = sympy.sympify(expr)
+    if expr.is_Atom:
+        return expr
+    arguments = [simplify_index(a, bounds) for a in expr.args]
+    if isinstance(expr, FloorDiv):
+        return _simplify_floordiv(arguments[0], arguments[1], bounds)
+    if isinstance(expr, sympy.Mod):
+        return _simplify_mod(arguments[0], arguments[1], bounds)
+    return sympy.expand(expr.func(*arguments))
+
+
+def domain_bounds(
+    parallel_sizes: Sequence[sympy.Expr], reduction_sizes: Sequence[sympy.Expr] = ()
+) -> dict[sympy.Symbol, sympy.Expr]:
+    """The bounds of `d<i>` and `r<j>` for a loop domain."""
+    from permalloy.dialects.sym import parallel_index, reduction_index
+
+    bounds: dict[sympy.Symbol, sympy.Expr] = {}
+    for i, size in enumerate(parallel_sizes):
+        bounds[parallel_index(i)] = sympy.sympify(size) - 1
+    for j, size in enumerate(reduction_sizes):
+        bounds[reduction_index(j)] = sympy.sympify(size) - 1
+    return bounds

@@ -1,0 +1,150 @@
+"""
+Building one loop op: its domain, its inputs, and reads through views.
+
+`LoopBuilder` is the explicit context of one `loop.pointwise` or `loop.reduce`
+under construction. Reading a tensor at an index walks back through the view
+ops that produced it (view elimination), so the load reads the tensor that owns
+the data at the composed, simplified index expression.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sympy
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
+
+from permalloy.dialects import loop
+from permalloy.dialects.ptensor import VIEW_OPS, ReduceKind, TensorType
+from permalloy.dialects.sym import index_value, parallel_index, reduction_index
+from permalloy.lowering.index_algebra import (
+    Index,
+    broadcast_index,
+    domain_bounds,
+    simplify_index,
+    view_input_index,
+)
+from permalloy.lowering.scalar_ops import BodyBuilder, compute_type
+
+
+def resolve_views(value: SSAValue, index: Index) -> tuple[SSAValue, Index]:
+    """The tensor owning the data of `value`, and the index that `index` of
+    `value` reads in it."""
+    while isinstance(value.owner, VIEW_OPS):
+        index = view_input_index(value.owner, index)
+        value = value.owner.operands[0]
+    return value, index
+
+
+class LoopBuilder:
+    """The body, inputs and domain of one loop op being built."""
+
+    def __init__(
+        self,
+        result_type: TensorType,
+        reduction_sizes: Sequence[sympy.Expr] = (),
+    ):
+        self.result_type = result_type
+        self.reduction_sizes = tuple(reduction_sizes)
+        self.block = Block()
+        self.body = BodyBuilder(self.block)
+        self.inputs: list[SSAValue] = []
+        self._arguments: dict[SSAValue, BlockArgument] = {}
+        self.bounds = domain_bounds(result_type.sizes, self.reduction_sizes)
+        self._index_values: list[SSAValue] = []
+
+    # -- the domain ----------------------------------------------------------
+
+    @property
+    def parallel_indices(self) -> Index:
+        return tuple(parallel_index(i) for i in range(self.result_type.rank))
+
+    @property
+    def reduction_indices(self) -> Index:
+        return tuple(reduction_index(j) for j in range(len(self.reduction_sizes)))
+
+    def index(self, expr: sympy.Expr | int) -> SSAValue:
+        """The value of an integer expression as an `index`."""
+        return self.body.add(loop.IndexOp(simplify_index(sympy.sympify(expr), self.bounds)))
+
+    # -- reads ----------------------------------------------------------------
+
+    def _argument(self, value: SSAValue) -> BlockArgument:
+        if value not in self._arguments:
+            self.inputs.append(value)
+            self._arguments[value] = self.block.insert_arg(value.type, len(self.block.args))
+        return self._arguments[value]
+
+    def read(
+        self,
+        value: SSAValue,
+        index: Sequence[sympy.Expr],
+        index_values: Sequence[SSAValue] = (),
+        mask: SSAValue | None = None,
+    ) -> SSAValue:
+        """Load `value` at `index` and widen it to its compute type. `index` may
+        use `v0, v1, ...` for the entries of `index_values`."""
+        base, base_index = resolve_views(value, tuple(sympy.sympify(i) for i in index))
+        base_type = base.type
+        assert isinstance(base_type, TensorType)
+        simplified = [simplify_index(e, self.bounds) for e in base_index]
+        used_values, simplified = _renumber_index_values(simplified, index_values)
+        load = loop.LoadOp(
+            self._argument(base),
+            simplified,
+            loop.scalar_type(base_type.element_type),
+            used_values,
+            mask,
+        )
+        return self.body.to_compute(self.body.add(load), base_type.element_type)
+
+    def read_broadcast(self, value: SSAValue) -> SSAValue:
+        """Load an operand broadcast to the result's shape at the current point."""
+        value_type = value.type
+        assert isinstance(value_type, TensorType)
+        return self.read(value, broadcast_index(value_type.sizes, self.parallel_indices))
+
+    def index_entry(self, value: SSAValue, index: Sequence[sympy.Expr]) -> SSAValue:
+        """Load an integer tensor at `index` and give it as an `index` value."""
+        entry = self.read(value, index)
+        if isinstance(entry.type, IntegerType) and entry.type.width.data != 64:
+            entry = self.body.convert(entry, entry.type, IntegerType(64))
+        return self.body.int_to_index(entry)
+
+    # -- finishing --------------------------------------------------------------
+
+    def _finish_body(self, value: SSAValue, element_type: Attribute) -> Region:
+        stored = self.body.to_storage(value, element_type)
+        self.block.add_op(loop.YieldOp(stored))
+        return Region(self.block)
+
+    def pointwise(self, value: SSAValue) -> loop.PointwiseOp:
+        """The loop.pointwise whose body yields `value` (in compute type)."""
+        body = self._finish_body(value, self.result_type.element_type)
+        return loop.PointwiseOp(self.inputs, self.result_type, body)
+
+    def reduce(self, kind: ReduceKind, value: SSAValue, value_type: Attribute) -> loop.ReduceOp:
+        """The loop.reduce combining `value` (compute type of `value_type`)."""
+        if kind in (ReduceKind.ARGMAX, ReduceKind.ARGMIN):
+            body = self._finish_body(value, value_type)
+        else:
+            body = self._finish_body(value, self.result_type.element_type)
+        return loop.ReduceOp(
+            kind, self.inputs, self.reduction_sizes, self.result_type, body
+        )
+
+    def compute_type(self) -> Attribute:
+        return compute_type(self.result_type.element_type)
+
+
+def _renumber_index_values(
+    index: list[sympy.Expr], index_values: Sequence[SSAValue]
+) -> tuple[list[SSAValue], list[sympy.Expr]]:
+    """Keep only the index values an index uses, numbered v0, v1, ... in order."""
+    used = sorted(
+        {int(s.name[1:]) for e in index for s in e.free_symbols if s.name[0] == "v"}
+    )
+    mapping = {index_value(old): index_value(new) for new, old in enumerate(used)}
+    renamed = [e.xreplace(mapping) for e in index]
+    return [index_values[old] for old in used], renamed

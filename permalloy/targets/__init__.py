@@ -1,0 +1,83 @@
+"""
+Kernel targets: the contract between the host program and code generators.
+
+A target translates one `buffer.kernel` for the buffer layouts of one launch
+into something callable. The host program calls it with the launch's tensors
+(inputs, then outputs, in `buffer.launch` order) and the values of the size
+symbols the kernel needs.
+
+Conventions every target follows:
+- Each tensor's `data_ptr()` is where element `[0, 0, ...]` lives: views are made
+  by the host program (torch.as_strided), so a kernel adds no offset of its own
+  and addresses element `i` at `sum(i[k] * strides[k])` with the strides of the
+  launch's `BufferType` (integer expressions over size symbols).
+- Symbol values are passed in the order of `kernel_symbols(kernel, layouts)`.
+- A kernel writes every element of each output and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol
+
+import torch
+
+from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.dialects.ptensor import TensorType
+from permalloy.dialects.sym import symbol_kind
+
+
+class CompiledKernel(Protocol):
+    """A kernel ready to run on tensors laid out as its launch says."""
+
+    def __call__(self, tensors: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
+        """Run on `tensors` (inputs then outputs) with `symbols` in kernel order."""
+        ...
+
+
+class KernelTarget(Protocol):
+    """A code generator for kernels: `llvm` for CPUs, `triton` for GPUs."""
+
+    name: str
+
+    def compile_kernel(
+        self, kernel: KernelOp, layouts: Sequence[BufferType]
+    ) -> CompiledKernel:
+        """Translate and compile `kernel` for the launch `layouts` (ins then outs)."""
+        ...
+
+    def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
+        """The text the target generates for `kernel`: LLVM IR, Triton source."""
+        ...
+
+
+def kernel_symbols(kernel: KernelOp, layouts: Sequence[BufferType]) -> list[str]:
+    """
+    The size symbols a kernel needs at run time, sorted by name: those in its
+    argument and result types, in the layouts of its launch, and in the reduction
+    domains and index expressions of its body.
+    """
+    names: set[str] = set()
+
+    def add(exprs) -> None:
+        for expr in exprs:
+            for sym in expr.free_symbols:
+                if symbol_kind(sym) == "s":
+                    names.add(sym.name)
+
+    for t in (*kernel.function_type.inputs.data, *kernel.function_type.outputs.data):
+        assert isinstance(t, TensorType)
+        add(t.sizes)
+    for layout in layouts:
+        add((*layout.sizes, *layout.strides.data))
+    for op in kernel.walk():
+        for prop in op.properties.values():
+            data = getattr(prop, "data", None)
+            if isinstance(data, tuple):
+                add(e for e in data if hasattr(e, "free_symbols"))
+            elif hasattr(data, "free_symbols"):
+                add([data])
+        for result in op.results:
+            if isinstance(result.type, TensorType):
+                add(result.type.sizes)
+    return sorted(names, key=lambda n: int(n[1:]))

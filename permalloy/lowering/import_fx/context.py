@@ -1,0 +1,140 @@
+"""
+The state of one import: the block being filled, the values of the FX nodes
+imported so far, the size symbols, and helpers that converters share.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+from torch import fx
+from xdsl.ir import Attribute, Block, Operation, SSAValue
+
+from permalloy import dtypes
+from permalloy.dialects import ptensor
+from permalloy.dialects.ptensor import TensorType
+from permalloy.lowering.import_fx.errors import GraphImportError
+from permalloy.lowering.import_fx.symbols import SymbolTable
+
+Scalar = bool | int | float | sympy.Expr
+"""A non-tensor number argument: Python's, or a size expression (a SymInt)."""
+
+
+@dataclass
+class ImportContext:
+    """What converters read and write while one FX graph is imported."""
+
+    block: Block
+    symbols: SymbolTable = field(default_factory=SymbolTable)
+    values: dict[fx.Node, Any] = field(default_factory=dict)
+    """The value of each imported node: an SSA value for a tensor, a tuple for
+    several results, a number or a size expression for a scalar."""
+    fallback_ops: list[str] = field(default_factory=list)
+    extern_ops: list[str] = field(default_factory=list)
+    node: fx.Node | None = None
+    """The node being imported, for error messages."""
+
+    # -- building -----------------------------------------------------------
+
+    def emit(self, op: Operation) -> SSAValue:
+        """Append an op to the block; its first result."""
+        self.block.add_op(op)
+        return op.results[0]
+
+    def error(self, message: str) -> GraphImportError:
+        return GraphImportError(message, self.node.name if self.node else None)
+
+    # -- types --------------------------------------------------------------
+
+    def element_type(self, dtype: torch.dtype) -> Attribute:
+        try:
+            return dtypes.element_type(dtype)
+        except dtypes.UnsupportedDtypeError as error:
+            raise self.error(str(error)) from None
+
+    def shape(self, sizes: Sequence[int | torch.SymInt]) -> list[sympy.Expr]:
+        return [self.symbols.convert(s) for s in sizes]
+
+    def type_of(self, value: torch.Tensor) -> TensorType:
+        """The ptensor type of a (fake) tensor."""
+        return TensorType(self.shape(value.shape), self.element_type(value.dtype))
+
+    def result_type(self, node: fx.Node, index: int | None = None) -> TensorType:
+        """The ptensor type of a node's tensor result (or of result `index`)."""
+        value = node.meta["val"]
+        if index is not None:
+            value = value[index]
+        return self.type_of(value)
+
+    @staticmethod
+    def meta(arg: Any) -> Any:
+        """The example value of a node argument: a FakeTensor, SymInt or number."""
+        return arg.meta.get("val") if isinstance(arg, fx.Node) else arg
+
+    # -- arguments ----------------------------------------------------------
+
+    def tensor(self, arg: Any) -> SSAValue:
+        """The SSA value of a tensor argument."""
+        value = self.values.get(arg) if isinstance(arg, fx.Node) else None
+        if not isinstance(value, SSAValue):
+            raise self.error(f"expected a tensor argument, got {arg!r}")
+        return value
+
+    def scalar(self, arg: Any) -> Scalar:
+        """A number argument, with SymInts as size expressions."""
+        if isinstance(arg, fx.Node):
+            arg = self.values[arg]
+        if isinstance(arg, torch.SymInt | torch.SymFloat | torch.SymBool):
+            arg = self.symbols.convert(arg)
+        if isinstance(arg, sympy.Basic):
+            return int(arg) if arg.is_Integer else arg
+        return arg
+
+    def sizes(self, arg: Sequence[Any]) -> list[Scalar]:
+        """A list of sizes or indices, each an int or a size expression."""
+        return [self.scalar(a) for a in arg]
+
+    # -- values -------------------------------------------------------------
+
+    def cast(self, value: SSAValue, element_type: Attribute) -> SSAValue:
+        """`value` converted to `element_type` (itself when it already is)."""
+        source = ptensor.tensor_type(value)
+        if source.element_type == element_type:
+            return value
+        return self.emit(ptensor.CastOp(value, source.with_element_type(element_type)))
+
+    def full(self, number: Scalar, element_type: Attribute) -> SSAValue:
+        """A 0-d tensor holding a number (or a size expression's value)."""
+        if isinstance(number, sympy.Basic):
+            return self.cast(self.size_value(number), element_type)
+        return self.emit(ptensor.FullOp(number, TensorType([], element_type)))
+
+    def size_value(self, expr: sympy.Expr) -> SSAValue:
+        """
+        A 0-d i64 tensor holding the value of a size expression: element `e` of
+        `iota` over `[e + 1]` (negated when `e` is never positive).
+        """
+        negate = not expr.is_nonnegative and (-expr).is_nonnegative
+        magnitude = -expr if negate else expr
+        if not magnitude.is_nonnegative:
+            raise self.error(
+                f"cannot materialize size expression '{expr}' of unknown sign"
+            )
+        i64 = self.element_type(torch.int64)
+        iota = self.emit(ptensor.IotaOp(0, 1, TensorType([magnitude + 1], i64)))
+        value = self.emit(ptensor.SelectOp(iota, 0, magnitude, TensorType([], i64)))
+        if negate:
+            value = self.emit(
+                ptensor.UnaryOp(ptensor.UnaryKind.NEG, value, TensorType([], i64))
+            )
+        return value
+
+    def operand(self, arg: Any, element_type: Attribute) -> SSAValue:
+        """A tensor or number argument as a tensor of `element_type`."""
+        if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), SSAValue):
+            return self.cast(self.tensor(arg), element_type)
+        return self.full(self.scalar(arg), element_type)

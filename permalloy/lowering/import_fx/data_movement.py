@@ -1,0 +1,150 @@
+"""Converters of data movement: cat, pad, gather, index, scatter_add, index_put."""
+
+from __future__ import annotations
+
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from permalloy.dialects import ptensor
+from permalloy.dialects.ptensor import PadMode, TensorType
+from permalloy.lowering.import_fx.common import Converter, argument, normalize_dim
+from permalloy.lowering.import_fx.context import ImportContext
+
+aten = torch.ops.aten
+
+
+def cat(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    """cat, in the result dtype; 1-D empty inputs are skipped as torch does."""
+    result = ctx.result_type(node)
+    inputs = [
+        ctx.cast(ctx.tensor(t), result.element_type)
+        for t in node.args[0]
+        if not _is_legacy_empty(ctx.meta(t))
+    ]
+    if not inputs:
+        return ctx.emit(ptensor.FullOp(0, result))
+    dim = normalize_dim(argument(node, 1, "dim", 0), result.rank)
+    if len(inputs) == 1:
+        return inputs[0]
+    return ctx.emit(ptensor.CatOp(inputs, dim, result))
+
+
+def _is_legacy_empty(example: torch.Tensor) -> bool:
+    return example.dim() == 1 and isinstance(example.shape[0], int) and example.shape[0] == 0
+
+
+def _pad_amounts(pad: list[int], rank: int) -> tuple[list[int], list[int]] | None:
+    """torch's pad list (last dimension first, low then high) as low/high lists."""
+    if any(not isinstance(p, int) for p in pad) or len(pad) % 2 or len(pad) > 2 * rank:
+        return None
+    low, high = [0] * rank, [0] * rank
+    for i in range(len(pad) // 2):
+        low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
+    return low, high
+
+
+def constant_pad(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    source = ctx.tensor(node.args[0])
+    amounts = _pad_amounts(list(node.args[1]), ptensor.tensor_type(source).rank)
+    if amounts is None:
+        return None
+    value = ctx.scalar(argument(node, 2, "value", 0))
+    result = ctx.result_type(node)
+    return ctx.emit(ptensor.PadOp(source, PadMode.CONSTANT, *amounts, value, result))
+
+
+def mode_pad(mode: PadMode) -> Converter:
+    """reflection_padNd / replication_padNd."""
+
+    def convert(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+        source = ctx.tensor(node.args[0])
+        amounts = _pad_amounts(list(node.args[1]), ptensor.tensor_type(source).rank)
+        if amounts is None:
+            return None
+        return ctx.emit(ptensor.PadOp(source, mode, *amounts, None, ctx.result_type(node)))
+
+    return convert
+
+
+def gather(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    dim = normalize_dim(node.args[1], ptensor.tensor_type(source).rank)
+    index = ctx.tensor(node.args[2])
+    return ctx.emit(ptensor.GatherOp(source, index, dim, ctx.result_type(node)))
+
+
+def _index_tensors(ctx: ImportContext, indices) -> tuple[list[SSAValue], list[int]] | None:
+    """The index tensors of `x[indices]` and the dimensions they index."""
+    values, dims = [], []
+    for position, index in enumerate(indices):
+        if index is None:
+            continue
+        if ctx.meta(index).dtype == torch.bool:
+            return None
+        values.append(ctx.tensor(index))
+        dims.append(position)
+    return (values, dims) if values else None
+
+
+def index(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """index.Tensor (`x[i, :, j]`); None entries leave a dimension whole."""
+    found = _index_tensors(ctx, node.args[1])
+    if found is None:
+        return None
+    values, dims = found
+    return ctx.emit(ptensor.IndexOp(ctx.tensor(node.args[0]), values, dims, ctx.result_type(node)))
+
+
+def index_select(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    """index_select(x, dim, index): one indexed dimension, replaced in place."""
+    source = ctx.tensor(node.args[0])
+    dim = normalize_dim(node.args[1], ptensor.tensor_type(source).rank)
+    index_value = ctx.tensor(node.args[2])
+    index_type = ptensor.tensor_type(index_value)
+    if index_type.rank == 0:
+        index_value = ctx.emit(ptensor.UnsqueezeOp(index_value, 0, index_type.with_shape([1])))
+    return ctx.emit(ptensor.IndexOp(source, [index_value], [dim], ctx.result_type(node)))
+
+
+def scatter_add(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    dim = normalize_dim(node.args[1], ptensor.tensor_type(source).rank)
+    result = ctx.result_type(node)
+    updates = ctx.cast(ctx.tensor(node.args[3]), result.element_type)
+    return ctx.emit(
+        ptensor.ScatterAddOp(source, ctx.tensor(node.args[2]), updates, dim, result)
+    )
+
+
+def index_put(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """index_put(x, indices, values, accumulate)."""
+    found = _index_tensors(ctx, node.args[1])
+    if found is None:
+        return None
+    result = ctx.result_type(node)
+    values = ctx.operand(node.args[2], result.element_type)
+    accumulate = bool(argument(node, 3, "accumulate", False))
+    return ctx.emit(
+        ptensor.IndexPutOp(ctx.tensor(node.args[0]), *found, values, accumulate, result)
+    )
+
+
+CONVERTERS: dict = {
+    aten.cat.default: cat,
+    aten.constant_pad_nd.default: constant_pad,
+    aten.reflection_pad1d.default: mode_pad(PadMode.REFLECT),
+    aten.reflection_pad2d.default: mode_pad(PadMode.REFLECT),
+    aten.reflection_pad3d.default: mode_pad(PadMode.REFLECT),
+    aten.replication_pad1d.default: mode_pad(PadMode.REPLICATE),
+    aten.replication_pad2d.default: mode_pad(PadMode.REPLICATE),
+    aten.replication_pad3d.default: mode_pad(PadMode.REPLICATE),
+    aten.gather.default: gather,
+    aten.index.Tensor: index,
+    aten._unsafe_index.Tensor: index,
+    aten.index_select.default: index_select,
+    aten.scatter_add.default: scatter_add,
+    aten.index_put.default: index_put,
+    aten._unsafe_index_put.default: index_put,
+}
+"""Converters by ATen overload."""

@@ -1,0 +1,123 @@
+"""
+Import of ATen ops that ptensor has no op for, as `ptensor.fallback`.
+
+Arguments are encoded as `FallbackOp` documents: tensors as
+`#ptensor.operand<i>`, lists as arrays, None as `#ptensor.none`, dtypes as
+their element types, bools as i1 integers, ints as i64, floats as f64,
+strings (and devices, by name) as strings, size expressions (SymInts) as
+`#sym.expr<...>`. Keyword arguments go in a dictionary the same way; those
+that only restate defaults of value semantics (layout=strided, memory_format,
+pin_memory=False) are left out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+from torch import fx
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DictionaryAttr,
+    Float64Type,
+    FloatAttr,
+    IntegerAttr,
+    IntegerType,
+    StringAttr,
+)
+from xdsl.ir import Attribute, SSAValue
+
+from permalloy.dialects import ptensor
+from permalloy.dialects.sym import SymExprAttr
+from permalloy.lowering.import_fx.context import ImportContext
+
+_DEFAULT_KWARGS = {"layout": torch.strided, "pin_memory": False}
+_IGNORED_KWARGS = {"memory_format"}
+
+
+class _Operands:
+    """The tensor operands of one fallback op, each listed once."""
+
+    def __init__(self) -> None:
+        self.values: list[SSAValue] = []
+
+    def reference(self, value: SSAValue) -> ptensor.OperandRefAttr:
+        if value not in self.values:
+            self.values.append(value)
+        return ptensor.OperandRefAttr(self.values.index(value))
+
+
+def encode(ctx: ImportContext, arg: Any, operands: _Operands) -> Attribute:
+    """One argument as an attribute of the fallback encoding."""
+    if isinstance(arg, fx.Node):
+        value = ctx.values[arg]
+        if isinstance(value, SSAValue):
+            return operands.reference(value)
+        arg = ctx.scalar(arg)
+    if isinstance(arg, list | tuple):
+        return ArrayAttr([encode(ctx, a, operands) for a in arg])
+    if arg is None:
+        return ptensor.NoneValueAttr()
+    if isinstance(arg, bool):
+        return IntegerAttr(int(arg), IntegerType(1))
+    if isinstance(arg, int):
+        return IntegerAttr(arg, IntegerType(64))
+    if isinstance(arg, float):
+        return FloatAttr(arg, Float64Type())
+    if isinstance(arg, sympy.Basic):
+        return SymExprAttr(arg)
+    if isinstance(arg, torch.dtype):
+        return ctx.element_type(arg)
+    if isinstance(arg, str | torch.device):
+        return StringAttr(str(arg))
+    if isinstance(arg, torch.layout | torch.memory_format):
+        return StringAttr(str(arg).removeprefix("torch."))
+    raise ctx.error(f"cannot pass an argument of type {type(arg).__name__} to torch")
+
+
+def _kept_kwargs(node: fx.Node) -> dict[str, Any]:
+    return {
+        name: value
+        for name, value in node.kwargs.items()
+        if name not in _IGNORED_KWARGS
+        and not (name in _DEFAULT_KWARGS and value == _DEFAULT_KWARGS[name])
+    }
+
+
+def _result_types(ctx: ImportContext, node: fx.Node) -> tuple[list, list[int | None]]:
+    """
+    The types of the tensor results, and for each FX result its position among
+    them (None for a result that is not a tensor: None, or a number that
+    readers take from the graph's example values).
+    """
+    value = node.meta.get("val")
+    examples = list(value) if isinstance(value, list | tuple) else [value]
+    types, positions = [], []
+    for example in examples:
+        if isinstance(example, torch.Tensor):
+            positions.append(len(types))
+            types.append(ctx.type_of(example))
+        else:
+            positions.append(None)
+    return types, positions
+
+
+def import_fallback(ctx: ImportContext, node: fx.Node) -> Any:
+    """Import a node as `ptensor.fallback`; its value as a converter gives it."""
+    operands = _Operands()
+    args = [encode(ctx, a, operands) for a in node.args]
+    kwargs = _kept_kwargs(node)
+    kwargs_attr = (
+        DictionaryAttr({k: encode(ctx, v, operands) for k, v in kwargs.items()})
+        if kwargs
+        else None
+    )
+    types, positions = _result_types(ctx, node)
+    op = ptensor.FallbackOp(str(node.target), operands.values, args, types, kwargs_attr)
+    ctx.block.add_op(op)
+    ctx.fallback_ops.append(str(node.target))
+    results = [None if p is None else op.results[p] for p in positions]
+    if isinstance(node.meta.get("val"), list | tuple):
+        return tuple(results)
+    return results[0]

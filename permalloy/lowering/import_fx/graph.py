@@ -1,0 +1,221 @@
+"""
+`import_graph`: an FX graph of ATen ops (after AOTAutograd) as a `func.func`
+of ptensor ops inside a `builtin.module`.
+
+Function arguments, in order: the graph's placeholders (tensors as
+`!ptensor.tensor`, SymInts and ints as `index` with `{ptensor.symbol =
+#sym.expr<...>}` naming the expression they hold), then one argument per large
+`get_attr` constant (`{ptensor.constant = "<attribute name>"}`), whose values
+`ImportResult.constants` lists; small constants become `ptensor.constant`.
+
+Results: the graph's tensor outputs, in order. Outputs that are not tensors
+(None, an int, a SymInt) are not results; `ImportResult.outputs` says, for
+each output of the graph, which result it is or which value it has.
+"""
+
+from __future__ import annotations
+
+import operator
+import warnings
+from dataclasses import dataclass, field
+
+import sympy
+import torch
+from torch import fx
+from xdsl.dialects import func
+from xdsl.dialects.builtin import (
+    ArrayAttr,
+    DenseIntOrFPElementsAttr,
+    DictionaryAttr,
+    IndexType,
+    ModuleOp,
+    StringAttr,
+    TensorType as BuiltinTensorType,
+)
+from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.utils.exceptions import VerifyException
+
+from permalloy.dialects import ptensor
+from permalloy.dialects.sym import SymExprAttr
+from permalloy.lowering.import_fx.context import ImportContext
+from permalloy.lowering.import_fx.converters import converter_for, is_library_op
+from permalloy.lowering.import_fx.errors import GraphImportError
+from permalloy.lowering.import_fx.fallback import import_fallback
+
+SYMBOL_ATTR = "ptensor.symbol"
+CONSTANT_ATTR = "ptensor.constant"
+LARGE_CONSTANT_ELEMENTS = 256
+"""get_attr constants with more elements become function arguments."""
+
+
+@dataclass(frozen=True)
+class TensorOutput:
+    """A graph output that is the function's result number `result`."""
+
+    result: int
+
+
+@dataclass(frozen=True)
+class ValueOutput:
+    """A graph output that is not a tensor: None, a number or a size expression."""
+
+    value: None | bool | int | float | sympy.Expr
+
+
+@dataclass
+class ImportResult:
+    """A graph imported into ptensor, with what the caller needs to run it."""
+
+    module: ModuleOp
+    fallback_ops: list[str] = field(default_factory=list)
+    """ATen ops imported as `ptensor.fallback`, in graph order."""
+    extern_ops: list[str] = field(default_factory=list)
+    """ATen ops imported as library ops (extern calls), in graph order."""
+    outputs: list[TensorOutput | ValueOutput] = field(default_factory=list)
+    constants: list[torch.Tensor] = field(default_factory=list)
+    """Values of the trailing constant arguments, in order."""
+    symbols: dict[str, str] = field(default_factory=dict)
+    """Dynamo's symbol names -> permalloy's (`s77` -> `s0`)."""
+
+
+@dataclass
+class _Signature:
+    """The function's arguments as they are added."""
+
+    attributes: list[dict[str, Attribute]] = field(default_factory=list)
+    constants: list[torch.Tensor] = field(default_factory=list)
+
+    def add(self, block: Block, type: Attribute, attributes: dict) -> SSAValue:
+        self.attributes.append(attributes)
+        return block.insert_arg(type, len(block.args))
+
+
+def import_graph(gm: fx.GraphModule, name: str = "forward") -> ImportResult:
+    """
+    Import an ATen FX graph; raises `GraphImportError` for what ptensor cannot
+    represent. Unknown ops never fail: they become `ptensor.fallback`, and one
+    warning lists them.
+    """
+    ctx = ImportContext(Block())
+    signature = _Signature()
+    outputs: list = []
+    for node in gm.graph.nodes:
+        ctx.node = node
+        if node.op == "placeholder":
+            ctx.values[node] = _placeholder(ctx, signature, node)
+        elif node.op == "get_attr":
+            ctx.values[node] = _get_attr(ctx, signature, gm, node)
+        elif node.op == "call_function":
+            ctx.values[node] = _call_function(ctx, node)
+        elif node.op == "output":
+            outputs = _output(ctx, node)
+        else:
+            raise ctx.error(f"unsupported FX node kind '{node.op}'")
+    module = _module(ctx, signature, name, outputs)
+    if ctx.fallback_ops:
+        warnings.warn(
+            "permalloy runs these ATen ops with torch (ptensor.fallback): "
+            + ", ".join(sorted(set(ctx.fallback_ops))),
+            stacklevel=2,
+        )
+    return ImportResult(
+        module,
+        ctx.fallback_ops,
+        ctx.extern_ops,
+        [o for o, _ in outputs],
+        signature.constants,
+        {k: v.name for k, v in ctx.symbols.names.items()},
+    )
+
+
+def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node):
+    example = node.meta.get("val")
+    if isinstance(example, torch.Tensor):
+        return signature.add(ctx.block, ctx.type_of(example), {})
+    if isinstance(example, torch.SymInt | int) and not isinstance(example, bool):
+        expr = ctx.symbols.convert(example)
+        signature.add(ctx.block, IndexType(), {SYMBOL_ATTR: SymExprAttr(expr)})
+        return expr
+    raise ctx.error(
+        f"graph input of type {type(example).__name__} is not supported "
+        "(inputs are tensors, ints and SymInts)"
+    )
+
+
+def _get_attr(ctx: ImportContext, signature: _Signature, gm: fx.GraphModule, node):
+    value = getattr(gm, node.target)
+    if not isinstance(value, torch.Tensor):
+        raise ctx.error(f"get_attr of a {type(value).__name__} is not supported")
+    result_type = ctx.type_of(value)
+    if value.numel() > LARGE_CONSTANT_ELEMENTS:
+        signature.constants.append(value)
+        return signature.add(
+            ctx.block, result_type, {CONSTANT_ATTR: StringAttr(str(node.target))}
+        )
+    return ctx.emit(ptensor.ConstantOp(_dense(value, result_type), result_type))
+
+
+def _dense(value: torch.Tensor, result_type: ptensor.TensorType):
+    builtin_type = BuiltinTensorType(result_type.element_type, list(value.shape))
+    data = value.detach().cpu()
+    items = data.flatten().tolist() if data.dtype.is_floating_point else (
+        data.to(torch.int64).flatten().tolist()
+    )
+    return DenseIntOrFPElementsAttr.from_list(builtin_type, items)
+
+
+def _call_function(ctx: ImportContext, node: fx.Node):
+    example = node.meta.get("val")
+    if node.target is operator.getitem:
+        return _getitem(ctx, node)
+    if isinstance(example, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
+        return ctx.scalar(example)
+    converter = converter_for(node)
+    value = None if converter is None else converter(ctx, node)
+    if value is None:
+        return import_fallback(ctx, node)
+    if is_library_op(node):
+        ctx.extern_ops.append(str(node.target))
+    return value
+
+
+def _getitem(ctx: ImportContext, node: fx.Node):
+    example = node.meta.get("val")
+    if not isinstance(example, torch.Tensor):
+        return ctx.scalar(example)
+    value = ctx.values[node.args[0]][node.args[1]]
+    if value is None:
+        raise ctx.error("reads a result that its producer did not import")
+    return value
+
+
+def _output(ctx: ImportContext, node: fx.Node) -> list[tuple[object, SSAValue | None]]:
+    """Each graph output's description, with the SSA value it returns."""
+    values = node.args[0]
+    values = values if isinstance(values, list | tuple) else [values]
+    described, results = [], 0
+    for value in values:
+        imported = ctx.values.get(value) if isinstance(value, fx.Node) else value
+        if isinstance(imported, SSAValue):
+            described.append((TensorOutput(results), imported))
+            results += 1
+        else:
+            described.append((ValueOutput(ctx.scalar(imported)), None))
+    return described
+
+
+def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> ModuleOp:
+    returned = [v for _, v in outputs if v is not None]
+    ctx.block.add_op(func.ReturnOp(*returned))
+    function = func.FuncOp(
+        name,
+        ([a.type for a in ctx.block.args], [v.type for v in returned]),
+        Region(ctx.block),
+        arg_attrs=ArrayAttr([DictionaryAttr(a) for a in signature.attributes]),
+    )
+    module = ModuleOp([function])
+    try:
+        module.verify()
+    except VerifyException as error:
+        raise GraphImportError(f"the imported IR does not verify: {error}") from error
+    return module

@@ -1,0 +1,153 @@
+"""
+Converters of library ops (run as extern calls): mm, bmm, addmm, convolution,
+and the scaled-dot-product attention variants.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import sympy
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from permalloy.dialects import ptensor
+from permalloy.lowering.import_fx.common import Converter, argument
+from permalloy.lowering.import_fx.context import ImportContext
+
+aten = torch.ops.aten
+
+
+def _floats(ctx: ImportContext, node: fx.Node) -> bool:
+    """Library ops take floats; integer matrix products fall back."""
+    return ptensor.is_float(ctx.result_type(node, 0 if _several(node) else None).element_type)
+
+
+def _several(node: fx.Node) -> bool:
+    return isinstance(node.meta["val"], list | tuple)
+
+
+def matmul(op_class: type) -> Converter:
+    def convert(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+        if not _floats(ctx, node):
+            return None
+        lhs, rhs = ctx.tensor(node.args[0]), ctx.tensor(node.args[1])
+        return ctx.emit(op_class(lhs, rhs, ctx.result_type(node)))
+
+    return convert
+
+
+def addmm(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    if not _floats(ctx, node):
+        return None
+    bias, lhs, rhs = (ctx.tensor(a) for a in node.args[:3])
+    beta = float(node.kwargs.get("beta", 1.0))
+    alpha = float(node.kwargs.get("alpha", 1.0))
+    return ctx.emit(ptensor.AddmmOp(bias, lhs, rhs, ctx.result_type(node), beta, alpha))
+
+
+def convolution(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """aten.convolution(input, weight, bias, stride, padding, dilation,
+    transposed, output_padding, groups)."""
+    if not _floats(ctx, node):
+        return None
+    source, weight, bias = node.args[:3]
+    stride, padding, dilation, transposed, output_padding, groups = node.args[3:9]
+    spatial = ctx.meta(source).dim() - 2
+    lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
+    if any(v is None for v in lists):
+        return None
+    return ctx.emit(
+        ptensor.ConvolutionOp(
+            ctx.tensor(source),
+            ctx.tensor(weight),
+            None if bias is None else ctx.tensor(bias),
+            lists[0],
+            lists[1],
+            lists[2],
+            groups,
+            ctx.result_type(node),
+            transposed=bool(transposed),
+            output_padding=lists[3],
+        )
+    )
+
+
+def _per_dimension(values, spatial: int) -> list[int] | None:
+    values = list(values)
+    if any(not isinstance(v, int) for v in values):
+        return None
+    return values * spatial if len(values) == 1 else values
+
+
+def _only_first_result_used(node: fx.Node) -> bool:
+    """Whether every user of a multi-result op reads its result 0."""
+    return all(
+        user.target is operator.getitem and user.args[1] == 0 for user in node.users
+    )
+
+
+def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: int) -> Converter:
+    """
+    An SDPA variant, given where its mask (position, or None for keyword-only,
+    and name), dropout and causal arguments are. Attention with dropout,
+    grouped-query attention, a symbolic scale, or a use of the extra results
+    (log-sum-exp and the like) falls back.
+    """
+
+    def convert(ctx: ImportContext, node: fx.Node):
+        several = _several(node)
+        if several and not _only_first_result_used(node):
+            return None
+        if not _floats(ctx, node) or argument(node, dropout_index, "dropout_p", 0.0):
+            return None
+        scale = ctx.scalar(node.kwargs.get("scale"))
+        if node.kwargs.get("enable_gqa", False) or isinstance(scale, sympy.Basic):
+            return None
+        query, key, value = (ctx.tensor(a) for a in node.args[:3])
+        mask_index, mask_name = mask
+        mask_arg = (
+            node.kwargs.get(mask_name)
+            if mask_index is None
+            else argument(node, mask_index, mask_name)
+        )
+        result = ctx.emit(
+            ptensor.AttentionOp(
+                query,
+                key,
+                value,
+                None if mask_arg is None else ctx.tensor(mask_arg),
+                bool(argument(node, causal_index, "is_causal", False)),
+                None if scale is None else float(scale),
+                ctx.result_type(node, 0 if several else None),
+            )
+        )
+        if not several:
+            return result
+        return (result,) + (None,) * (len(node.meta["val"]) - 1)
+
+    return convert
+
+
+CONVERTERS: dict = {
+    aten.mm.default: matmul(ptensor.MatmulOp),
+    aten.bmm.default: matmul(ptensor.BatchMatmulOp),
+    aten.addmm.default: addmm,
+    aten.convolution.default: convolution,
+    aten.scaled_dot_product_attention.default: attention((3, "attn_mask"), 4, 5),
+    aten._scaled_dot_product_flash_attention_for_cpu.default: attention(
+        (None, "attn_mask"), 3, 4
+    ),
+    aten._scaled_dot_product_flash_attention.default: attention((None, ""), 3, 4),
+    aten._scaled_dot_product_efficient_attention.default: attention(
+        (3, "attn_bias"), 5, 6
+    ),
+    aten._scaled_dot_product_cudnn_attention.default: attention(
+        (3, "attn_bias"), 5, 6
+    ),
+}
+"""Converters by ATen overload."""
+
+LIBRARY_TARGETS = frozenset(CONVERTERS)
+"""ATen ops that become library ops (extern calls) when imported."""

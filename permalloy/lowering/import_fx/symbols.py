@@ -1,0 +1,94 @@
+"""
+Size symbols: torch's sympy expressions over Dynamo's symbols, rewritten as
+`sym` expressions over `s0, s1, ...`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sympy
+import torch
+from torch.utils._sympy import functions as torch_functions
+
+from permalloy.dialects import sym
+from permalloy.lowering.import_fx.errors import GraphImportError
+
+
+class SymbolTable:
+    """
+    Names Dynamo's size symbols (`s77`, `s3`) `s0, s1, ...` in the order the
+    importer meets them, and converts expressions over them.
+    """
+
+    def __init__(self) -> None:
+        self.names: dict[str, sympy.Symbol] = {}
+        """Dynamo's symbol name -> permalloy's size symbol."""
+        self._shape_env: Any = None
+
+    def convert(self, value: int | torch.SymInt | sympy.Expr) -> sympy.Expr:
+        """The `sym` expression of an int, a SymInt or a torch sympy expression."""
+        if isinstance(value, bool):
+            return sympy.Integer(int(value))
+        if isinstance(value, int):
+            return sympy.Integer(value)
+        if isinstance(value, torch.SymInt | torch.SymFloat | torch.SymBool):
+            self._shape_env = self._shape_env or value.node.shape_env
+            value = value.node.expr
+        if self._shape_env is not None:
+            value = self._shape_env.replace(value)
+        return sympy.sympify(self._convert(sympy.sympify(value)))
+
+    def symbol(self, torch_symbol: sympy.Symbol) -> sympy.Symbol:
+        """permalloy's name for one of Dynamo's symbols."""
+        name = torch_symbol.name
+        if name.startswith("u"):
+            raise GraphImportError(
+                f"size '{name}' depends on tensor data (an unbacked symbol, from "
+                "nonzero, item or boolean indexing); such sizes are not supported"
+            )
+        if not name.startswith("s"):
+            raise GraphImportError(f"unsupported size symbol '{name}'")
+        if name not in self.names:
+            self.names[name] = sym.symbol(f"s{len(self.names)}")
+        return self.names[name]
+
+    def _convert(self, expr: sympy.Basic) -> sympy.Expr:
+        if expr.is_Integer:
+            return sympy.Integer(int(expr))
+        if expr.is_Symbol:
+            return self.symbol(expr)
+        args = [self._convert(a) for a in expr.args] if expr.args else []
+        if expr.is_Add:
+            return sympy.Add(*args)
+        if expr.is_Mul:
+            return sympy.Mul(*args)
+        return self._convert_function(expr, args)
+
+    def _convert_function(self, expr: sympy.Basic, args: list[sympy.Expr]):
+        if isinstance(expr, sympy.Pow | torch_functions.PowByNatural):
+            if args[1].is_Integer and int(args[1]) >= 0:
+                return args[0] ** int(args[1])
+        if isinstance(expr, torch_functions.FloorDiv | torch_functions.CleanDiv):
+            return sym.FloorDiv(*args)
+        if isinstance(expr, torch_functions.CeilDiv):
+            return sym.CeilDiv(*args)
+        if isinstance(expr, torch_functions.CeilToInt) and isinstance(
+            expr.args[0], torch_functions.IntTrueDiv
+        ):
+            return sym.CeilDiv(*(self._convert(a) for a in expr.args[0].args))
+        if isinstance(expr, torch_functions.ModularIndexing):
+            base, divisor, modulus = args
+            return sympy.Mod(sym.FloorDiv(base, divisor), modulus)
+        if isinstance(expr, torch_functions.Mod | torch_functions.PythonMod | sympy.Mod):
+            return sympy.Mod(*args)
+        if isinstance(expr, torch_functions.Max | sympy.Max):
+            return sympy.Max(*args)
+        if isinstance(expr, torch_functions.Min | sympy.Min):
+            return sympy.Min(*args)
+        if isinstance(expr, torch_functions.Identity):
+            return args[0]
+        raise GraphImportError(
+            f"size expression '{expr}' uses {type(expr).__name__}, which permalloy "
+            "cannot represent (supported: +, *, floordiv, ceildiv, mod, min, max)"
+        )

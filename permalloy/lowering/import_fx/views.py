@@ -1,0 +1,193 @@
+"""Converters of view ops: reshape, permute, expand, slice, select, squeeze, ..."""
+
+from __future__ import annotations
+
+import sympy
+import torch
+from torch import fx
+from xdsl.ir import SSAValue
+
+from permalloy.dialects import ptensor
+from permalloy.dialects.ptensor import TensorType, slice_length
+from permalloy.lowering.import_fx.common import argument, normalize_dim
+from permalloy.lowering.import_fx.context import ImportContext, Scalar
+
+aten = torch.ops.aten
+_UNBOUNDED = 2**62
+"""Slice ends at or above this mean "to the end" (torch passes INT64_MAX)."""
+
+
+def reshape(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    """view / reshape / _unsafe_view, to the shape torch computed (-1 resolved)."""
+    source = ctx.tensor(node.args[0])
+    result = ctx.result_type(node)
+    if ptensor.shapes_equal(ptensor.tensor_type(source).sizes, result.sizes):
+        return source
+    return ctx.emit(ptensor.ReshapeOp(source, result))
+
+
+def permute(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    rank = ptensor.tensor_type(source).rank
+    dims = [normalize_dim(d, rank) for d in node.args[1]]
+    return _permute(ctx, node, source, dims)
+
+
+def _permute(ctx, node, source, dims: list[int]) -> SSAValue:
+    if dims == list(range(len(dims))):
+        return source
+    return ctx.emit(ptensor.PermuteOp(source, dims, ctx.result_type(node)))
+
+
+def transpose(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    """transpose(x, a, b) and t(x): a permutation swapping two dimensions."""
+    source = ctx.tensor(node.args[0])
+    rank = ptensor.tensor_type(source).rank
+    first, second = (node.args[1], node.args[2]) if len(node.args) > 2 else (0, 1)
+    dims = list(range(rank))
+    if rank >= 2:
+        a, b = normalize_dim(first, rank), normalize_dim(second, rank)
+        dims[a], dims[b] = dims[b], dims[a]
+    return _permute(ctx, node, source, dims)
+
+
+def expand(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    result = ctx.result_type(node)
+    if ptensor.shapes_equal(ptensor.tensor_type(source).sizes, result.sizes):
+        return source
+    return ctx.emit(ptensor.ExpandOp(source, result))
+
+
+def _normalize_index(index: Scalar, size: sympy.Expr) -> sympy.Expr:
+    """A start or end index: negative ones count from the end, huge ones mean it."""
+    index = sympy.sympify(index)
+    if index.is_Integer and int(index) >= _UNBOUNDED:
+        return size
+    if index.is_negative:
+        return index + size
+    return index
+
+
+def _slice_bounds(start, end, step, size, length) -> tuple | None:
+    """
+    The start and end clamped to `[0, size]`: exactly when static, else the
+    candidate clamping whose length is the one torch computed.
+    """
+    start, end = _normalize_index(start, size), _normalize_index(end, size)
+    if start.is_Integer and end.is_Integer and size.is_Integer:
+        low = min(max(int(start), 0), int(size))
+        return low, min(max(int(end), low), int(size))
+    for candidate in ((start, end), (start, size), (0, end), (0, size)):
+        if ptensor.sizes_equal(slice_length(*candidate, step), length):
+            return candidate
+    return None
+
+
+def slice_tensor(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """slice(x, dim, start, end, step) with clamped bounds."""
+    source = ctx.tensor(node.args[0])
+    source_type = ptensor.tensor_type(source)
+    result = ctx.result_type(node)
+    dim = normalize_dim(argument(node, 1, "dim", 0), source_type.rank)
+    start = ctx.scalar(argument(node, 2, "start", None) or 0)
+    end_arg = argument(node, 3, "end", None)
+    end = source_type.sizes[dim] if end_arg is None else ctx.scalar(end_arg)
+    step = argument(node, 4, "step", 1)
+    if not isinstance(step, int):
+        return None
+    bounds = _slice_bounds(start, end, step, source_type.sizes[dim], result.sizes[dim])
+    if bounds is None:
+        return None
+    if bounds == (0, source_type.sizes[dim]) and step == 1:
+        return source
+    return ctx.emit(ptensor.SliceOp(source, dim, bounds[0], bounds[1], step, result))
+
+
+def select(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    source_type = ptensor.tensor_type(source)
+    dim = normalize_dim(node.args[1], source_type.rank)
+    index = sympy.sympify(ctx.scalar(node.args[2]))
+    if index.is_negative:
+        index = index + source_type.sizes[dim]
+    return ctx.emit(ptensor.SelectOp(source, dim, index, ctx.result_type(node)))
+
+
+def squeeze(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    """squeeze with no, one or several dims; only size-1 dimensions go."""
+    source = ctx.tensor(node.args[0])
+    source_type = ptensor.tensor_type(source)
+    requested = argument(node, 1, "dim")
+    if requested is None:
+        requested = list(range(source_type.rank))
+    elif isinstance(requested, int):
+        requested = [requested]
+    dims = sorted(
+        {
+            normalize_dim(d, source_type.rank)
+            for d in requested
+            if source_type.rank > 0 and source_type.sizes[normalize_dim(d, source_type.rank)] == 1
+        }
+    )
+    if not dims:
+        return source
+    return ctx.emit(ptensor.SqueezeOp(source, dims, ctx.result_type(node)))
+
+
+def unsqueeze(ctx: ImportContext, node: fx.Node) -> SSAValue:
+    source = ctx.tensor(node.args[0])
+    rank = ptensor.tensor_type(source).rank
+    dim = node.args[1] % (rank + 1)
+    return ctx.emit(ptensor.UnsqueezeOp(source, dim, ctx.result_type(node)))
+
+
+def as_strided(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """
+    as_strided over a tensor whose storage is exactly its contiguous elements;
+    any other input (a view into a larger storage) falls back.
+    """
+    example = ctx.meta(node.args[0])
+    if not _owns_contiguous_storage(example):
+        return None
+    strides = ctx.sizes(node.args[2])
+    offset = ctx.scalar(argument(node, 3, "storage_offset", None) or 0)
+    source = ctx.tensor(node.args[0])
+    return ctx.emit(ptensor.AsStridedOp(source, strides, offset, ctx.result_type(node)))
+
+
+def _owns_contiguous_storage(example: torch.Tensor) -> bool:
+    try:
+        storage_bytes = example.untyped_storage().nbytes()
+        return bool(
+            example.is_contiguous()
+            and example.storage_offset() == 0
+            and storage_bytes == example.numel() * example.element_size()
+        )
+    except (RuntimeError, TypeError):
+        return False
+
+
+CONVERTERS: dict = {
+    aten.view.default: reshape,
+    aten._unsafe_view.default: reshape,
+    aten.reshape.default: reshape,
+    aten.view_copy.default: reshape,
+    aten.permute.default: permute,
+    aten.permute_copy.default: permute,
+    aten.transpose.int: transpose,
+    aten.t.default: transpose,
+    aten.expand.default: expand,
+    aten.expand_copy.default: expand,
+    aten.slice.Tensor: slice_tensor,
+    aten.slice_copy.Tensor: slice_tensor,
+    aten.select.int: select,
+    aten.select_copy.int: select,
+    aten.squeeze.default: squeeze,
+    aten.squeeze.dim: squeeze,
+    aten.squeeze.dims: squeeze,
+    aten.unsqueeze.default: unsqueeze,
+    aten.unsqueeze_copy.default: unsqueeze,
+    aten.as_strided.default: as_strided,
+}
+"""Converters by ATen overload."""

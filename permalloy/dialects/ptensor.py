@@ -65,7 +65,7 @@ from xdsl.irdl import (
     var_operand_def,
     var_result_def,
 )
-from xdsl.parser import AttrParser, Parser
+from xdsl.parser import AttrParser, Parser, UnresolvedOperand
 from xdsl.printer import Printer
 from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
@@ -1144,7 +1144,7 @@ class SliceOp(_ViewOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> SliceOp:
-        input = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         parser.parse_keyword("dim")
         dim = parser.parse_integer(allow_boolean=False)
         parser.parse_keyword("start")
@@ -1153,7 +1153,7 @@ class SliceOp(_ViewOp):
         end = parse_expr(parser)
         parser.parse_keyword("step")
         step = parser.parse_integer(allow_boolean=False)
-        attributes, result_type = _parse_attrs_and_types(parser, [input])
+        attributes, (input,), result_type = _parse_attrs_and_types(parser, [unresolved])
         op = cls(input, dim, start, end, step, result_type)
         op.attributes.update(attributes)
         return op
@@ -1214,12 +1214,12 @@ class SelectOp(_ViewOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> SelectOp:
-        input = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         parser.parse_keyword("dim")
         dim = parser.parse_integer(allow_boolean=False)
         parser.parse_keyword("index")
         index = parse_expr(parser)
-        attributes, result_type = _parse_attrs_and_types(parser, [input])
+        attributes, (input,), result_type = _parse_attrs_and_types(parser, [unresolved])
         op = cls(input, dim, index, result_type)
         op.attributes.update(attributes)
         return op
@@ -1353,12 +1353,12 @@ class AsStridedOp(_ViewOp):
 
     @classmethod
     def parse(cls, parser: Parser) -> AsStridedOp:
-        input = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         parser.parse_keyword("strides")
         strides = SymListAttr.parse_parameter(parser)
         parser.parse_keyword("offset")
         offset = parse_expr(parser)
-        attributes, result_type = _parse_attrs_and_types(parser, [input])
+        attributes, (input,), result_type = _parse_attrs_and_types(parser, [unresolved])
         op = cls(input, strides, offset, result_type)
         op.attributes.update(attributes)
         return op
@@ -1499,14 +1499,14 @@ class PadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> PadOp:
-        input = parser.parse_operand()
+        unresolved = parser.parse_unresolved_operand()
         mode = parser.parse_str_enum(PadMode)
         value = _parse_scalar(parser) if mode == PadMode.CONSTANT else None
         parser.parse_keyword("low")
         low = IntListAttr.parse_parameter(parser)
         parser.parse_keyword("high")
         high = IntListAttr.parse_parameter(parser)
-        attributes, result_type = _parse_attrs_and_types(parser, [input])
+        attributes, (input,), result_type = _parse_attrs_and_types(parser, [unresolved])
         op = cls(input, mode, low, high, value, result_type)
         op.attributes.update(attributes)
         return op
@@ -1857,8 +1857,8 @@ class AddmmOp(IRDLOperation):
     bias = operand_def(TensorType)
     lhs = operand_def(TensorType)
     rhs = operand_def(TensorType)
-    beta = opt_prop_def(FloatAttr)
-    alpha = opt_prop_def(FloatAttr)
+    beta = opt_prop_def(FloatAttr[Float64Type])
+    alpha = opt_prop_def(FloatAttr[Float64Type])
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -2020,7 +2020,7 @@ class AttentionOp(IRDLOperation):
     value = operand_def(TensorType)
     mask = opt_operand_def(TensorType)
     causal = opt_prop_def(UnitAttr)
-    scale = opt_prop_def(FloatAttr)
+    scale = opt_prop_def(FloatAttr[Float64Type])
     result = result_def(TensorType)
 
     traits = traits_def(Pure())
@@ -2197,8 +2197,9 @@ def _print_attrs_and_types(printer: Printer, op: IRDLOperation) -> None:
 
 
 def _parse_attrs_and_types(
-    parser: Parser, operands: list
-) -> tuple[dict[str, Attribute], TensorType]:
+    parser: Parser, operands: Sequence[UnresolvedOperand]
+) -> tuple[dict[str, Attribute], list[SSAValue], TensorType]:
+    """Parse `attr-dict : operand types -> result type`, resolving the operands."""
     attributes = parser.parse_optional_attr_dict()
     parser.parse_punctuation(":")
     operand_types = parser.parse_comma_separated_list(
@@ -2212,12 +2213,8 @@ def _parse_attrs_and_types(
     result_type = parser.parse_type()
     if not isinstance(result_type, TensorType):
         parser.raise_error(f"expected a !ptensor.tensor result, got {result_type}")
-    for operand, operand_type in zip(operands, operand_types):
-        if operand.type != operand_type:
-            parser.raise_error(
-                f"operand type {operand_type} differs from the value's {operand.type}"
-            )
-    return attributes, result_type
+    values = [parser.resolve_operand(o, t) for o, t in zip(operands, operand_types)]
+    return attributes, values, result_type
 
 
 ELEMENTWISE_OPS: tuple[type[IRDLOperation], ...] = (UnaryOp, BinaryOp, CompareOp, WhereOp, CastOp)

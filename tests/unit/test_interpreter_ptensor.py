@@ -779,7 +779,7 @@ def test_mm_bmm_addmm():
         -> ({T("s0, 5")}, {T("2, s0, 5")}, {T("s0, 5")}) {{
       %mm = ptensor.mm %a, %b : {T("s0, 8")}, {T("8, 5")} -> {T("s0, 5")}
       %bmm = ptensor.bmm %c, %d : {T("2, s0, 8")}, {T("2, 8, 5")} -> {T("2, s0, 5")}
-      %addmm = ptensor.addmm %bias, %a, %b beta 0.5 : f64 alpha 2.0 : f64 : {T("5")}, {T("s0, 8")}, {T("8, 5")} -> {T("s0, 5")}
+      %addmm = ptensor.addmm %bias, %a, %b beta 0.5 alpha 2.0 : {T("5")}, {T("s0, 8")}, {T("8, 5")} -> {T("s0, 5")}
       func.return %mm, %bmm, %addmm : {T("s0, 5")}, {T("2, s0, 5")}, {T("s0, 5")}
     }}""")
     a, b, c, d, bias = randn(3, 8), randn(8, 5), randn(2, 3, 8), randn(2, 8, 5), randn(5)
@@ -818,9 +818,9 @@ def test_transposed_convolution():
     "extra, mask_type, make_mask, kwargs",
     [("", "", None, {}),
      (" causal", "", None, {"is_causal": True}),
-     (" scale 0.25 : f64", "", None, {"scale": 0.25}),
+     (" scale 0.25", "", None, {"scale": 0.25}),
      (" mask %a3", "6, 6, i1", lambda: torch.rand(6, 6) > 0.3, {}),
-     (" mask %a3 scale 0.5 : f64", "1, 6, f32", lambda: randn(1, 6), {"scale": 0.5})],
+     (" mask %a3 scale 0.5", "1, 6, f32", lambda: randn(1, 6), {"scale": 0.5})],
 )  # fmt: skip
 def test_attention(extra, mask_type, make_mask, kwargs):
     qkv = T("2, s0, 6, 8")

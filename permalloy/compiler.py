@@ -1,0 +1,141 @@
+"""
+Compiling one ATen graph: import, the named pipeline, code generation.
+
+This is what the torch.compile backend runs for each graph AOTAutograd hands
+it, step by step and in the open: every stage can be dumped as text that
+`permalloy-opt` reads back.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from permalloy.dialects import make_context
+from permalloy.dialects.buffer import KernelOp, LaunchOp, buffer_type
+from permalloy.passes import build_pipeline
+from permalloy.pipeline import default_pipeline, pipeline_text
+from permalloy.stats import GraphStats
+from permalloy.targets import KernelTarget
+from permalloy.targets.host import HostProgram, build_host_program
+from permalloy.targets.registry import kernel_target
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """How to compile a graph; the backend builds it from the user's options."""
+
+    target: str = "llvm"
+    dump_dir: str | None = None
+    fallback: str = "warn"
+    mode: str = "default"
+
+
+class StageDumper:
+    """Writes each stage of one graph's compilation into a folder, in order."""
+
+    def __init__(self, root: str):
+        base = Path(root)
+        base.mkdir(parents=True, exist_ok=True)
+        existing = [p for p in base.iterdir() if p.name.startswith("graph_")]
+        self.folder = base / f"graph_{len(existing):03d}"
+        self.folder.mkdir()
+        self.stage = 0
+
+    def write(self, name: str, text: str) -> None:
+        path = self.folder / f"{self.stage:02d}_{name}"
+        path.write_text(text if text.endswith("\n") else text + "\n")
+        self.stage += 1
+
+
+def _dumper(options: CompileOptions) -> StageDumper | None:
+    root = options.dump_dir or os.environ.get("PERMALLOY_DUMP_DIR")
+    return StageDumper(root) if root else None
+
+
+def lower_module(module: ModuleOp, dumper: StageDumper | None = None) -> ModuleOp:
+    """Run the default pipeline on an imported module, dumping after each pass."""
+    ctx = make_context()
+
+    def after_pass(previous: ModulePass | None, current: ModuleOp, _next) -> None:
+        if dumper is not None and previous is not None:
+            dumper.write(f"after_{previous.name}.mlir", str(current))
+
+    pipeline = build_pipeline(pipeline_text(default_pipeline()), callback=after_pass)
+    pipeline.apply(ctx, module)
+    if dumper is not None:
+        # the callback runs before each pass and after the last only when
+        # there is a next pass; write the final IR explicitly
+        dumper.write("final.mlir", str(module))
+    module.verify()
+    return module
+
+
+def dump_kernels(module: ModuleOp, target: KernelTarget, dumper: StageDumper) -> None:
+    """Write the source the target generates for each launched kernel."""
+    kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
+    extension = {"llvm": "ll", "triton": "py"}.get(target.name, "txt")
+    for launch in module.walk():
+        if isinstance(launch, LaunchOp):
+            name = launch.kernel.root_reference.data
+            layouts = [buffer_type(v) for v in (*launch.inputs, *launch.outputs)]
+            dumper.write(f"kernel_{name}.{extension}", target.emit_source(kernels[name], layouts))
+
+
+@dataclass
+class CompiledGraph:
+    """A compiled ATen graph and what running it needs besides its inputs."""
+
+    program: HostProgram
+    stats: GraphStats
+    outputs: list[Any]
+    """For each graph output: the program result it is, or its plain value."""
+    constants: list[torch.Tensor]
+    """Values passed after the graph's inputs (the graph's large constants)."""
+
+
+def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> CompiledGraph:
+    """Compile an ATen graph into a host program; raises on what it cannot do."""
+    from permalloy.lowering.import_fx import import_graph
+
+    start = time.perf_counter()
+    dumper = _dumper(options)
+    imported = import_graph(graph)
+    if dumper is not None:
+        dumper.write("imported.mlir", str(imported.module))
+    module = lower_module(imported.module, dumper)
+    target = kernel_target(options.target)
+    if dumper is not None:
+        dump_kernels(module, target, dumper)
+    program = build_host_program(module, target)
+    if dumper is not None:
+        dumper.write("host.py", program.source)
+    stats = GraphStats(
+        target=options.target,
+        kernels=program.kernel_count,
+        extern_calls=program.extern_count,
+        fallback_ops=list(imported.fallback_ops),
+        compile_seconds=time.perf_counter() - start,
+    )
+    return CompiledGraph(program, stats, list(imported.outputs), list(imported.constants))
+
+
+def boxed(program: Callable[..., Any]) -> Callable[..., Any]:
+    """Adapt a callable of positional arguments to AOTAutograd's boxed calling
+    convention (one list of arguments, which the callee may clear)."""
+
+    def run(args: list[Any]) -> Any:
+        values = list(args)
+        args.clear()
+        return program(*values)
+
+    run._boxed_call = True  # type: ignore[attr-defined]
+    return run

@@ -1,0 +1,29 @@
+"""
+The default pipelines, as plain lists of pass names.
+
+The torch.compile backend runs exactly these names through the same registry
+as `permalloy-opt -p`, so any compiled graph can be replayed as text:
+
+    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,convert-loop-to-buffer
+"""
+
+from __future__ import annotations
+
+TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
+"""Clean-up of the imported ptensor IR."""
+
+LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
+"""Lowering to loops (view elimination) and clean-up of the loop bodies."""
+
+BUFFER_LEVEL = ["convert-loop-to-buffer"]
+"""The host program over buffers, with kernels as symbols."""
+
+
+def default_pipeline() -> list[str]:
+    """The pass names that take an imported graph to a host program."""
+    return [*TENSOR_LEVEL, *LOOP_LEVEL, *BUFFER_LEVEL]
+
+
+def pipeline_text(names: list[str]) -> str:
+    """The `-p` text of a pipeline: `a,b,c`."""
+    return ",".join(names)

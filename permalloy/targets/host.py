@@ -1,0 +1,265 @@
+"""
+The host program: a buffer-level function turned into generated Python.
+
+Each op of the function becomes one line of Python: symbols are read off the
+argument shapes, `buffer.alloc` is `torch.empty_strided`, `buffer.view` is
+`torch.as_strided`, `buffer.launch` calls a compiled kernel, `buffer.extern`
+calls torch. The source is kept (`HostProgram.source`) so that it can be read
+and dumped; running it walks no IR.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sympy
+import torch
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+
+from permalloy.dialects import buffer as buf
+from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
+from permalloy.dtypes import torch_dtype
+from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
+from permalloy.targets.externs import extern_call
+
+SYMBOL_ATTR = "ptensor.symbol"
+
+
+def python_expr(expr: sympy.Expr) -> str:
+    """A Python expression computing an integer expression from symbol variables."""
+    expr = sympy.sympify(expr)
+    if expr.is_Integer:
+        return str(int(expr))
+    if expr.is_Symbol:
+        return expr.name
+    if expr.is_Add:
+        return "(" + " + ".join(python_expr(a) for a in expr.args) + ")"
+    if expr.is_Mul:
+        return "(" + " * ".join(python_expr(a) for a in expr.args) + ")"
+    if expr.is_Pow and expr.exp.is_Integer and int(expr.exp) > 0:
+        return "(" + " * ".join([python_expr(expr.base)] * int(expr.exp)) + ")"
+    if isinstance(expr, FloorDiv):
+        return f"({python_expr(expr.args[0])} // {python_expr(expr.args[1])})"
+    if isinstance(expr, CeilDiv):
+        return f"(-(-{python_expr(expr.args[0])} // {python_expr(expr.args[1])}))"
+    if isinstance(expr, sympy.Mod):
+        return f"({python_expr(expr.args[0])} % {python_expr(expr.args[1])})"
+    if isinstance(expr, sympy.Min | sympy.Max):
+        name = "min" if isinstance(expr, sympy.Min) else "max"
+        return f"{name}(" + ", ".join(python_expr(a) for a in expr.args) + ")"
+    raise ValueError(f"cannot compute '{expr}' in the host program")
+
+
+def _tuple(exprs: Sequence[sympy.Expr]) -> str:
+    items = [python_expr(e) for e in exprs]
+    return "(" + "".join(f"{i}, " for i in items) + ")"
+
+
+@dataclass
+class HostProgram:
+    """A compiled graph: call it with the graph's inputs."""
+
+    source: str
+    function: Any
+    kernel_count: int
+    extern_count: int
+
+    def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
+        return self.function(*args)
+
+
+@dataclass
+class _Emitter:
+    """The state of generating one host program."""
+
+    module: ModuleOp
+    function: func.FuncOp
+    target: KernelTarget
+    lines: list[str] = field(default_factory=list)
+    names: dict[SSAValue, str] = field(default_factory=dict)
+    roots: dict[SSAValue, str] = field(default_factory=dict)
+    namespace: dict[str, Any] = field(default_factory=dict)
+    bound: set[str] = field(default_factory=set)
+    kernels: dict[str, buf.KernelOp] = field(default_factory=dict)
+    kernel_count: int = 0
+    extern_count: int = 0
+
+    def name(self, value: SSAValue) -> str:
+        if value not in self.names:
+            self.names[value] = f"v{len(self.names)}"
+        return self.names[value]
+
+    def constant(self, stem: str, value: Any) -> str:
+        name = f"{stem}_{len(self.namespace)}"
+        self.namespace[name] = value
+        return name
+
+    def emit(self) -> HostProgram:
+        self.kernels = {
+            op.sym_name.data: op for op in self.module.ops if isinstance(op, buf.KernelOp)
+        }
+        args = self.function.body.block.args
+        parameters = [self.name(a) for a in args]
+        self._bind_symbols(args)
+        for op in self.function.body.block.ops:
+            self._emit_op(op)
+        body = "\n".join("    " + line for line in self.lines) or "    pass"
+        source = f"def host({', '.join(parameters)}):\n{body}\n"
+        self.namespace.update(torch=torch)
+        exec(compile(source, "<permalloy host program>", "exec"), self.namespace)
+        return HostProgram(
+            source, self.namespace["host"], self.kernel_count, self.extern_count
+        )
+
+    # -- arguments -------------------------------------------------------------
+
+    def _bind_symbols(self, args: Sequence[SSAValue]) -> None:
+        for position, arg in enumerate(args):
+            if isinstance(arg.type, IndexType):
+                symbol = self._symbol_of_index_argument(position)
+                if symbol is not None and symbol not in self.bound:
+                    self.lines.append(f"{symbol} = int({self.name(arg)})")
+                    self.bound.add(symbol)
+        for arg in args:
+            if isinstance(arg.type, buf.BufferType):
+                for dim, size in enumerate(arg.type.sizes):
+                    if size.is_Symbol and size.name not in self.bound:
+                        self.lines.append(f"{size.name} = {self.name(arg)}.shape[{dim}]")
+                        self.bound.add(size.name)
+        for arg in args:
+            if isinstance(arg.type, buf.BufferType):
+                self._conform_argument(arg)
+                self.roots[arg] = self.name(arg)
+
+    def _symbol_of_index_argument(self, position: int) -> str | None:
+        attrs = self.function.arg_attrs
+        if attrs is None:
+            return None
+        entry = attrs.data[position]
+        if isinstance(entry, DictionaryAttr):
+            symbol = entry.data.get(SYMBOL_ATTR)
+            if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
+                return symbol.expr.name
+        return None
+
+    def _conform_argument(self, arg: SSAValue) -> None:
+        """Give an input the layout the program expects, copying if it differs."""
+        layout = arg.type
+        assert isinstance(layout, buf.BufferType)
+        name = self.name(arg)
+        strides = _tuple(layout.strides.data)
+        sizes = _tuple(layout.sizes)
+        self.lines.append(
+            f"if {name}.stride() != {strides}: "
+            f"{name} = torch.empty_strided({sizes}, {strides}, dtype={name}.dtype, "
+            f"device={name}.device).copy_({name})"
+        )
+
+    # -- ops ----------------------------------------------------------------------
+
+    def _emit_op(self, op: Operation) -> None:
+        if isinstance(op, buf.AllocOp):
+            self._emit_alloc(op)
+        elif isinstance(op, buf.LaunchOp):
+            self._emit_launch(op)
+        elif isinstance(op, buf.ExternOp):
+            self._emit_extern(op)
+        elif isinstance(op, buf.ViewOp):
+            self._emit_view(op)
+        elif isinstance(op, buf.CopyOp):
+            self.lines.append(f"{self.name(op.target)}.copy_({self.name(op.source)})")
+        elif isinstance(op, buf.DeallocOp):
+            self.lines.append(f"del {self.name(op.buffer)}")
+        elif isinstance(op, func.ReturnOp):
+            values = "".join(f"{self.name(v)}, " for v in op.arguments)
+            self.lines.append(f"return ({values})")
+        else:
+            raise ValueError(f"the host program cannot run {op.name}")
+
+    def _emit_alloc(self, op: buf.AllocOp) -> None:
+        layout = buf.buffer_type(op.result)
+        dtype = self.constant("dtype", torch_dtype(layout.element_type))
+        device = self._device()
+        name = self.name(op.result)
+        self.roots[op.result] = name
+        self.lines.append(
+            f"{name} = torch.empty_strided({_tuple(layout.sizes)}, "
+            f"{_tuple(layout.strides.data)}, dtype={dtype}, device={device})"
+        )
+
+    def _device(self) -> str:
+        tensors = [
+            a for a in self.function.body.block.args if isinstance(a.type, buf.BufferType)
+        ]
+        if tensors:
+            return f"{self.name(tensors[0])}.device"
+        return "'cpu'"
+
+    def _emit_launch(self, op: buf.LaunchOp) -> None:
+        kernel = self.kernels[op.kernel.root_reference.data]
+        operands = [*op.inputs, *op.outputs]
+        layouts = [buf.buffer_type(v) for v in operands]
+        compiled: CompiledKernel = self.target.compile_kernel(kernel, layouts)
+        callable_name = self.constant(f"kernel_{kernel.sym_name.data}", compiled)
+        symbols = kernel_symbols(kernel, layouts)
+        tensors = "".join(f"{self.name(v)}, " for v in operands)
+        symbol_values = "".join(f"{s}, " for s in symbols)
+        self.lines.append(f"{callable_name}(({tensors}), ({symbol_values}))")
+        self.kernel_count += 1
+
+    def _emit_extern(self, op: buf.ExternOp) -> None:
+        call = self.constant("extern", extern_call(op))
+        symbols = sorted(
+            {
+                s
+                for t in (*op.operand_types, *op.result_types)
+                if isinstance(t, buf.BufferType)
+                for e in t.sizes
+                for s in e.free_symbols
+                if symbol_kind(s) == "s"
+            },
+            key=lambda s: s.name,
+        )
+        symbol_map = self.constant("symbols", symbols)
+        values = ", ".join(s.name for s in symbols)
+        bindings = f"dict(zip({symbol_map}, ({values}{',' if symbols else ''})))"
+        inputs = "".join(f"{self.name(v)}, " for v in op.inputs)
+        results = "".join(f"{self.name(r)}, " for r in op.results)
+        self.lines.append(f"{results}= {call}(({inputs}), {bindings})")
+        for result in op.results:
+            self.roots[result] = self.name(result)
+            self._conform_extern_result(result)
+        self.extern_count += 1
+
+    def _conform_extern_result(self, result: SSAValue) -> None:
+        layout = buf.buffer_type(result)
+        if layout.is_contiguous():
+            name = self.name(result)
+            self.lines.append(f"{name} = {name}.contiguous()")
+
+    def _emit_view(self, op: buf.ViewOp) -> None:
+        layout = buf.buffer_type(op.result)
+        root = self.roots[op.source]
+        name = self.name(op.result)
+        self.roots[op.result] = root
+        self.lines.append(
+            f"{name} = torch.as_strided({root}, {_tuple(layout.sizes)}, "
+            f"{_tuple(layout.strides.data)}, {root}.storage_offset() + "
+            f"{python_expr(layout.offset.expr)})"
+        )
+
+
+def build_host_program(
+    module: ModuleOp, target: KernelTarget, function_name: str | None = None
+) -> HostProgram:
+    """Generate and compile the host program of a buffer-level module."""
+    functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    if function_name is not None:
+        functions = [f for f in functions if f.sym_name.data == function_name]
+    if not functions:
+        raise ValueError("the module has no function to run")
+    return _Emitter(module, functions[0], target).emit()

@@ -1,0 +1,137 @@
+"""
+The torch.compile backend: `torch.compile(model, backend="permalloy")`.
+
+Registered through the `torch_dynamo_backends` entry point, so it works without
+importing permalloy. Dynamo's graph goes through AOTAutograd with permalloy's
+decomposition table; each forward graph is imported, lowered by the default
+pipeline and compiled for the target. A graph that cannot be compiled runs
+eagerly after one warning (`fallback="warn"`, the default) or raises
+(`fallback="raise"`).
+
+Options (`torch.compile(..., options={...})`):
+- `target`: "llvm" (CPU kernels, the default) or "reference" (the loop
+  interpreter, for debugging);
+- `dump_dir`: a folder receiving, for each graph, one file per stage: the
+  imported IR, the IR after each pass, the kernels and the host program
+  (the environment variable PERMALLOY_DUMP_DIR does the same);
+- `fallback`: "warn" or "raise".
+"""
+
+from __future__ import annotations
+
+import traceback
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+from torch._dynamo.backends.common import aot_autograd
+
+from permalloy.compiler import CompileOptions, boxed, compile_graph
+from permalloy.lowering.decompositions import decomposition_table
+from permalloy.stats import STATS_LOG, GraphStats
+from permalloy.targets.registry import available_targets
+
+VALID_OPTIONS = {
+    "target": "kernel target: " + ", ".join(sorted(available_targets())),
+    "dump_dir": "folder for the IR of every stage",
+    "fallback": "'warn' (run eagerly) or 'raise' when a graph cannot compile",
+}
+VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+VALID_FALLBACKS = ("warn", "raise")
+
+
+class PermalloyOptionError(ValueError):
+    """An option or mode the backend does not know."""
+
+
+def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOptions:
+    """Check the user's options and mode; unknown ones are errors that list the valid ones."""
+    options = dict(options or {})
+    unknown = sorted(set(options) - set(VALID_OPTIONS))
+    if unknown:
+        valid = "; ".join(f"{k} ({v})" for k, v in VALID_OPTIONS.items())
+        raise PermalloyOptionError(
+            f"unknown permalloy option(s) {', '.join(map(repr, unknown))}; valid options: {valid}"
+        )
+    mode = mode or "default"
+    if mode not in VALID_MODES:
+        raise PermalloyOptionError(
+            f"unknown mode {mode!r}; valid modes: {', '.join(VALID_MODES)}"
+        )
+    target = options.get("target", "llvm")
+    if target not in available_targets():
+        raise PermalloyOptionError(
+            f"unknown target {target!r}; valid targets: {', '.join(sorted(available_targets()))}"
+        )
+    fallback = options.get("fallback", "warn")
+    if fallback not in VALID_FALLBACKS:
+        raise PermalloyOptionError(
+            f"unknown fallback {fallback!r}; valid values: {', '.join(VALID_FALLBACKS)}"
+        )
+    dump_dir = options.get("dump_dir")
+    return CompileOptions(
+        target=target,
+        dump_dir=None if dump_dir is None else str(dump_dir),
+        fallback=fallback,
+        mode=mode,
+    )
+
+
+def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequence):
+    """Call the host program with the graph's inputs (and captured constants) and
+    give AOTAutograd the graph's outputs, tensors and plain values alike."""
+    from permalloy.lowering.import_fx import TensorOutput
+
+    constants = tuple(constants)
+    layout = list(imported_outputs)
+    if all(isinstance(o, TensorOutput) and o.result == i for i, o in enumerate(layout)):
+        return lambda *args: program(*args, *constants)
+
+    def run(*args: Any) -> tuple:
+        results = program(*args, *constants)
+        return tuple(
+            results[o.result] if isinstance(o, TensorOutput) else o.value for o in layout
+        )
+
+    return run
+
+
+def compile_forward(options: CompileOptions) -> Callable:
+    """The forward compiler AOTAutograd calls for each graph."""
+
+    def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        try:
+            compiled = compile_graph(graph, options)
+            runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
+        except Exception as error:  # noqa: BLE001 - any failure falls back to eager
+            if options.fallback == "raise":
+                raise
+            reason = f"{type(error).__name__}: {error}"
+            warnings.warn(
+                f"permalloy could not compile a graph and runs it eagerly: {reason}",
+                stacklevel=2,
+            )
+            STATS_LOG.add(GraphStats(target=options.target, compiled=False, reason=reason))
+            if torch._dynamo.config.verbose:  # noqa: SLF001
+                traceback.print_exc()
+            return boxed(graph)
+        STATS_LOG.add(compiled.stats)
+        return boxed(runner)
+
+    return compiler
+
+
+def permalloy_backend(
+    graph: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    mode: str | None = None,
+    options: dict[str, Any] | None = None,
+) -> Callable:
+    """The entry point torch.compile calls with Dynamo's graph."""
+    compile_options = parse_options(options, mode)
+    backend = aot_autograd(
+        fw_compiler=compile_forward(compile_options),
+        decompositions=decomposition_table(),
+    )
+    return backend(graph, example_inputs)

@@ -192,6 +192,43 @@ def split_with_sizes(x, split_sizes, dim=0):
     return pieces
 
 
+def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
+    """p-norms: max |x| for inf, the count of non-zeros for 0, else a sum."""
+    source = _upcast(x if dtype is None else x.to(dtype))
+    dims = _reduced_dims(source, dim)
+    magnitude = aten.abs.default(source)
+    if ord == math.inf:
+        result = aten.amax.default(magnitude, dims, keepdim)
+    elif ord == -math.inf:
+        result = aten.amin.default(magnitude, dims, keepdim)
+    elif ord == 0:
+        nonzero = aten.ne.Scalar(source, 0).to(source.dtype)
+        result = aten.sum.dim_IntList(nonzero, dims, keepdim)
+    elif ord == 1:
+        result = aten.sum.dim_IntList(magnitude, dims, keepdim)
+    elif ord == 2:
+        squares = aten.mul.Tensor(source, source)
+        result = aten.sqrt.default(aten.sum.dim_IntList(squares, dims, keepdim))
+    else:
+        powers = aten.pow.Tensor_Scalar(magnitude, ord)
+        result = aten.pow.Tensor_Scalar(aten.sum.dim_IntList(powers, dims, keepdim), 1.0 / ord)
+    return result.to(x.dtype if dtype is None else dtype)
+
+
+def diagonal(x, offset=0, dim1=0, dim2=1):
+    """The diagonal as advanced indexing over the two dimensions moved last."""
+    rank = x.dim()
+    dim1, dim2 = dim1 % rank, dim2 % rank
+    rows, columns = x.shape[dim1], x.shape[dim2]
+    length = torch.sym_max(torch.sym_min(rows + min(offset, 0), columns - max(offset, 0)), 0)
+    order = [d for d in range(rank) if d not in (dim1, dim2)] + [dim1, dim2]
+    moved = aten.permute.default(x, order)
+    steps = aten.arange.default(length, dtype=torch.int64, device=x.device)
+    row_index = aten.add.Tensor(steps, max(-offset, 0))
+    column_index = aten.add.Tensor(steps, max(offset, 0))
+    return aten.index.Tensor(moved, [None] * (rank - 2) + [row_index, column_index])
+
+
 OWN: dict[OpOverloadPacket, Callable] = {
     aten.mean: mean,
     aten.var_mean: var_mean,
@@ -210,6 +247,8 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.logit: logit,
     aten.glu: glu,
     aten.split_with_sizes: split_with_sizes,
+    aten.linalg_vector_norm: vector_norm,
+    aten.diagonal: diagonal,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -231,6 +270,8 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.logit: ("default",),
     aten.glu: ("default",),
     aten.split_with_sizes: ("default",),
+    aten.linalg_vector_norm: ("default",),
+    aten.diagonal: ("default",),
 }
 
 

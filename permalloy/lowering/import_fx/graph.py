@@ -11,6 +11,9 @@ Function arguments, in order: the graph's placeholders (tensors as
 Results: the graph's tensor outputs, in order. Outputs that are not tensors
 (None, an int, a SymInt) are not results; `ImportResult.outputs` says, for
 each output of the graph, which result it is or which value it has.
+
+Runtime assertions (`_assert_async`, `_assert_scalar`) are left out: they
+compute nothing, and the IR has no side effects.
 """
 
 from __future__ import annotations
@@ -44,6 +47,16 @@ from permalloy.lowering.import_fx.fallback import import_fallback
 
 SYMBOL_ATTR = "ptensor.symbol"
 CONSTANT_ATTR = "ptensor.constant"
+RUNTIME_ASSERTIONS = frozenset(
+    {
+        torch.ops.aten._assert_async.msg,
+        torch.ops.aten._assert_async.default,
+        torch.ops.aten._assert_scalar.default,
+        torch.ops.aten._functional_assert_async.msg,
+        torch.ops.aten.sym_constrain_range_for_size.default,
+    }
+)
+"""Checks on data or sizes that the IR leaves out: they compute nothing."""
 LARGE_CONSTANT_ELEMENTS = 256
 """get_attr constants with more elements become function arguments."""
 
@@ -168,6 +181,8 @@ def _call_function(ctx: ImportContext, node: fx.Node):
     example = node.meta.get("val")
     if node.target is operator.getitem:
         return _getitem(ctx, node)
+    if node.target in RUNTIME_ASSERTIONS:
+        return None
     if isinstance(example, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
         return ctx.scalar(example)
     converter = converter_for(node)

@@ -36,7 +36,7 @@ _DEFAULT_KWARGS = {"layout": torch.strided, "pin_memory": False}
 _IGNORED_KWARGS = {"memory_format"}
 
 
-class _Operands:
+class FallbackOperands:
     """The tensor operands of one fallback op, each listed once."""
 
     def __init__(self) -> None:
@@ -48,7 +48,7 @@ class _Operands:
         return ptensor.OperandRefAttr(self.values.index(value))
 
 
-def encode(ctx: ImportContext, arg: Any, operands: _Operands) -> Attribute:
+def encode(ctx: ImportContext, arg: Any, operands: FallbackOperands) -> Attribute:
     """One argument as an attribute of the fallback encoding."""
     if isinstance(arg, fx.Node):
         value = ctx.values[arg]
@@ -105,7 +105,7 @@ def _result_types(ctx: ImportContext, node: fx.Node) -> tuple[list, list[int | N
 
 def import_fallback(ctx: ImportContext, node: fx.Node) -> Any:
     """Import a node as `ptensor.fallback`; its value as a converter gives it."""
-    operands = _Operands()
+    operands = FallbackOperands()
     args = [encode(ctx, a, operands) for a in node.args]
     kwargs = _kept_kwargs(node)
     kwargs_attr = (

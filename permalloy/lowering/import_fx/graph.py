@@ -199,7 +199,7 @@ def _getitem(ctx: ImportContext, node: fx.Node):
     if not isinstance(example, torch.Tensor):
         return ctx.scalar(example)
     value = ctx.values[node.args[0]][node.args[1]]
-    if value is None:
+    if value is None and node.users:
         raise ctx.error("reads a result that its producer did not import")
     return value
 

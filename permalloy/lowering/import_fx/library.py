@@ -82,9 +82,10 @@ def _per_dimension(values, spatial: int) -> list[int] | None:
 
 
 def _only_first_result_used(node: fx.Node) -> bool:
-    """Whether every user of a multi-result op reads its result 0."""
+    """Whether every (live) reader of a multi-result op reads its result 0."""
     return all(
-        user.target is operator.getitem and user.args[1] == 0 for user in node.users
+        user.target is operator.getitem and (user.args[1] == 0 or not user.users)
+        for user in node.users
     )
 
 

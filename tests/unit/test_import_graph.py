@@ -1,0 +1,253 @@
+"""
+Tests of the FX importer's handling of whole graphs: arguments, outputs,
+constants, fallbacks and their encoding, errors, and the printed IR.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+import torch
+from torch.fx.experimental.proxy_tensor import make_fx
+from xdsl.context import Context
+from xdsl.dialects import builtin, func
+from xdsl.ir import Block
+from xdsl.parser import Parser
+
+from permalloy.dialects import ptensor
+from permalloy.dialects.ptensor import PTensor
+from permalloy.dialects import sym
+from permalloy.dialects.sym import Sym
+from permalloy.interpreter import run_function
+from permalloy.lowering.capture import capture_aten_graphs
+from permalloy.lowering.import_fx import (
+    GraphImportError,
+    TensorOutput,
+    ValueOutput,
+    import_graph,
+)
+from permalloy.lowering.import_fx.context import ImportContext
+from permalloy.lowering.import_fx.differential import compare_with_eager
+from permalloy.lowering.import_fx.fallback import FallbackOperands, encode
+from permalloy.lowering.import_fx.graph import LARGE_CONSTANT_ELEMENTS
+
+aten = torch.ops.aten
+
+
+def ops_named(module: builtin.ModuleOp, op_class: type) -> list:
+    return [op for op in module.walk() if isinstance(op, op_class)]
+
+
+def import_quietly(gm: torch.fx.GraphModule):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return import_graph(gm)
+
+
+def test_tensor_placeholders_become_typed_arguments() -> None:
+    (gm,) = capture_aten_graphs(lambda x, y: x + y.long(), torch.randn(2, 3), torch.randn(3))
+    result = import_graph(gm)
+    function = ops_named(result.module, func.FuncOp)[0]
+    assert function.sym_name.data == "forward"
+    assert sorted(str(t) for t in function.function_type.inputs) == [
+        "!ptensor.tensor<[2, 3], f32>",
+        "!ptensor.tensor<[3], f32>",
+    ]
+    assert result.fallback_ops == [] and result.extern_ops == []
+    assert result.outputs == [TensorOutput(0)]
+
+
+def test_function_name_is_chosen_by_the_caller() -> None:
+    (gm,) = capture_aten_graphs(torch.neg, torch.randn(2))
+    module = import_graph(gm, name="graph_3").module
+    assert ops_named(module, func.FuncOp)[0].sym_name.data == "graph_3"
+
+
+def test_unknown_ops_fall_back_with_one_warning() -> None:
+    def fn(x):
+        return torch.cumsum(x, 1, dtype=torch.float64), torch.sort(x, 0).values
+
+    (gm,) = capture_aten_graphs(fn, torch.randn(3, 4))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = import_graph(gm)
+    messages = [str(w.message) for w in caught]
+    assert len(messages) == 1
+    assert "aten.cumsum.default" in messages[0] and "aten.sort.default" in messages[0]
+    assert result.fallback_ops == ["aten.cumsum.default", "aten.sort.default"]
+    cumsum, sort = ops_named(result.module, ptensor.FallbackOp)
+    assert cumsum.target.data == "aten.cumsum.default"
+    assert str(cumsum.args) == "[#ptensor.operand<0>, 1 : i64]"
+    assert str(cumsum.kwargs) == "{dtype = f64}"
+    assert len(sort.results) == 2
+
+
+def test_fallback_results_run_through_the_interpreter() -> None:
+    def fn(x):
+        return torch.cumsum(x, 1) * 2, torch.topk(x, 2).indices
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        comparison = compare_with_eager(fn, torch.randn(3, 5))
+    assert comparison.max_error() < 1e-6
+
+
+def test_fallback_arguments_are_encoded_as_attributes() -> None:
+    ctx = ImportContext(Block())
+    ctx.symbols.names["s9"] = sym.symbol("s0")
+    encoded = encode(
+        ctx,
+        [None, True, 3, 1.5, "mean", torch.float16, sym.symbol("s0") * 2, torch.device("cpu")],
+        FallbackOperands(),
+    )
+    assert str(encoded) == (
+        '[#ptensor.none, true, 3 : i64, 1.500000e+00 : f64, "mean", f16, '
+        '#sym.expr<s0 * 2>, "cpu"]'
+    )
+
+
+def test_unsupported_dtype_raises_a_clear_error() -> None:
+    gm = make_fx(lambda x: x * 2, tracing_mode="fake")(torch.randn(3, dtype=torch.complex64))
+    with pytest.raises(GraphImportError, match="complex64 is not supported"):
+        import_graph(gm)
+
+
+def test_data_dependent_sizes_raise_a_clear_error() -> None:
+    gm = make_fx(lambda x: torch.nonzero(x) + 1, tracing_mode="symbolic")(torch.randn(4))
+    with pytest.raises(GraphImportError, match="depends on tensor data"):
+        import_quietly(gm)
+
+
+def test_non_tensor_outputs_are_described_not_returned() -> None:
+    (gm,) = capture_aten_graphs(lambda x: (x * 2, x.shape[0] * 3), torch.randn(5, 2), dynamic=True)
+    result = import_graph(gm)
+    arguments = ops_named(result.module, func.FuncOp)[0].args
+    (x,) = [a for a in arguments if isinstance(a.type, ptensor.TensorType)]
+    first_size = x.type.sizes[0]
+    assert first_size.is_Symbol
+    assert result.outputs == [TensorOutput(0), ValueOutput(3 * first_size)]
+    function = ops_named(result.module, func.FuncOp)[0]
+    assert len(function.function_type.outputs) == 1
+
+
+def test_none_outputs_are_described() -> None:
+    gm = make_fx(lambda x: (x + 1, None), tracing_mode="fake")(torch.randn(2))
+    result = import_graph(gm)
+    assert result.outputs == [TensorOutput(0), ValueOutput(None)]
+
+
+def _with_constant(constant: torch.Tensor) -> torch.fx.GraphModule:
+    return make_fx(lambda x: x * constant + 1, tracing_mode="fake", _allow_non_fake_inputs=True)(
+        torch.randn(constant.shape)
+    )
+
+
+def test_small_constants_are_inlined() -> None:
+    constant = torch.tensor([1.5, -2.0, 3.0])
+    result = import_graph(_with_constant(constant))
+    (op,) = ops_named(result.module, ptensor.ConstantOp)
+    assert "dense<[1.500000e+00, -2.000000e+00, 3.000000e+00]>" in str(op)
+    assert result.constants == []
+    x = torch.randn(3)
+    (output,) = run_function(result.module, [x])
+    torch.testing.assert_close(output, x * constant + 1)
+
+
+def test_large_constants_become_trailing_arguments() -> None:
+    constant = torch.randn(LARGE_CONSTANT_ELEMENTS + 1)
+    result = import_graph(_with_constant(constant))
+    assert ops_named(result.module, ptensor.ConstantOp) == []
+    assert len(result.constants) == 1 and result.constants[0] is not None
+    function = ops_named(result.module, func.FuncOp)[0]
+    assert "ptensor.constant" in str(function.arg_attrs.data[-1])
+    x = torch.randn(constant.shape)
+    (output,) = run_function(result.module, [x, *result.constants])
+    torch.testing.assert_close(output, x * constant + 1)
+
+
+def test_integer_and_bool_constants() -> None:
+    def fn(x):
+        return x + torch.tensor([1, 2, 3]), x > torch.tensor([True, False, True])
+
+    gm = make_fx(fn, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(3))
+    result = import_graph(gm)
+    constants = ops_named(result.module, ptensor.ConstantOp)
+    assert [str(op.result.type) for op in constants] == [
+        "!ptensor.tensor<[3], i64>",
+        "!ptensor.tensor<[3], i1>",
+    ]
+
+
+def _flash_attention(q, keep_logsumexp: bool):
+    output, logsumexp = aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.0, True)
+    return (output, logsumexp) if keep_logsumexp else output
+
+
+def test_attention_whose_extra_results_are_unused_is_a_library_op() -> None:
+    q = torch.randn(1, 2, 4, 8)
+    gm = make_fx(lambda q: _flash_attention(q, False), tracing_mode="fake")(q)
+    result = import_graph(gm)
+    (attention,) = ops_named(result.module, ptensor.AttentionOp)
+    assert attention.causal is not None
+    assert result.extern_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
+    (output,) = run_function(result.module, [q])
+    expected = torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    torch.testing.assert_close(output, expected)
+
+
+def test_attention_whose_logsumexp_is_used_falls_back() -> None:
+    gm = make_fx(lambda q: _flash_attention(q, True), tracing_mode="fake")(torch.randn(1, 2, 4, 8))
+    result = import_quietly(gm)
+    assert ops_named(result.module, ptensor.AttentionOp) == []
+    assert result.fallback_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
+    assert result.extern_ops == []
+
+
+def test_attention_with_dropout_falls_back() -> None:
+    def fn(q):
+        return aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.5)[0]
+
+    gm = make_fx(fn, tracing_mode="fake")(torch.randn(1, 2, 4, 8))
+    result = import_quietly(gm)
+    assert result.fallback_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
+
+
+def test_integer_matrix_products_fall_back() -> None:
+    gm = make_fx(torch.mm, tracing_mode="fake")(
+        torch.ones(2, 3, dtype=torch.int64), torch.ones(3, 2, dtype=torch.int64)
+    )
+    assert import_quietly(gm).fallback_ops == ["aten.mm.default"]
+
+
+def test_random_generators_become_rand_ops() -> None:
+    def fn(x):
+        return x + torch.rand(3, 4), torch.randn_like(x)
+
+    gm = make_fx(fn, tracing_mode="fake")(torch.randn(3, 4))
+    result = import_graph(gm)
+    distributions = [op.distribution.data.value for op in ops_named(result.module, ptensor.RandOp)]
+    assert distributions == ["uniform", "normal"]
+    outputs = run_function(result.module, [torch.randn(3, 4)])
+    assert [tuple(o.shape) for o in outputs] == [(3, 4), (3, 4)]
+
+
+def test_runtime_assertions_are_left_out() -> None:
+    (gm,) = capture_aten_graphs(lambda i: torch.nn.functional.one_hot(i, 4), torch.tensor([0, 3]))
+    assert any("assert" in str(n.target) for n in gm.graph.nodes)
+    result = import_graph(gm)
+    assert result.fallback_ops == []
+
+
+def test_imported_ir_prints_and_parses_back() -> None:
+    def fn(x, w):
+        return torch.softmax(x @ w, -1)[:, 1:].sum(0), torch.cumsum(x, 0)
+
+    (gm,) = capture_aten_graphs(fn, torch.randn(4, 8), torch.randn(8, 8))
+    text = str(import_quietly(gm).module)
+    context = Context()
+    for dialect in (builtin.Builtin, func.Func, PTensor, Sym):
+        context.load_dialect(dialect)
+    parsed = Parser(context, text).parse_module()
+    parsed.verify()
+    assert str(parsed) == text

@@ -58,6 +58,10 @@ class SymbolTable:
             return sympy.Integer(int(expr))
         if expr.is_Symbol:
             return self.symbol(expr)
+        if isinstance(expr, torch_functions.CeilToInt) and isinstance(
+            expr.args[0], torch_functions.IntTrueDiv
+        ):
+            return sym.CeilDiv(*(self._convert(a) for a in expr.args[0].args))
         args = [self._convert(a) for a in expr.args] if expr.args else []
         if expr.is_Add:
             return sympy.Add(*args)
@@ -73,10 +77,6 @@ class SymbolTable:
             return sym.FloorDiv(*args)
         if isinstance(expr, torch_functions.CeilDiv):
             return sym.CeilDiv(*args)
-        if isinstance(expr, torch_functions.CeilToInt) and isinstance(
-            expr.args[0], torch_functions.IntTrueDiv
-        ):
-            return sym.CeilDiv(*(self._convert(a) for a in expr.args[0].args))
         if isinstance(expr, torch_functions.ModularIndexing):
             base, divisor, modulus = args
             return sympy.Mod(sym.FloorDiv(base, divisor), modulus)

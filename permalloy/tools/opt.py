@@ -1,0 +1,253 @@
+"""
+`permalloy-opt`: read permalloy IR, run a pass pipeline on it, print the result.
+
+    permalloy-opt model.mlir -p 'canonicalize,cse'
+    permalloy-opt model.mlir -p canonicalize --print-between-passes
+    permalloy-opt cases.mlir --split-input-file --verify-diagnostics
+
+It is xDSL's `xdsl-opt` restricted to permalloy's dialects (`all_dialects()`),
+passes (`all_passes()`) and targets (`all_targets()`), with diagnostics meant for
+people: a mistake in the input, the pipeline or the command line prints a message
+with its location or the list of valid names, and the tool exits non-zero
+without a Python traceback.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import IO, NoReturn, cast
+
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Attribute, Operation, TypeAttribute
+from xdsl.parser import Parser
+from xdsl.utils.arg_spec import parse_spec
+from xdsl.utils.exceptions import (
+    ArgSpecParseError,
+    DiagnosticException,
+    MultipleSpansParseError,
+    ParseError,
+    VerifyException,
+)
+from xdsl.utils.target import Target
+from xdsl.xdsl_opt_main import xDSLOptMain
+
+from permalloy.dialects import register_all_dialects
+from permalloy.passes import (
+    PipelineError,
+    all_passes,
+    build_pipeline,
+    instantiate_from_spec,
+    spec_syntax_message,
+)
+
+TOOL_NAME = "permalloy-opt"
+
+TargetFactory = Callable[[], type[Target]]
+
+
+def _mlir_target() -> type[Target]:
+    from xdsl.targets.mlir import MLIRTarget
+
+    return MLIRTarget
+
+
+def all_targets() -> dict[str, TargetFactory]:
+    """
+    The output formats `permalloy-opt -t` knows, by name, each with a factory
+    that imports its xDSL `Target` class.
+
+    `mlir` (the default) prints the IR as text. A code generator becomes
+    reachable from the tool, and FileCheck-testable, by adding its `Target`
+    here: `"llvm": ...`, `"triton": ...`.
+    """
+    return {"mlir": _mlir_target}
+
+
+def permalloy_version() -> str:
+    """The installed permalloy version."""
+    try:
+        return version("permalloy")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+class OptError(Exception):
+    """A mistake on the command line, reported as its message alone."""
+
+
+# Errors a dialect raises while building an attribute whose text parsed but whose
+# value is wrong (`!ptensor.tensor<[d0], f32>`, `#sym.expr<d0 floordiv 0>`).
+_VALUE_ERRORS = (VerifyException, ValueError, ArithmeticError)
+
+
+class SourceParser(Parser):
+    """
+    xDSL's parser, reporting attributes and types that fail their verifier as
+    parse errors at the place they are written, instead of as bare exceptions.
+    """
+
+    def parse_optional_attribute(self) -> Attribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_attribute()
+        except _VALUE_ERRORS as error:
+            self.raise_error(str(error), start)
+
+    def parse_optional_type(self) -> TypeAttribute | None:
+        start = self.pos
+        try:
+            return super().parse_optional_type()
+        except _VALUE_ERRORS as error:
+            self.raise_error(str(error), start)
+
+    def parse_optional_operation(self) -> Operation | None:
+        start = self.pos
+        try:
+            return super().parse_optional_operation()
+        except _VALUE_ERRORS as error:
+            self.raise_error(str(error), start)
+
+
+class PermalloyOptMain(xDSLOptMain):
+    """The `permalloy-opt` driver: xDSL's opt driver over permalloy's registries."""
+
+    version_format = (
+        f"{TOOL_NAME} (permalloy {permalloy_version()}, built on xDSL {{xdsl_version}})"
+    )
+
+    def __init__(self, args: Sequence[str] | None = None):
+        super().__init__(
+            description="permalloy's modular optimizer driver: parse IR, run "
+            "a pass pipeline (-p), print the result in a target format (-t)",
+            args=args,
+        )
+
+    def register_all_dialects(self) -> None:
+        register_all_dialects(self.ctx)
+
+    def register_all_passes(self) -> None:
+        for name, factory in all_passes().items():
+            self.register_pass(name, factory)
+
+    def register_all_targets(self) -> None:
+        for name, factory in all_targets().items():
+            self.available_targets[name] = factory
+
+    def register_all_frontends(self) -> None:
+        self.available_frontends["mlir"] = self.parse_mlir
+
+    def parse_mlir(self, stream: IO[bytes]) -> ModuleOp:
+        """Parse MLIR text, naming the input file in error locations."""
+        try:
+            text = stream.read().decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise OptError(
+                f"{self.get_input_name()} is not UTF-8 text ({error.reason} at "
+                f"byte {error.start})"
+            ) from None
+        parser = SourceParser(self.ctx, text, self.get_input_name())
+        return parser.parse_module(not self.args.no_implicit_module)
+
+    def get_input_name(self) -> str:
+        return self.args.input_file or "<stdin>"
+
+    def get_input_stream(self) -> tuple[IO[bytes], str]:
+        """The input, read as MLIR unless its extension names another frontend."""
+        if self.args.input_file is None:
+            return sys.stdin.buffer, "mlir"
+        try:
+            stream = open(self.args.input_file, "rb")
+        except OSError as error:
+            raise OptError(
+                f"cannot read input file '{self.args.input_file}': {error.strerror}"
+            ) from None
+        extension = os.path.splitext(self.args.input_file)[1].removeprefix(".")
+        return stream, extension if extension in self.available_frontends else "mlir"
+
+    def prepare_output(self) -> IO[str]:
+        if self.args.output_file is None:
+            return sys.stdout
+        try:
+            return open(self.args.output_file, "w")
+        except OSError as error:
+            raise OptError(
+                f"cannot write output file '{self.args.output_file}': "
+                f"{error.strerror}"
+            ) from None
+
+    def setup_pipeline(self) -> None:
+        """
+        Check the pipeline and the target with permalloy's messages, then build
+        the pipeline as xDSL does (verification and `--print-between-passes`
+        between passes).
+        """
+        self.make_target()
+        build_pipeline(self.args.passes, self.available_passes)
+        super().setup_pipeline()
+
+    def make_target(self) -> Target:
+        """
+        The target `-t` names, with its options. (xDSL's driver has already
+        rejected a target name that is not registered.)
+        """
+        spec = parse_spec(self.args.target)
+        factory = cast(TargetFactory, self.available_targets[spec.name])
+        return instantiate_from_spec(factory(), spec, "target")
+
+
+def format_error(error: BaseException) -> str:
+    """The message `permalloy-opt` prints for an error the user caused."""
+    if isinstance(error, ParseError):
+        return _format_parse_error(error)
+    notes = "".join(f"{note}\n" for note in getattr(error, "__notes__", ()))
+    message = str(error)
+    if isinstance(error, ArgSpecParseError):
+        # Pipelines are checked by `build_pipeline`, so this is the `-t` text.
+        message = spec_syntax_message(error, "target").replace(
+            "pass-pipeline:", "target:", 1
+        )
+    return f"{TOOL_NAME}: error: {message}\n{notes}"
+
+
+def _format_parse_error(error: ParseError) -> str:
+    location = error.span.get_location()
+    context = error.span.print_with_context().split("\n", 1)[1]
+    text = f"{location}: error: {error.msg}\n{context}"
+    if isinstance(error, MultipleSpansParseError):
+        if error.ref_text is not None:
+            text += error.ref_text + "\n"
+        for span, note in error.refs:
+            text += span.print_with_context(note) + "\n"
+    return text
+
+
+USER_ERRORS = (
+    OptError,
+    PipelineError,
+    ParseError,
+    DiagnosticException,
+    ArgSpecParseError,
+)
+"""Exceptions caused by the input or the command line, not by a bug in permalloy."""
+
+
+def main(args: Sequence[str] | None = None) -> NoReturn:
+    """Run `permalloy-opt` with command-line arguments; exit 1 on a user error."""
+    try:
+        PermalloyOptMain(args=args).run()
+    except USER_ERRORS as error:
+        sys.stdout.flush()
+        sys.stderr.write(format_error(error))
+        sys.exit(1)
+    except BrokenPipeError:
+        # The reader of our output went away (`permalloy-opt x.mlir | head`).
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

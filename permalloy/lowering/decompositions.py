@@ -23,6 +23,12 @@ aten = torch.ops.aten
 KEPT_WHOLE: tuple[OpOverload, ...] = (
     aten.scaled_dot_product_attention.default,
     aten._scaled_dot_product_flash_attention_for_cpu.default,
+    aten.reflection_pad1d.default,
+    aten.reflection_pad2d.default,
+    aten.reflection_pad3d.default,
+    aten.replication_pad1d.default,
+    aten.replication_pad2d.default,
+    aten.replication_pad3d.default,
 )
 """Ops that torch's core decompositions split but ptensor keeps as one op."""
 

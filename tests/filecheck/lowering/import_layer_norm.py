@@ -1,0 +1,30 @@
+# RUN: python %s | filecheck %s
+# RUN: python %s | filecheck %s --check-prefix=WHOLE
+"""Layer norm decomposes into two-pass mean and variance reductions, rsqrt, and the affine weight and bias."""
+
+import warnings
+
+from permalloy.lowering.capture import capture_aten_graphs
+from permalloy.lowering.import_fx import import_graph
+from permalloy.tools.zoo import make_case
+
+warnings.simplefilter("ignore")
+case = make_case("layer_norm")
+(graph,) = capture_aten_graphs(case.model, *case.inputs)
+print(import_graph(graph).module)
+
+# CHECK-LABEL: func.func @forward
+# CHECK:      %[[SUM:.*]] = ptensor.reduce sum %[[X:.*]] dims [2] keepdim : !ptensor.tensor<[2, 8, 32], f32> -> !ptensor.tensor<[2, 8, 1], f32>
+# CHECK:      %[[MEAN:.*]] = ptensor.binary div %[[SUM]]
+# CHECK:      %[[CENTRED:.*]] = ptensor.binary sub %[[X]], %[[MEAN]]
+# CHECK:      %[[SQUARES:.*]] = ptensor.binary mul %[[CENTRED]], %[[CENTRED]]
+# CHECK:      ptensor.reduce sum %[[SQUARES]] dims [2] keepdim
+# CHECK:      ptensor.full 1e-05
+# CHECK:      %[[RSTD:.*]] = ptensor.unary rsqrt
+# CHECK:      ptensor.binary mul %{{.*}}, %[[RSTD]] : !ptensor.tensor<[2, 8, 32], f32>, !ptensor.tensor<[2, 8, 1], f32> -> !ptensor.tensor<[2, 8, 32], f32>
+# CHECK:      ptensor.binary mul %{{.*}}, %{{.*}} : !ptensor.tensor<[2, 8, 32], f32>, !ptensor.tensor<[32], f32> -> !ptensor.tensor<[2, 8, 32], f32>
+# CHECK:      %[[OUT:.*]] = ptensor.binary add %{{.*}}, %{{.*}} : !ptensor.tensor<[2, 8, 32], f32>, !ptensor.tensor<[32], f32> -> !ptensor.tensor<[2, 8, 32], f32>
+# CHECK-NEXT: func.return %[[OUT]]
+
+# No op falls back to torch anywhere in the module.
+# WHOLE-NOT: ptensor.fallback

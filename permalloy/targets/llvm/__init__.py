@@ -1,0 +1,46 @@
+"""
+The `llvm` target: kernels as vectorized, multithreaded code for the host CPU.
+
+A `buffer.kernel`, for the buffer layouts of one launch, becomes one LLVM
+module (built with llvmlite.ir), optimized at O3 with LLVM's new pass manager
+for the host's triple, CPU and features, and loaded with MCJIT.
+
+Calling convention. The entry function of a kernel is
+
+    void @<kernel>(ptr %data, ptr %syms, i32 %nthreads)
+
+- `data` points to an array of `void*`: the tensors' `data_ptr()`s, inputs then
+  outputs in `buffer.launch` order. Element `i` of a tensor is at
+  `data[k] + sum(i[j] * strides[j]) * itemsize`, with the strides of its
+  launch layout (integer expressions over size symbols).
+- `syms` points to an array of `int64_t`: the values of the size symbols, in
+  the order of `permalloy.targets.kernel_symbols(kernel, layouts)`.
+- `nthreads` is the number of threads it may use: `torch.get_num_threads()` at
+  call time. Threads come from torch's libgomp (`GOMP_parallel`).
+
+`CompiledLLVMKernel.__call__(tensors, symbols)` builds the two arrays with
+prebuilt ctypes array types and calls the entry without the GIL.
+
+Code shape. Each loop op is a stage; see `plan` for how a stage vectorizes
+(the innermost contiguous loop becomes vectors of the host's width times an
+unroll factor, with one masked tail chunk), `nest` for the loop nest and its
+split across threads, `body` for loads and stores, `arith_ops`/`math_ops`/
+`polynomials` for scalar code, `reductions` for accumulators, `kernel` for the
+module and its entry function, `jit` for compilation and the Python side.
+
+Modules: types, codegen, exprs, convert, arith_ops, math_ops, polynomials,
+reductions, plan, body, nest, kernel, jit, target.
+"""
+
+from permalloy.targets.llvm.jit import CompiledLLVMKernel, HostMachine
+from permalloy.targets.llvm.target import LLVMTarget, emit_module_llvm, launch_layouts
+from permalloy.targets.llvm.types import UnsupportedKernelError
+
+__all__ = [
+    "CompiledLLVMKernel",
+    "HostMachine",
+    "LLVMTarget",
+    "UnsupportedKernelError",
+    "emit_module_llvm",
+    "launch_layouts",
+]

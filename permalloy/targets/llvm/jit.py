@@ -1,0 +1,137 @@
+"""
+Compilation for the host CPU and the Python side of a launch.
+
+`HostMachine` describes the CPU this process runs on (triple, CPU name,
+features, vector width) and holds its LLVM target machine. `JIT` optimizes
+modules with LLVM's new pass manager at O3 and loads them into one MCJIT
+engine. The OpenMP entry points kernels call (`GOMP_parallel`,
+`omp_get_thread_num`, `omp_get_num_threads`) are bound to the libgomp that
+torch ships, so kernels share torch's thread pool.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import glob
+import os
+from collections.abc import Sequence
+from functools import cached_property
+
+import llvmlite.binding as llvm
+import torch
+
+OPENMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
+
+
+def find_libgomp() -> str | None:
+    """The libgomp in torch's package (the one torch itself uses), else the system's."""
+    torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+    candidates = sorted(glob.glob(os.path.join(torch_lib, "libgomp*.so*")))
+    if candidates:
+        return candidates[0]
+    return ctypes.util.find_library("gomp")
+
+
+class HostMachine:
+    """The host CPU as LLVM sees it."""
+
+    def __init__(self) -> None:
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        self.triple = llvm.get_process_triple()
+        self.cpu = llvm.get_host_cpu_name()
+        self.features = llvm.get_host_cpu_features()
+        target = llvm.Target.from_triple(self.triple)
+        self.target_machine = target.create_target_machine(
+            cpu=self.cpu, features=self.features.flatten(), opt=3, jit=True
+        )
+
+    def has(self, feature: str) -> bool:
+        return bool(self.features.get(feature, False))
+
+    @cached_property
+    def vector_bits(self) -> int:
+        """Width of the widest vector registers: 512 (AVX-512), 256 (AVX2), 128."""
+        if self.has("avx512f"):
+            return 512
+        if self.has("avx2") or self.has("avx"):
+            return 256
+        return 128
+
+    @property
+    def f32_lanes(self) -> int:
+        """f32 elements per vector register: 16 with AVX-512, 8 with AVX2."""
+        return self.vector_bits // 32
+
+
+class JIT:
+    """Optimizes LLVM IR and loads it into this process."""
+
+    def __init__(self, host: HostMachine):
+        self.host = host
+        self.openmp = self._bind_openmp()
+        empty = llvm.parse_assembly("")
+        self._engine = llvm.create_mcjit_compiler(empty, host.target_machine)
+        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
+        tuning.loop_vectorization = False  # kernels come vectorized
+        self._pass_builder = llvm.create_pass_builder(host.target_machine, tuning)
+
+    def _bind_openmp(self) -> bool:
+        """Make the OpenMP entry points resolvable by JIT-compiled code."""
+        path = find_libgomp()
+        if path is None:
+            return False
+        try:
+            library = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+            for name in OPENMP_SYMBOLS:
+                llvm.add_symbol(name, ctypes.cast(getattr(library, name), ctypes.c_void_p).value)
+        except (OSError, AttributeError):
+            return False
+        return True
+
+    def optimize(self, text: str) -> llvm.ModuleRef:
+        module = llvm.parse_assembly(text)
+        module.verify()
+        self._pass_builder.getModulePassManager().run(module, self._pass_builder)
+        return module
+
+    def load(self, text: str, entry: str) -> tuple[int, llvm.ModuleRef]:
+        """Optimize, compile and load a module; the address of its function `entry`."""
+        module = self.optimize(text)
+        self._engine.add_module(module)
+        self._engine.finalize_object()
+        return self._engine.get_function_address(entry), module
+
+    def assembly(self, text: str) -> str:
+        """The host assembly of an (optimized) module, for inspection."""
+        return self.host.target_machine.emit_assembly(self.optimize(text))
+
+
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+
+
+class CompiledLLVMKernel:
+    """
+    A loaded kernel: `kernel(tensors, symbols)` runs it on the tensors'
+    storage with `torch.get_num_threads()` threads.
+    """
+
+    def __init__(self, address: int, num_tensors: int, num_symbols: int, source: str, jit: JIT):
+        self._jit = jit  # owns the machine code: it lives as long as any of its kernels
+        self._function = _ENTRY(address)
+        self._num_tensors = num_tensors
+        self._pointers = ctypes.c_void_p * num_tensors
+        self._symbols = ctypes.c_int64 * max(num_symbols, 1)
+        self._num_symbols = num_symbols
+        self.source = source
+
+    def __call__(self, tensors: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
+        if len(tensors) != self._num_tensors or len(symbols) != self._num_symbols:
+            raise ValueError(
+                f"this kernel takes {self._num_tensors} tensors and "
+                f"{self._num_symbols} symbols, got {len(tensors)} and {len(symbols)}"
+            )
+        pointers = self._pointers(*[t.data_ptr() for t in tensors])
+        values = self._symbols(*symbols)
+        self._function(pointers, values, torch.get_num_threads())

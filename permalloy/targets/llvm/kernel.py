@@ -1,0 +1,183 @@
+"""
+The LLVM module of one kernel: an entry function, and per stage a `run`
+function (its loop nest over a range of work items) and an OpenMP `worker`.
+
+    void @k(ptr %data, ptr %syms, i32 %nthreads)         ; the entry, see __init__
+    internal void @k.run0(ptr %ptrs, ptr %syms, i64 %lo, i64 %hi)
+    internal void @k.worker0(ptr %args)                  ; args = {ptrs, syms}
+
+For each stage in order, the entry computes the number of work items. Small
+stages (under `parallel_threshold` elements of work), or one thread, run
+`run(0, items)` directly; others call `GOMP_parallel(worker, args, n, 0)` with
+`n = min(nthreads, useful threads)`, and each worker runs its contiguous share
+of the items, taken from `omp_get_thread_num()` and `omp_get_num_threads()`.
+Temporaries (loop results read by later stages and not returned) are
+allocated with `aligned_alloc` and freed before returning.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sympy
+from llvmlite import ir
+
+from permalloy.dialects.sym import product
+from permalloy.targets.llvm.body import Env
+from permalloy.targets.llvm.codegen import CodeGen
+from permalloy.targets.llvm.exprs import emit_expr
+from permalloy.targets.llvm.nest import StageEmitter, work_items
+from permalloy.targets.llvm.plan import INNER, KernelPlan, StagePlan
+from permalloy.targets.llvm.types import I32, I64, PTR, VOID, byte_size, memory_type
+
+DEFAULT_PARALLEL_THRESHOLD = 32768
+
+
+def llvm_name(name: str) -> str:
+    """A kernel symbol as a plain LLVM identifier."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+class KernelEmitter:
+    """Builds the LLVM module of one planned kernel."""
+
+    def __init__(
+        self,
+        plan: KernelPlan,
+        name: str,
+        *,
+        triple: str = "",
+        threads: bool = True,
+        parallel_threshold: int = DEFAULT_PARALLEL_THRESHOLD,
+    ):
+        self.plan = plan
+        self.name = llvm_name(name)
+        self.threads = threads
+        self.threshold = parallel_threshold
+        self.module = ir.Module(name=self.name)
+        if triple:
+            self.module.triple = triple
+        zero_type = ir.ArrayType(I64, 8)
+        self.zero = ir.GlobalVariable(self.module, zero_type, self.name + ".zero")
+        self.zero.global_constant = True
+        self.zero.linkage = "internal"
+        self.zero.initializer = ir.Constant(zero_type, None)
+
+    def emit(self) -> ir.Module:
+        runs, workers = [], []
+        for k, stage in enumerate(self.plan.stages):
+            runs.append(self._emit_run(stage, k))
+            workers.append(self._emit_worker(stage, k, runs[-1]) if self.threads else None)
+        self._emit_entry(runs, workers)
+        return self.module
+
+    # -- helpers ---------------------------------------------------------------
+
+    def _symbols(self, cg: CodeGen, syms: ir.Value) -> dict[str, ir.Value]:
+        b = cg.builder
+        return {
+            name: b.load(b.gep(syms, [I64(i)], source_etype=I64), typ=I64, name=name)
+            for i, name in enumerate(self.plan.symbols)
+        }
+
+    def _pointer(self, cg: CodeGen, ptrs: ir.Value, slot: int) -> ir.Value:
+        b = cg.builder
+        return b.load(b.gep(ptrs, [I64(slot)], source_etype=PTR), typ=PTR)
+
+    def _value(self, cg: CodeGen, expr: sympy.Expr, scalars: dict[str, ir.Value]) -> ir.Value:
+        return emit_expr(cg, sympy.sympify(expr), scalars)
+
+    # -- functions ---------------------------------------------------------------
+
+    def _emit_run(self, stage: StagePlan, k: int) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, I64]), f"{self.name}.run{k}")
+        fn.linkage = "internal"
+        cg = CodeGen(self.module, fn)
+        ptrs, syms, lo, hi = fn.args
+        env = Env(scalars=self._symbols(cg, syms))
+        slots = {t.slot for t in stage.inputs.values()} | {t.slot for t in stage.outputs}
+        pointers = {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
+        StageEmitter(cg, stage, env, pointers, self.zero).emit(lo, hi)
+        cg.builder.ret_void()
+        return fn
+
+    def _alignment(self, stage: StagePlan) -> int:
+        return 1 if stage.mode == INNER else stage.lanes
+
+    def _emit_worker(self, stage: StagePlan, k: int, run: ir.Function) -> ir.Function:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"{self.name}.worker{k}")
+        fn.linkage = "internal"
+        cg = CodeGen(self.module, fn)
+        b = cg.builder
+        ptrs = self._pointer(cg, fn.args[0], 0)
+        syms = self._pointer(cg, fn.args[0], 1)
+        total = self._value(cg, work_items(stage), self._symbols(cg, syms))
+        tid = b.sext(b.call(cg.declare("omp_get_thread_num", I32, []), []), I64)
+        count = b.sext(b.call(cg.declare("omp_get_num_threads", I32, []), []), I64)
+        align = I64(self._alignment(stage))
+        share = b.sdiv(b.add(total, b.sub(count, I64(1))), count)
+        share = b.mul(b.sdiv(b.add(share, b.sub(align, I64(1))), align), align)
+        lo = _min(b, b.mul(tid, share), total)
+        hi = _min(b, b.add(lo, share), total)
+        cg.if_then(b.icmp_signed("<", lo, hi), lambda: b.call(run, [ptrs, syms, lo, hi]))
+        b.ret_void()
+        return fn
+
+    def _emit_entry(self, runs: list[ir.Function], workers: list[ir.Function | None]) -> None:
+        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I32]), self.name)
+        cg = CodeGen(self.module, fn)
+        b = cg.builder
+        data, syms, nthreads = fn.args
+        scalars = self._symbols(cg, syms)
+        ptrs, temporaries = self._allocate_temporaries(cg, data, scalars)
+        args = cg.alloca(PTR, name="args", count=2)
+        b.store(ptrs, b.gep(args, [I64(0)], source_etype=PTR))
+        b.store(syms, b.gep(args, [I64(1)], source_etype=PTR))
+        threads = b.sext(nthreads, I64)
+        for stage, run, worker in zip(self.plan.stages, runs, workers):
+            total = self._value(cg, work_items(stage), scalars)
+            work = b.mul(total, self._value(cg, product(stage.reduction), scalars))
+            useful = total if stage.mode == INNER else b.sdiv(b.add(total, I64(stage.lanes - 1)), I64(stage.lanes))
+            count = _min(b, threads, useful)
+
+            def serial(run=run, total=total) -> None:
+                b.call(run, [ptrs, syms, I64(0), total])
+
+            if worker is None:
+                cg.if_then(b.icmp_signed(">", total, I64(0)), serial)
+                continue
+            wide = b.and_(b.icmp_signed(">", count, I64(1)), b.icmp_signed(">=", work, I64(self.threshold)))
+            with b.if_else(wide) as (parallel, alone):
+                with parallel:
+                    gomp = cg.declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
+                    b.call(gomp, [worker, args, b.trunc(count, I32), I32(0)])
+                with alone:
+                    cg.if_then(b.icmp_signed(">", total, I64(0)), serial)
+        free = cg.declare("free", VOID, [PTR])
+        for pointer in temporaries:
+            b.call(free, [pointer])
+        b.ret_void()
+
+    def _allocate_temporaries(self, cg: CodeGen, data: ir.Value, scalars) -> tuple[ir.Value, list[ir.Value]]:
+        if not self.plan.temporaries:
+            return data, []
+        b = cg.builder
+        count = self.plan.num_args + len(self.plan.temporaries)
+        ptrs = cg.alloca(PTR, name="ptrs", count=count)
+        for slot in range(self.plan.num_args):
+            pointer = self._pointer(cg, data, slot)
+            b.store(pointer, b.gep(ptrs, [I64(slot)], source_etype=PTR))
+        aligned_alloc = cg.declare("aligned_alloc", PTR, [I64, I64])
+        allocated = []
+        for tensor in self.plan.temporaries:
+            elements = self._value(cg, product(tensor.sizes), scalars)
+            size = b.mul(elements, I64(byte_size(memory_type(tensor.element))))
+            size = b.and_(b.add(size, I64(127)), I64(-64))  # a multiple of 64, never 0
+            pointer = b.call(aligned_alloc, [I64(64), size])
+            b.store(pointer, b.gep(ptrs, [I64(tensor.slot)], source_etype=PTR))
+            allocated.append(pointer)
+        return ptrs, allocated
+
+
+def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)

@@ -1,0 +1,244 @@
+"""
+What to generate for a kernel, decided before any LLVM code is written.
+
+A `KernelPlan` lists the kernel's tensors (inputs, outputs, then temporaries
+for loop results that other loop ops read but the kernel does not return) and
+one `StagePlan` per loop op, run in order. A stage picks one loop variable to
+vectorize and nests its loops in *levels*:
+
+    pointwise   level 0: rows (outer d's)   level 1: d_last, vectorized
+    inner       level 0: rows (all d's)     levels 1..m-1: r_0..r_{m-2}   level m: r_last, vectorized
+    outer       level 0: rows (outer d's)   level 1: d_last, vectorized   levels 2..m+1: r_0..r_{m-1}
+
+`inner` reduces along the contiguous last dimension (row sums) with vector
+accumulators reduced horizontally at the end; `outer` keeps one accumulator
+lane per output element (column sums). Every body op gets the level of the
+deepest loop it depends on, so it is computed once per iteration of that loop
+(loop-invariant values are hoisted by construction), and is a vector when it
+depends on the vectorized variable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.dialects.builtin import FunctionType
+from xdsl.ir import Attribute, Operation, SSAValue
+
+from permalloy.dialects.buffer import BufferType, KernelOp, YieldOp, contiguous_strides
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp
+from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.sym import symbol
+from permalloy.targets import kernel_symbols
+from permalloy.targets.llvm.exprs import split_affine
+from permalloy.targets.llvm.types import UnsupportedKernelError
+
+POINTWISE, INNER, OUTER = "pointwise", "inner", "outer"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A tensor the kernel addresses: its slot in the pointer array and layout."""
+
+    slot: int
+    element: Attribute
+    sizes: tuple[sympy.Expr, ...]
+    strides: tuple[sympy.Expr, ...]
+
+    def address(self, indices: Sequence[sympy.Expr]) -> sympy.Expr:
+        """Element offset of `indices`."""
+        return sympy.expand(sum((i * s for i, s in zip(indices, self.strides)), sympy.Integer(0)))
+
+
+@dataclass
+class LoadPlan:
+    """How a load reads: `uniform` (a scalar), `affine` in the vector variable, or `gather`."""
+
+    kind: str
+    address: sympy.Expr
+    rest: sympy.Expr | None = None
+    coefficient: sympy.Expr | None = None
+    rest_level: int = -1
+
+
+@dataclass
+class StagePlan:
+    """One loop op: its loop nest, the level of each body op, its loads."""
+
+    op: LoopOp
+    mode: str
+    parallel: tuple[sympy.Expr, ...]
+    reduction: tuple[sympy.Expr, ...]
+    var_level: dict[str, int]
+    vector_var: str
+    vector_level: int
+    lanes: int
+    inputs: dict[SSAValue, Tensor]
+    outputs: list[Tensor]
+    levels: dict[Operation, int] = field(default_factory=dict)
+    vectors: set[Operation] = field(default_factory=set)
+    loads: dict[Operation, LoadPlan] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> ReduceKind | None:
+        return self.op.kind.data if isinstance(self.op, ReduceOp) else None
+
+    @property
+    def depth(self) -> int:
+        """The deepest level."""
+        return max(self.var_level.values(), default=0)
+
+    def row_dims(self) -> list[tuple[str, sympy.Expr]]:
+        """The parallel dimensions iterated by the row loop (level 0)."""
+        return [(f"d{i}", size) for i, size in enumerate(self.parallel) if self.var_level.get(f"d{i}") == 0]
+
+    def is_vector(self, value: SSAValue) -> bool:
+        owner = value.owner
+        return isinstance(owner, Operation) and owner in self.vectors
+
+    def level_of(self, value: SSAValue) -> int:
+        owner = value.owner
+        return self.levels.get(owner, -1) if isinstance(owner, Operation) else -1
+
+
+@dataclass
+class KernelPlan:
+    """The tensors and stages of one kernel for one launch's layouts."""
+
+    kernel: KernelOp
+    symbols: list[str]
+    num_args: int
+    temporaries: list[Tensor]
+    stages: list[StagePlan]
+
+
+def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int) -> KernelPlan:
+    signature = kernel.function_type
+    assert isinstance(signature, FunctionType)
+    num_in, num_out = len(signature.inputs.data), len(signature.outputs.data)
+    if len(layouts) != num_in + num_out:
+        raise UnsupportedKernelError(
+            f"kernel @{kernel.sym_name.data} takes {num_in} inputs and {num_out} outputs, "
+            f"got {len(layouts)} layouts"
+        )
+    tensors: dict[SSAValue, Tensor] = {}
+    for i, arg in enumerate(kernel.body.block.args):
+        tensors[arg] = _layout_tensor(i, layouts[i])
+    terminator = kernel.body.block.last_op
+    assert isinstance(terminator, YieldOp)
+    destinations: dict[SSAValue, list[Tensor]] = {}
+    for j, value in enumerate(terminator.values):
+        if value in tensors:
+            raise UnsupportedKernelError("a kernel that returns one of its arguments has no loop to emit")
+        destinations.setdefault(value, []).append(_layout_tensor(num_in + j, layouts[num_in + j]))
+    temporaries: list[Tensor] = []
+    stages: list[StagePlan] = []
+    for op in kernel.body.block.ops:
+        if op is terminator:
+            continue
+        if not isinstance(op, LoopOp):
+            raise UnsupportedKernelError(f"the LLVM target expects loop ops in a kernel body, got {op.name}")
+        outputs = destinations.get(op.result)
+        if not outputs:
+            result_type = op.result.type
+            assert isinstance(result_type, TensorType)
+            sizes = tuple(result_type.sizes)
+            slot = num_in + num_out + len(temporaries)
+            temporaries.append(Tensor(slot, result_type.element_type, sizes, contiguous_strides(sizes)))
+            outputs = [temporaries[-1]]
+        tensors[op.result] = outputs[0]
+        inputs = {arg: tensors[value] for arg, value in zip(op.body.block.args, op.inputs)}
+        stages.append(plan_stage(op, inputs, outputs, f32_lanes))
+    return KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
+
+
+def _layout_tensor(slot: int, layout: BufferType) -> Tensor:
+    return Tensor(slot, layout.element_type, tuple(layout.sizes), tuple(layout.strides.data))
+
+
+def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    parallel = tuple(result_type.sizes)
+    reduction = tuple(op.reduction_sizes)
+    mode = POINTWISE if isinstance(op, PointwiseOp) else _reduction_mode(op, inputs, len(parallel))
+    if mode == POINTWISE and not parallel:
+        parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
+    n, m = len(parallel), len(reduction)
+    var_level = {f"d{i}": 0 for i in range(n)}
+    if mode == INNER:
+        var_level.update({f"r{j}": j + 1 for j in range(m)})
+        vector_var = f"r{m - 1}"
+    else:
+        var_level[f"d{n - 1}"] = 1
+        var_level.update({f"r{j}": j + 2 for j in range(m)})
+        vector_var = f"d{n - 1}"
+    lanes = f32_lanes * (2 if mode == POINTWISE else 4)
+    stage = StagePlan(op, mode, parallel, reduction, var_level, vector_var, var_level[vector_var], lanes, inputs, outputs)
+    _assign_levels(stage)
+    return stage
+
+
+def _reduction_mode(op: LoopOp, inputs: dict[SSAValue, Tensor], rank: int) -> str:
+    """`outer` when more loads are contiguous along d_last than along r_last."""
+    if rank == 0:
+        return INNER
+    last_d, last_r = symbol(f"d{rank - 1}"), symbol(f"r{len(op.reduction_sizes) - 1}")
+    along_d = along_r = 0
+    for load in op.body.walk():
+        if isinstance(load, LoadOp):
+            address = inputs[load.source].address(load.indices.data)
+            along_d += _unit_stride(address, last_d)
+            along_r += _unit_stride(address, last_r)
+    return OUTER if along_d > along_r else INNER
+
+
+def _unit_stride(address: sympy.Expr, var: sympy.Symbol) -> bool:
+    split = split_affine(address, var)
+    return split is not None and split[1] == 1
+
+
+def _expr_level(stage: StagePlan, expr: sympy.Expr, index_values: Sequence[SSAValue] = ()) -> tuple[int, bool]:
+    """(level, is vector) of an expression over loop variables, sizes and index values."""
+    level, vector = -1, False
+    for sym in expr.free_symbols:
+        name = sym.name
+        if name[0] in "dr":
+            level = max(level, stage.var_level[name])
+            vector |= name == stage.vector_var
+        elif name[0] == "v":
+            value = index_values[int(name[1:])]
+            level = max(level, stage.level_of(value))
+            vector |= stage.is_vector(value)
+    return level, vector
+
+
+def _assign_levels(stage: StagePlan) -> None:
+    for op in stage.op.body.block.ops:
+        level = max((stage.level_of(v) for v in op.operands), default=-1)
+        vector = any(stage.is_vector(v) for v in op.operands)
+        if isinstance(op, IndexOp):
+            level, vector = _expr_level(stage, op.expr.expr)
+        elif isinstance(op, LoadOp):
+            load = _plan_load(stage, op)
+            stage.loads[op] = load
+            address_level, address_vector = _expr_level(stage, load.address, op.index_values)
+            level, vector = max(level, address_level), vector or address_vector
+        stage.levels[op] = level
+        if vector:
+            stage.vectors.add(op)
+
+
+def _plan_load(stage: StagePlan, op: LoadOp) -> LoadPlan:
+    address = stage.inputs[op.source].address(op.indices.data)
+    level, vector = _expr_level(stage, address, op.index_values)
+    if not vector:
+        return LoadPlan("uniform", address)
+    split = split_affine(address, symbol(stage.vector_var))
+    if split is not None:
+        rest_level, rest_vector = _expr_level(stage, split[0], op.index_values)
+        if not rest_vector:
+            return LoadPlan("affine", address, split[0], split[1], rest_level)
+    return LoadPlan("gather", address)

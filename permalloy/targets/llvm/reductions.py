@@ -1,0 +1,198 @@
+"""
+Reduction kinds as vector accumulators.
+
+An accumulator is one or two stack slots (value, and position for argmax and
+argmin) holding a vector of partial results, one per lane. `combine` folds a
+new vector of values into it (lanes off in a tail mask are left unchanged),
+`horizontal` reduces the lanes to the result of a row, and `finish` converts an
+accumulated value to the result's type.
+
+Floats follow torch: f16/bf16 accumulate in f32; max and min propagate nan;
+argmax/argmin give the first position of the extreme value, nan counting as
+the extreme. Float sums are accumulated in blocks (`needs_blocks`): each block
+starts from zero and is added to the total at its end, which keeps the error of
+long sums close to that of pairwise summation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+from xdsl.dialects.builtin import Float32Type
+from xdsl.ir import Attribute
+
+from permalloy.dialects.ptensor import ReduceKind
+from permalloy.targets.llvm.codegen import CodeGen
+from permalloy.targets.llvm.convert import from_compute, to_compute
+from permalloy.targets.llvm.types import (
+    I64,
+    is_bool,
+    is_float,
+    is_half_like,
+    is_unsigned,
+    register_type,
+)
+
+ARG_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
+
+
+@dataclass
+class Accumulator:
+    """The stack slots of an accumulator."""
+
+    value: ir.Value
+    position: ir.Value | None = None
+
+
+class Reduction:
+    """The code of one reduction kind over values of one element type."""
+
+    def __init__(self, cg: CodeGen, kind: ReduceKind, value_type: Attribute, result_type: Attribute):
+        self.cg = cg
+        self.kind = kind
+        self.value_type = value_type
+        self.result_type = result_type
+        self.is_float = is_float(value_type)
+        self.unsigned = is_unsigned(value_type) or is_bool(value_type)
+        self.acc_type = register_type(Float32Type() if is_half_like(value_type) else value_type)
+
+    @property
+    def is_arg(self) -> bool:
+        return self.kind in ARG_KINDS
+
+    @property
+    def needs_blocks(self) -> bool:
+        return self.kind == ReduceKind.SUM and self.is_float
+
+    def identity(self) -> ir.Constant:
+        ty, kind = self.acc_type, self.kind
+        if kind in (ReduceKind.SUM, ReduceKind.ANY):
+            return ir.Constant(ty, 0)
+        if kind in (ReduceKind.PROD, ReduceKind.ALL):
+            return ir.Constant(ty, 1)
+        largest = kind in (ReduceKind.MIN, ReduceKind.ARGMIN)
+        if self.is_float:
+            return ir.Constant(ty, float("inf") if largest else float("-inf"))
+        width = ty.width
+        if self.unsigned:
+            return ir.Constant(ty, (1 << width) - 1 if largest else 0)
+        return ir.Constant(ty, (1 << (width - 1)) - 1 if largest else -(1 << (width - 1)))
+
+    def allocate(self, lanes: int) -> Accumulator:
+        value = self.cg.alloca(ir.VectorType(self.acc_type, lanes))
+        position = self.cg.alloca(ir.VectorType(I64, lanes)) if self.is_arg else None
+        return Accumulator(value, position)
+
+    def reset(self, acc: Accumulator, lanes: int) -> None:
+        self.cg.builder.store(self.cg.splat(self.identity(), lanes), acc.value)
+        if acc.position is not None:
+            self.cg.builder.store(self.cg.const(I64, 0, lanes), acc.position)
+
+    def combine(
+        self,
+        acc: Accumulator,
+        value: ir.Value,
+        lanes: int,
+        mask: ir.Value | None = None,
+        position: ir.Value | None = None,
+    ) -> None:
+        """acc = acc (+) value on the lanes of `mask` (all when None)."""
+        b = self.cg.builder
+        value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
+        current = b.load(acc.value)
+        if self.is_arg:
+            better = self._better(value, current)
+            if mask is not None:
+                better = b.and_(better, mask)
+            b.store(b.select(better, value, current), acc.value)
+            old = b.load(acc.position)
+            b.store(b.select(better, self.cg.splat(position, lanes), old), acc.position)
+            return
+        if mask is not None:
+            value = b.select(mask, value, self.cg.splat(self.identity(), lanes))
+        b.store(self.merge_values(current, value), acc.value)
+
+    def merge(self, total: Accumulator, part: Accumulator) -> None:
+        """total = total (+) part, lane by lane (for blocked sums)."""
+        b = self.cg.builder
+        b.store(self.merge_values(b.load(total.value), b.load(part.value)), total.value)
+
+    def merge_values(self, a: ir.Value, v: ir.Value) -> ir.Value:
+        b, kind = self.cg.builder, self.kind
+        if kind == ReduceKind.SUM:
+            return b.fadd(a, v) if self.is_float else b.add(a, v)
+        if kind == ReduceKind.PROD:
+            return b.fmul(a, v) if self.is_float else b.mul(a, v)
+        if kind == ReduceKind.ANY:
+            return b.or_(a, v)
+        if kind == ReduceKind.ALL:
+            return b.and_(a, v)
+        return self.cg.intrinsic(self._extreme_name(), [a, v])
+
+    def _extreme_name(self) -> str:
+        largest = self.kind in (ReduceKind.MAX, ReduceKind.ARGMAX)
+        if self.is_float:
+            return "maximum" if largest else "minimum"
+        prefix = "u" if self.unsigned else "s"
+        return prefix + ("max" if largest else "min")
+
+    def _better(self, value: ir.Value, current: ir.Value) -> ir.Value:
+        """Lanes where `value` strictly beats `current` (nan beats non-nan)."""
+        b = self.cg.builder
+        op = ">" if self.kind == ReduceKind.ARGMAX else "<"
+        if not self.is_float:
+            compare = b.icmp_unsigned if self.unsigned else b.icmp_signed
+            return compare(op, value, current)
+        strict = b.fcmp_ordered(op, value, current)
+        new_nan = b.and_(b.fcmp_unordered("uno", value, value), b.fcmp_ordered("ord", current, current))
+        return b.or_(strict, new_nan)
+
+    def horizontal(self, acc: Accumulator) -> ir.Value:
+        """The reduction of all lanes, as the result's register type."""
+        b = self.cg.builder
+        values = b.load(acc.value)
+        best = self._reduce_lanes(values)
+        if not self.is_arg:
+            return self.finish(best)
+        lanes = values.type.count
+        best_vec = self.cg.splat(best, lanes)
+        if self.is_float:
+            same = b.or_(
+                b.fcmp_ordered("==", values, best_vec),
+                b.and_(b.fcmp_unordered("uno", values, values), b.fcmp_unordered("uno", best_vec, best_vec)),
+            )
+        else:
+            same = b.icmp_signed("==", values, best_vec)
+        positions = b.select(same, b.load(acc.position), self.cg.const(I64, (1 << 63) - 1, lanes))
+        return self.cg.intrinsic("vector.reduce.smin", [positions], ret=I64)
+
+    def _reduce_lanes(self, values: ir.Value) -> ir.Value:
+        kind, ty = self.kind, self.acc_type
+        if kind == ReduceKind.SUM and self.is_float:
+            return self.cg.intrinsic("vector.reduce.fadd", [ir.Constant(ty, -0.0), values], ret=ty, overloads=[values.type], fastmath=("reassoc",))
+        if kind == ReduceKind.PROD and self.is_float:
+            return self.cg.intrinsic("vector.reduce.fmul", [ir.Constant(ty, 1.0), values], ret=ty, overloads=[values.type], fastmath=("reassoc",))
+        name = {
+            ReduceKind.SUM: "add", ReduceKind.PROD: "mul", ReduceKind.ANY: "or", ReduceKind.ALL: "and",
+        }.get(kind)  # fmt: skip
+        if name is None:
+            name = self._extreme_name()
+            name = {"maximum": "fmaximum", "minimum": "fminimum"}.get(name, name)
+        return self.cg.intrinsic("vector.reduce." + name, [values], ret=ty)
+
+    def empty_result(self) -> ir.Value:
+        """The result of reducing nothing: the identity (position 0 for arg kinds)."""
+        return I64(0) if self.is_arg else self.finish(self.identity())
+
+    def finish(self, value: ir.Value) -> ir.Value:
+        """An accumulated value (scalar or vector) as the result's register type."""
+        if self.is_arg:
+            return value
+        return from_compute(self.cg, value, self.result_type)
+
+    def finish_vector(self, acc: Accumulator) -> ir.Value:
+        """The accumulator's lanes as results (one output element per lane)."""
+        b = self.cg.builder
+        return b.load(acc.position) if self.is_arg else self.finish(b.load(acc.value))
+

@@ -1,0 +1,85 @@
+"""The `llvm` kernel target: planning, emission, compilation and its cache."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects.builtin import ModuleOp
+
+from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp
+from permalloy.dialects.ptensor import TensorType
+from permalloy.targets.llvm.jit import JIT, CompiledLLVMKernel, HostMachine
+from permalloy.targets.llvm.kernel import DEFAULT_PARALLEL_THRESHOLD, KernelEmitter, llvm_name
+from permalloy.targets.llvm.plan import plan_kernel
+
+
+class LLVMTarget:
+    """
+    Compiles kernels to vectorized, multithreaded host code.
+
+    Compiled kernels are cached per (kernel text, layouts) in this object; one
+    target holds one JIT engine, and keeps the host description it compiles
+    for. `parallel_threshold` is the amount of work (elements times reduction
+    length) under which a kernel runs on the calling thread alone.
+    """
+
+    name = "llvm"
+
+    def __init__(self, parallel_threshold: int = DEFAULT_PARALLEL_THRESHOLD):
+        self.host = HostMachine()
+        self.parallel_threshold = parallel_threshold
+        self._jit: JIT | None = None
+        self._cache: dict[tuple[str, tuple[str, ...]], CompiledLLVMKernel] = {}
+
+    @property
+    def jit(self) -> JIT:
+        if self._jit is None:
+            self._jit = JIT(self.host)
+        return self._jit
+
+    def compile_kernel(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> CompiledLLVMKernel:
+        key = (str(kernel), tuple(str(layout) for layout in layouts))
+        compiled = self._cache.get(key)
+        if compiled is None:
+            name = f"{llvm_name(kernel.sym_name.data)}_{len(self._cache)}"
+            plan = plan_kernel(kernel, layouts, self.host.f32_lanes)
+            source = self._emit(kernel, layouts, name, threads=self.jit.openmp)
+            address, _ = self.jit.load(source, name)
+            compiled = CompiledLLVMKernel(address, plan.num_args, len(plan.symbols), source, self.jit)
+            self._cache[key] = compiled
+        return compiled
+
+    def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
+        """The LLVM IR of `kernel` for `layouts`, before optimization."""
+        return self._emit(kernel, layouts, kernel.sym_name.data, threads=True)
+
+    def assembly(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
+        """The optimized host assembly of `kernel`, for inspection and tests."""
+        return self.jit.assembly(self.emit_source(kernel, layouts))
+
+    def _emit(self, kernel: KernelOp, layouts: Sequence[BufferType], name: str, threads: bool) -> str:
+        plan = plan_kernel(kernel, layouts, self.host.f32_lanes)
+        emitter = KernelEmitter(
+            plan, name, triple=self.host.triple, threads=threads, parallel_threshold=self.parallel_threshold
+        )
+        return str(emitter.emit())
+
+
+def launch_layouts(module: ModuleOp, kernel: KernelOp) -> list[BufferType]:
+    """The layouts of the first launch of `kernel` in `module`, else contiguous ones."""
+    for op in module.walk():
+        if isinstance(op, LaunchOp) and op.kernel.root_reference.data == kernel.sym_name.data:
+            return [v.type for v in (*op.inputs, *op.outputs)]  # type: ignore[misc]
+    signature = kernel.function_type
+    types = (*signature.inputs.data, *signature.outputs.data)
+    return [BufferType(t.sizes, t.element_type) for t in types if isinstance(t, TensorType)]
+
+
+def emit_module_llvm(module: ModuleOp, target: LLVMTarget | None = None) -> str:
+    """The LLVM IR of every `buffer.kernel` of `module`, one module after the other."""
+    target = target or LLVMTarget()
+    pieces = []
+    for op in module.walk():
+        if isinstance(op, KernelOp):
+            pieces.append(f"; kernel @{op.sym_name.data}\n" + target.emit_source(op, launch_layouts(module, op)))
+    return "\n".join(pieces)

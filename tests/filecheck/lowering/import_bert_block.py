@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """A BERT layer from transformers (small config, random weights): three projections, ptensor.attention, post-norm residuals, GELU MLP."""
 
 import warnings

@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """conv + batch norm (inference) + ReLU: ptensor.convolution, per-channel scale and shift broadcast by unsqueeze, ReLU as maximum with 0."""
 
 import warnings

@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """A graph captured with a symbolic first dimension: sizes are `s0` and `index` arguments name it."""
 
 import warnings

@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """A GPT-2 block from transformers (small config, random weights): layer norms, attention as ptensor.attention, tanh-GELU MLP, residuals."""
 
 import warnings

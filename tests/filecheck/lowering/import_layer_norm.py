@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """Layer norm decomposes into two-pass mean and variance reductions, rsqrt, and the affine weight and bias."""
 
 import warnings

@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """An MLP: each linear layer is a reshape to 2-D, a transposed weight and ptensor.addmm; GELU is erf-based."""
 
 import warnings

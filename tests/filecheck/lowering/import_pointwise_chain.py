@@ -1,5 +1,6 @@
-# RUN: python %s | filecheck %s
-# RUN: python %s | filecheck %s --check-prefix=WHOLE
+# RUN: python %s > %t
+# RUN: filecheck %s < %t
+# RUN: filecheck %s --check-prefix=WHOLE < %t
 """The pointwise chain `tanh(x * 2 + 1) * sigmoid(x) - exp(-x * x)` imports as elementwise ops with 0-d scalar operands."""
 
 import warnings

@@ -251,3 +251,16 @@ def test_imported_ir_prints_and_parses_back() -> None:
     parsed = Parser(context, text).parse_module()
     parsed.verify()
     assert str(parsed) == text
+
+
+def test_graphs_without_example_values_are_rejected_clearly() -> None:
+    gm = torch.fx.symbolic_trace(lambda x: torch.relu(x))
+    with pytest.raises(GraphImportError, match=r"node.meta\['val'\]"):
+        import_graph(gm)
+
+
+def test_symbolic_float_scalars_are_rejected_clearly() -> None:
+    gm = make_fx(lambda x: x * (1.0 / x.shape[0]), tracing_mode="symbolic")(torch.randn(3, 4))
+    assert any(isinstance(n.meta.get("val"), torch.SymFloat) for n in gm.graph.nodes)
+    with pytest.raises(GraphImportError, match=r"symbolic scalar .*\(SymFloat\)"):
+        import_graph(gm)

@@ -53,14 +53,3 @@ def example(ctx: ImportContext, arg: Any) -> Any:
 def promoted_dtype(ctx: ImportContext, lhs: Any, rhs: Any) -> torch.dtype:
     """torch's promoted dtype of two operands (tensors or Python numbers)."""
     return torch.result_type(example(ctx, lhs), example(ctx, rhs))
-
-
-def result_dtype(node: fx.Node, index: int = 0) -> torch.dtype:
-    value = node.meta["val"]
-    if isinstance(value, list | tuple):
-        value = value[index]
-    return value.dtype
-
-
-def is_tensor_arg(ctx: ImportContext, arg: Any) -> bool:
-    return isinstance(ctx.meta(arg), torch.Tensor)

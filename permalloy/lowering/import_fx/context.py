@@ -88,7 +88,14 @@ class ImportContext:
         """A number argument, with SymInts as size expressions."""
         if isinstance(arg, fx.Node):
             arg = self.values[arg]
-        if isinstance(arg, torch.SymInt | torch.SymFloat | torch.SymBool):
+        if isinstance(arg, torch.SymFloat | torch.SymBool):
+            if arg.node.is_constant():
+                return arg.node.maybe_as_float() if isinstance(arg, torch.SymFloat) else bool(arg)
+            raise self.error(
+                f"the symbolic scalar '{arg}' ({type(arg).__name__}) cannot be "
+                "represented: ptensor numbers are constants or integer size expressions"
+            )
+        if isinstance(arg, torch.SymInt):
             arg = self.symbols.convert(arg)
         if isinstance(arg, sympy.Basic):
             return int(arg) if arg.is_Integer else arg

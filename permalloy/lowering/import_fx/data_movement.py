@@ -7,7 +7,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from permalloy.dialects import ptensor
-from permalloy.dialects.ptensor import PadMode, TensorType
+from permalloy.dialects.ptensor import PadMode
 from permalloy.lowering.import_fx.common import Converter, argument, normalize_dim
 from permalloy.lowering.import_fx.context import ImportContext
 

@@ -150,8 +150,8 @@ def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node):
         signature.add(ctx.block, IndexType(), {SYMBOL_ATTR: SymExprAttr(expr)})
         return expr
     raise ctx.error(
-        f"graph input of type {type(example).__name__} is not supported "
-        "(inputs are tensors, ints and SymInts)"
+        f"graph input with example value {example!r} is not supported (inputs "
+        "are tensors, ints and SymInts, with their values in node.meta['val'])"
     )
 
 
@@ -177,14 +177,21 @@ def _dense(value: torch.Tensor, result_type: ptensor.TensorType):
     return DenseIntOrFPElementsAttr.from_list(builtin_type, items)
 
 
+_SCALARS = (torch.SymInt, torch.SymFloat, torch.SymBool, int, float)
+
+
 def _call_function(ctx: ImportContext, node: fx.Node):
-    example = node.meta.get("val")
-    if node.target is operator.getitem:
-        return _getitem(ctx, node)
     if node.target in RUNTIME_ASSERTIONS:
         return None
-    if isinstance(example, torch.SymInt | torch.SymFloat | torch.SymBool | int | float):
-        return ctx.scalar(example)
+    if "val" not in node.meta:
+        raise ctx.error(
+            "has no example value (node.meta['val']); import graphs traced with "
+            "fake tensors, as AOTAutograd and make_fx trace them"
+        )
+    if node.target is operator.getitem:
+        return _getitem(ctx, node)
+    if isinstance(node.meta["val"], _SCALARS):
+        return node.meta["val"]
     converter = converter_for(node)
     value = None if converter is None else converter(ctx, node)
     if value is None:
@@ -195,9 +202,10 @@ def _call_function(ctx: ImportContext, node: fx.Node):
 
 
 def _getitem(ctx: ImportContext, node: fx.Node):
-    example = node.meta.get("val")
+    """An element of a multi-result op; numbers come from the example value."""
+    example = node.meta["val"]
     if not isinstance(example, torch.Tensor):
-        return ctx.scalar(example)
+        return example
     value = ctx.values[node.args[0]][node.args[1]]
     if value is None and node.users:
         raise ctx.error("reads a result that its producer did not import")

@@ -8,7 +8,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from permalloy.dialects import ptensor
-from permalloy.dialects.ptensor import TensorType, slice_length
+from permalloy.dialects.ptensor import slice_length
 from permalloy.lowering.import_fx.common import argument, normalize_dim
 from permalloy.lowering.import_fx.context import ImportContext, Scalar
 

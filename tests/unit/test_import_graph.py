@@ -264,3 +264,33 @@ def test_symbolic_float_scalars_are_rejected_clearly() -> None:
     assert any(isinstance(n.meta.get("val"), torch.SymFloat) for n in gm.graph.nodes)
     with pytest.raises(GraphImportError, match=r"symbolic scalar .*\(SymFloat\)"):
         import_graph(gm)
+
+
+def _body(fn, *inputs) -> list:
+    (gm,) = capture_aten_graphs(fn, *inputs)
+    function = ops_named(import_graph(gm).module, func.FuncOp)[0]
+    return list(function.body.block.ops)
+
+
+def test_python_int_scalars_keep_the_tensor_dtype() -> None:
+    full, add, _ = _body(lambda x: x + 2, torch.randn(3))
+    assert isinstance(full, ptensor.FullOp)
+    assert str(full.result.type) == "!ptensor.tensor<[], f32>"
+    assert full.value.value.data == 2.0
+    assert isinstance(add, ptensor.BinaryOp) and add.kind.data == ptensor.BinaryKind.ADD
+
+
+def test_int_tensor_times_float_scalar_is_cast_to_float() -> None:
+    cast, full, mul, _ = _body(lambda x: x * 0.5, torch.ones(3, dtype=torch.int64))
+    assert isinstance(cast, ptensor.CastOp)
+    assert str(cast.input.type) == "!ptensor.tensor<[3], i64>"
+    assert str(cast.result.type) == "!ptensor.tensor<[3], f32>"
+    assert isinstance(full, ptensor.FullOp) and full.value.value.data == 0.5
+    assert tuple(mul.operands) == (cast.result, full.result)
+
+
+def test_comparisons_promote_both_operands() -> None:
+    *_, compare, _ = _body(lambda x, y: x < y, torch.ones(3, dtype=torch.int32), torch.randn(3))
+    assert isinstance(compare, ptensor.CompareOp)
+    assert [str(o.type) for o in compare.operands] == ["!ptensor.tensor<[3], f32>"] * 2
+    assert str(compare.result.type) == "!ptensor.tensor<[3], i1>"

@@ -301,7 +301,6 @@ GENERATORS: list[Case] = [
     ("arange_float", lambda x: x * torch.arange(0.0, 1.0, 0.2), lambda: (randn(3, 5),)),
     ("causal_mask", lambda x: x.masked_fill(torch.ones(4, 4, dtype=torch.bool).triu(1), 0.0), lambda: (randn(4, 4),)),
     ("small_constant", lambda x: x * torch.tensor([1.0, -2.0, 3.0]), lambda: (randn(2, 3),)),
-    ("rand_shape", lambda x: torch.rand(3, 5).shape[0] * x, lambda: (randn(3, 5),)),
 ]
 
 LIBRARY: list[Case] = [

@@ -72,13 +72,19 @@ class BodyEmitter:
         """The environment of one chunk of the vectorized loop starting at `start`."""
         scalars = dict(env.scalars)
         scalars[self.stage.vector_var] = start
-        index = self.cg.builder.add(self.cg.splat(start, lanes), self.cg.iota(lanes))
-        return env.child(scalars=scalars, lanes=lanes, mask=mask, vector_index=index)
+        return env.child(scalars=scalars, lanes=lanes, mask=mask, vector_index=None)
+
+    def vector_index(self, env: Env) -> ir.Value:
+        """The vectorized variable's value in each lane of the chunk (made on first use)."""
+        if env.vector_index is None:
+            start = env.scalars[self.stage.vector_var]
+            env.vector_index = self.cg.builder.add(self.cg.splat(start, env.lanes), self.cg.iota(env.lanes))
+        return env.vector_index
 
     def expr_env(self, env: Env, vector: bool, index_values=()) -> dict[str, ir.Value]:
         names = dict(env.scalars)
         if vector:
-            names[self.stage.vector_var] = env.vector_index
+            names[self.stage.vector_var] = self.vector_index(env)
         for i, value in enumerate(index_values):
             names[f"v{i}"] = env.values[value]
         return names
@@ -140,7 +146,7 @@ class BodyEmitter:
                 value = cg.load(cg.element_ptr(base, element, start), element, lanes, mask)
                 return from_memory(cg, value, tensor.element)
             stride = cg.splat(emit_expr(cg, plan.coefficient, env.scalars), lanes)
-            offsets = b.mul(env.vector_index, stride)
+            offsets = b.mul(self.vector_index(env), stride)
             value = cg.gather(cg.element_ptr(base, element, offsets), element, mask)
             return from_memory(cg, value, tensor.element)
         offsets = cg.splat(emit_expr(cg, plan.address, self.expr_env(env, True, op.index_values)), lanes)
@@ -184,7 +190,7 @@ class BodyEmitter:
                 continue
             if split is not None:
                 stride = cg.splat(emit_expr(cg, split[1], env.scalars), env.lanes)
-                ptrs = cg.element_ptr(env.bases[tensor], element, cg.builder.mul(env.vector_index, stride))
+                ptrs = cg.element_ptr(env.bases[tensor], element, cg.builder.mul(self.vector_index(env), stride))
             else:
                 offsets = emit_expr(cg, self.output_address(tensor), self.expr_env(env, True))
                 ptrs = cg.element_ptr(self.pointers[tensor.slot], element, cg.splat(offsets, env.lanes))

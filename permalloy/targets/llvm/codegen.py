@@ -44,9 +44,14 @@ class CodeGen:
     def alloca(self, ty: ir.Type, init: ir.Value | None = None, name: str = "", count: int = 0) -> ir.Value:
         """A stack slot (or `count` of them) in the entry block, optionally initialized here."""
         slot = self._alloca_builder.alloca(ty, size=I64(count) if count else None, name=name)
+        slot.type = PTR  # an opaque pointer; `read` knows the slot's type
         if init is not None:
             self.builder.store(init, slot)
         return slot
+
+    def read(self, slot: ir.Value) -> ir.Value:
+        """The value in a slot made by `alloca`."""
+        return self.builder.load(slot, typ=slot.allocated_type)
 
     def const(self, ty: ir.Type, value, lanes: int = 0) -> ir.Constant:
         """A constant of scalar type `ty`, splatted to `lanes` lanes."""
@@ -65,10 +70,9 @@ class CodeGen:
         if isinstance(value, ir.Constant) and not isinstance(value.type, ir.VectorType):
             return splat_constant(value, lanes)
         vty = ir.VectorType(value.type, lanes)
-        one = self.builder.insert_element(ir.Constant(vty, ir.Undefined), value, I32(0))
-        return self.builder.shuffle_vector(
-            one, ir.Constant(vty, ir.Undefined), ir.Constant(ir.VectorType(I32, lanes), [0] * lanes)
-        )
+        poison = RawConstant(vty, "poison")
+        one = self.builder.insert_element(poison, value, I32(0))
+        return self.builder.shuffle_vector(one, poison, ir.Constant(ir.VectorType(I32, lanes), None))
 
     def match(self, *values: ir.Value) -> list[ir.Value]:
         """The values with scalars splatted to the widest lane count among them."""
@@ -109,7 +113,7 @@ class CodeGen:
         lanes = lanes_of(args[0])
         if not lanes:
             return self.builder.call(fn, list(args))
-        result = ir.Constant(ir.VectorType(ret, lanes), ir.Undefined)
+        result = RawConstant(ir.VectorType(ret, lanes), "poison")
         for lane in range(lanes):
             scalars = [self.builder.extract_element(a, I32(lane)) for a in args]
             value = self.builder.call(fn, scalars)
@@ -199,7 +203,7 @@ class CodeGen:
         done = b.append_basic_block(name + ".end")
         b.branch(cond)
         b.position_at_end(cond)
-        i = b.load(counter)
+        i = self.read(counter)
         b.cbranch(b.icmp_signed("<", i, hi), loop, done)
         b.position_at_end(loop)
         body(i)
@@ -218,17 +222,17 @@ class CodeGen:
         b.position_at_end(done)
 
 
-class _SplatConstant(ir.FormattedConstant):
-    def __init__(self, value: ir.Constant, lanes: int):
-        text = f"splat ({value.type} {value.get_reference()})"
-        super().__init__(ir.VectorType(value.type, lanes), text)
+class RawConstant(ir.FormattedConstant):
+    """A constant printed as the given text (`poison`, `splat (float 2.0)`), vectors included."""
+
+    def __init__(self, ty: ir.Type, text: str):
+        super().__init__(ty, text)
         self.constant = text  # not the per-lane tuple that vector types make of it
-        self.lane_value = value
 
 
 def splat_constant(value: ir.Constant, lanes: int) -> ir.Constant:
     """A vector constant with every lane `value`, printed `splat (float 2.0)`."""
-    return _SplatConstant(value, lanes)
+    return RawConstant(ir.VectorType(value.type, lanes), f"splat ({value.type} {value.get_reference()})")
 
 
 def _align(ty: ir.Type) -> int:

@@ -150,7 +150,8 @@ class KernelEmitter:
             with b.if_else(wide) as (parallel, alone):
                 with parallel:
                     gomp = cg.declare("GOMP_parallel", VOID, [PTR, PTR, I32, I32])
-                    b.call(gomp, [worker, args, b.trunc(count, I32), I32(0)])
+                    function = ir.FormattedConstant(PTR, worker.get_reference())
+                    b.call(gomp, [function, args, b.trunc(count, I32), I32(0)])
                 with alone:
                     cg.if_then(b.icmp_signed(">", total, I64(0)), serial)
         free = cg.declare("free", VOID, [PTR])

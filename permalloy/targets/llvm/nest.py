@@ -16,13 +16,14 @@ from collections.abc import Callable
 import sympy
 from llvmlite import ir
 
+from permalloy.dialects.loop import LoadOp
 from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import BodyEmitter, Env
 from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.plan import INNER, OUTER, POINTWISE, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
-from permalloy.targets.llvm.types import I64
+from permalloy.targets.llvm.types import I64, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
 SUM_BLOCK_ROWS = 256  # iterations per block of a blocked float sum along r
@@ -47,7 +48,7 @@ class StageEmitter:
         self.red = None
         if stage.kind is not None:
             op = stage.op
-            self.red = Reduction(cg, stage.kind, op.yielded.type, op.result.type.element_type)
+            self.red = Reduction(cg, stage.kind, op.yielded.type, op.result.type.element_type, _unsigned(stage))
 
     def emit(self, lo: ir.Value, hi: ir.Value) -> None:
         self.body.emit_level(-1, self.env)
@@ -101,11 +102,11 @@ class StageEmitter:
         def row(index: ir.Value) -> None:
             scalars = dict(env.scalars)
             for (name, _), slot in zip(dims, slots):
-                scalars[name] = b.load(slot)
+                scalars[name] = self.cg.read(slot)
             body(env.child(scalars=scalars), index)
             carry = ir.Constant(ir.IntType(1), 1)
             for (name, size), slot in reversed(list(zip(dims, slots))):
-                bumped = b.add(b.load(slot), b.zext(carry, I64))
+                bumped = b.add(self.cg.read(slot), b.zext(carry, I64))
                 carry = b.and_(carry, b.icmp_signed("==", bumped, size))
                 b.store(b.select(carry, I64(0), bumped), slot)
 
@@ -261,6 +262,12 @@ class StageEmitter:
             self.cg.for_range(I64(0), size, one_block, step=SUM_BLOCK_ROWS, name=last + "b")
 
         self._seq_loops(env, 2, names[:-1], blocked)
+
+
+def _unsigned(stage: StagePlan) -> bool:
+    """Whether a reduction's values are unsigned integers: loaded from an unsigned tensor."""
+    owner = stage.op.yielded.owner
+    return isinstance(owner, LoadOp) and is_unsigned(stage.inputs[owner.source].element)
 
 
 __all__ = ["StageEmitter", "work_items", "POINTWISE", "OUTER"]

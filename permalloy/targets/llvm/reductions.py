@@ -48,13 +48,20 @@ class Accumulator:
 class Reduction:
     """The code of one reduction kind over values of one element type."""
 
-    def __init__(self, cg: CodeGen, kind: ReduceKind, value_type: Attribute, result_type: Attribute):
+    def __init__(
+        self,
+        cg: CodeGen,
+        kind: ReduceKind,
+        value_type: Attribute,
+        result_type: Attribute,
+        unsigned: bool = False,
+    ):
         self.cg = cg
         self.kind = kind
         self.value_type = value_type
         self.result_type = result_type
         self.is_float = is_float(value_type)
-        self.unsigned = is_unsigned(value_type) or is_bool(value_type)
+        self.unsigned = unsigned or is_unsigned(result_type) or is_bool(value_type)
         self.acc_type = register_type(Float32Type() if is_half_like(value_type) else value_type)
 
     @property
@@ -100,13 +107,13 @@ class Reduction:
         """acc = acc (+) value on the lanes of `mask` (all when None)."""
         b = self.cg.builder
         value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
-        current = b.load(acc.value)
+        current = self.cg.read(acc.value)
         if self.is_arg:
             better = self._better(value, current)
             if mask is not None:
                 better = b.and_(better, mask)
             b.store(b.select(better, value, current), acc.value)
-            old = b.load(acc.position)
+            old = self.cg.read(acc.position)
             b.store(b.select(better, self.cg.splat(position, lanes), old), acc.position)
             return
         if mask is not None:
@@ -116,7 +123,7 @@ class Reduction:
     def merge(self, total: Accumulator, part: Accumulator) -> None:
         """total = total (+) part, lane by lane (for blocked sums)."""
         b = self.cg.builder
-        b.store(self.merge_values(b.load(total.value), b.load(part.value)), total.value)
+        b.store(self.merge_values(self.cg.read(total.value), self.cg.read(part.value)), total.value)
 
     def merge_values(self, a: ir.Value, v: ir.Value) -> ir.Value:
         b, kind = self.cg.builder, self.kind
@@ -151,7 +158,7 @@ class Reduction:
     def horizontal(self, acc: Accumulator) -> ir.Value:
         """The reduction of all lanes, as the result's register type."""
         b = self.cg.builder
-        values = b.load(acc.value)
+        values = self.cg.read(acc.value)
         best = self._reduce_lanes(values)
         if not self.is_arg:
             return self.finish(best)
@@ -164,7 +171,7 @@ class Reduction:
             )
         else:
             same = b.icmp_signed("==", values, best_vec)
-        positions = b.select(same, b.load(acc.position), self.cg.const(I64, (1 << 63) - 1, lanes))
+        positions = b.select(same, self.cg.read(acc.position), self.cg.const(I64, (1 << 63) - 1, lanes))
         return self.cg.intrinsic("vector.reduce.smin", [positions], ret=I64)
 
     def _reduce_lanes(self, values: ir.Value) -> ir.Value:
@@ -194,5 +201,5 @@ class Reduction:
     def finish_vector(self, acc: Accumulator) -> ir.Value:
         """The accumulator's lanes as results (one output element per lane)."""
         b = self.cg.builder
-        return b.load(acc.position) if self.is_arg else self.finish(b.load(acc.value))
+        return self.cg.read(acc.position) if self.is_arg else self.finish(self.cg.read(acc.value))
 

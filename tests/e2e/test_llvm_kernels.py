@@ -1,0 +1,102 @@
+"""
+End to end on the LLVM target: torch functions through torch.compile (import,
+lowering, kernels compiled by the llvm target, the host program) against eager,
+and large kernels run on several threads.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from permalloy.targets.llvm import LLVMTarget
+from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, relative_error, run, tensor
+from permalloy.tools.backend import permalloy_backend
+
+
+def compiled(fn, dynamic=False):
+    torch._dynamo.reset()
+    return torch.compile(fn, backend=permalloy_backend, dynamic=dynamic,
+                         options={"target": "llvm", "fallback": "raise"})  # fmt: skip
+
+
+MODELS = {
+    "exp_add": (lambda x, y: torch.exp(x) + y, 2),
+    "gelu_erf": (lambda x: torch.nn.functional.gelu(x), 1),
+    "gelu_tanh": (lambda x: torch.nn.functional.gelu(x, approximate="tanh"), 1),
+    "sigmoid_mul": (lambda x: x * torch.sigmoid(x), 1),
+    "softmax": (lambda x: torch.softmax(x, -1), 1),
+    "log_softmax": (lambda x: torch.log_softmax(x, -1), 1),
+    "layer_norm": (lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],)), 1),
+    "sum_mean": (lambda x: x.sum(0) + x.mean(1).sum(), 1),
+    "max_argmax": (lambda x: x.amax(1) + x.argmax(1).float(), 1),
+    "transpose_tanh": (lambda x: torch.tanh(x.t()) * 2, 1),
+    "cat_relu": (lambda x, y: torch.relu(torch.cat([x, y], 1)), 2),
+    "where_log1p": (lambda x, y: torch.where(x > y, torch.log1p(x.abs()), torch.expm1(y)), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MODELS))
+def test_compiled_functions_match_eager(name):
+    fn, arity = MODELS[name]
+    args = [torch.randn(16, 130) for _ in range(arity)]
+    out = compiled(fn)(*args)
+    torch.testing.assert_close(out, fn(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_dynamic_shapes_reuse_kernels():
+    fn = compiled(lambda x: torch.softmax(x * 2, -1), dynamic=True)
+    for rows, cols in [(3, 17), (9, 200), (2, 1025)]:
+        x = torch.randn(rows, cols)
+        torch.testing.assert_close(fn(x), torch.softmax(x * 2, -1), rtol=1e-5, atol=1e-6)
+
+
+def test_integer_and_bool_graphs():
+    fn = compiled(lambda x, i: ((x > 0).sum(1) + i * 3, (x > 0.5).any(1)))
+    x, i = torch.randn(7, 90), torch.randint(-5, 5, (7,))
+    out, flags = fn(x, i)
+    assert torch.equal(out, (x > 0).sum(1) + i * 3)
+    assert torch.equal(flags, (x > 0.5).any(1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_half_float_graphs(dtype):
+    fn = compiled(lambda x: torch.exp(x) * 2 + x.sum(-1, keepdim=True))
+    x = torch.randn(8, 100).to(dtype)
+    torch.testing.assert_close(fn(x), torch.exp(x) * 2 + x.sum(-1, keepdim=True), rtol=1e-2, atol=1e-2)
+
+
+@pytest.fixture(scope="module")
+def target() -> LLVMTarget:
+    return LLVMTarget()
+
+
+def test_large_multithreaded_pointwise(target):
+    torch.set_num_threads(2)
+    n = (1 << 22) + 7
+    x, y = torch.randn(n), torch.randn(n)
+    body = """
+    %e = math.tanh %a0 : f32
+    %y = arith.mulf %e, %a1 : f32"""
+    out = torch.empty(n)
+    run(target, parse_kernel(pointwise_kernel(f"[{n}]", ["f32", "f32"], "f32", body)), [x, y], [out])
+    torch.testing.assert_close(out, torch.tanh(x) * y, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("index,dim,shape", [("[d0, r0]", 1, (4, 1 << 20)), ("[r0, d0]", 0, (1 << 18, 64))])
+def test_million_element_sums(target, index, dim, shape):
+    torch.set_num_threads(2)
+    x = torch.randn(shape)
+    out_shape = [shape[1 - dim]]
+    text = f"""
+buffer.kernel @s(%t: {tensor(str(list(shape)), "f32")}) -> ({tensor(str(out_shape), "f32")}) {{
+  %r = loop.reduce sum ins(%x = %t : {tensor(str(list(shape)), "f32")}) over [{shape[dim]}] -> {tensor(str(out_shape), "f32")} {{
+    %v = loop.load %x{index} : f32
+    loop.yield %v : f32
+  }}
+  buffer.yield %r : {tensor(str(out_shape), "f32")}
+}}"""
+    out = torch.empty(out_shape)
+    run(target, parse_kernel(text), [x], [out])
+    assert relative_error(out, x.sum(dim)) < 1e-5
+    assert relative_error(out, x.double().sum(dim)) < 1e-5

@@ -47,6 +47,7 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten.repeat,
     aten.slice_scatter,
     aten.upsample_nearest2d,
+    aten._adaptive_avg_pool2d,
 )
 """Composites whose torch decompositions give ATen ops that ptensor has."""
 
@@ -235,6 +236,17 @@ def diagonal(x, offset=0, dim1=0, dim2=1):
     return aten.index.Tensor(moved, [None] * (rank - 2) + [row_index, column_index])
 
 
+def flip(x, dims):
+    """Reversal of dimensions as indexing by `size - 1 - arange(size)`."""
+    result = x
+    for dim in sorted({d % x.dim() for d in dims}):
+        size = x.shape[dim]
+        steps = aten.arange.default(size, dtype=torch.int64, device=x.device)
+        reversed_index = aten.add.Tensor(aten.mul.Tensor(steps, -1), size - 1)
+        result = aten.index.Tensor(result, [None] * dim + [reversed_index])
+    return result
+
+
 OWN: dict[OpOverloadPacket, Callable] = {
     aten.mean: mean,
     aten.var_mean: var_mean,
@@ -255,6 +267,7 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.split_with_sizes: split_with_sizes,
     aten.linalg_vector_norm: vector_norm,
     aten.diagonal: diagonal,
+    aten.flip: flip,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -278,6 +291,7 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.split_with_sizes: ("default",),
     aten.linalg_vector_norm: ("default",),
     aten.diagonal: ("default",),
+    aten.flip: ("default",),
 }
 
 

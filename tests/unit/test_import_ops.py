@@ -287,6 +287,9 @@ DATA_MOVEMENT: list[Case] = [
     ("index_put_accumulate", lambda x, i, v: x.index_put((i,), v, accumulate=True), lambda: (randn(5, 3), torch.tensor([1, 1, 4]), randn(3, 3))),
     ("index_copy_via_setitem", lambda x, v: _set_rows(x, v), lambda: (randn(5, 3), randn(3))),
     ("one_hot", lambda i: F.one_hot(i, 5) * 2, lambda: (torch.randint(0, 5, (4,)),)),
+    ("flip", lambda x: torch.flip(x, (0, -1)) * 2, lambda: (randn(3, 4, 5),)),
+    ("adaptive_avg_pool", lambda x: F.adaptive_avg_pool2d(x, (1, 1)), lambda: (randn(2, 3, 4, 4),)),
+    ("adaptive_avg_pool_uneven", lambda x: F.adaptive_avg_pool2d(x, (2, 3)), lambda: (randn(1, 2, 5, 7),)),
     ("slice_scatter", lambda x, y: torch.slice_scatter(x, y, 1, 1, 3), lambda: (randn(3, 5), randn(3, 2))),
 ]
 

@@ -71,10 +71,6 @@ def lower_module(module: ModuleOp, dumper: StageDumper | None = None) -> ModuleO
 
     pipeline = build_pipeline(pipeline_text(default_pipeline()), callback=after_pass)
     pipeline.apply(ctx, module)
-    if dumper is not None:
-        # the callback runs before each pass and after the last only when
-        # there is a next pass; write the final IR explicitly
-        dumper.write("final.mlir", str(module))
     module.verify()
     return module
 

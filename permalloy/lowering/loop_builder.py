@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import VIEW_OPS, ReduceKind, TensorType
+from permalloy.dialects.ptensor import VIEW_OPS, FullOp, ReduceKind, TensorType
 from permalloy.dialects.sym import index_value, parallel_index, reduction_index
 from permalloy.lowering.index_algebra import (
     Index,
@@ -88,6 +88,8 @@ class LoopBuilder:
         base, base_index = resolve_views(value, tuple(sympy.sympify(i) for i in index))
         base_type = base.type
         assert isinstance(base_type, TensorType)
+        if isinstance(base.owner, FullOp):
+            return self._constant_of(base.owner, base_type.element_type)
         simplified = [simplify_index(e, self.bounds) for e in base_index]
         used_values, simplified = _renumber_index_values(simplified, index_values)
         load = loop.LoadOp(
@@ -98,6 +100,12 @@ class LoopBuilder:
             mask,
         )
         return self.body.to_compute(self.body.add(load), base_type.element_type)
+
+    def _constant_of(self, full: FullOp, element_type: Attribute) -> SSAValue:
+        """Every element of a `ptensor.full` is its value: no load needed."""
+        value = full.value
+        assert isinstance(value, FloatAttr | IntegerAttr)
+        return self.body.constant(value.value.data, compute_type(element_type))
 
     def read_broadcast(self, value: SSAValue) -> SSAValue:
         """Load an operand broadcast to the result's shape at the current point."""

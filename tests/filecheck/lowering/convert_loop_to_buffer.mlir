@@ -1,0 +1,179 @@
+// RUN: permalloy-opt %s --split-input-file -p convert-loop-to-buffer | filecheck %s
+// RUN: permalloy-opt %s --split-input-file -p convert-loop-to-buffer | permalloy-opt --split-input-file | filecheck %s
+
+// convert-loop-to-buffer: the host program over buffers, from the output of
+// convert-ptensor-to-loop: kernels and launches, extern calls, views with
+// strides and offsets, and the copy that a reshape needs when it cannot
+// reinterpret memory. (tests/e2e/test_lowering_differential.py runs such
+// programs before and after the pass.)
+
+// Each loop op becomes a module-level buffer.kernel holding it, a buffer.alloc
+// for its result and a buffer.launch; function arguments and results become
+// buffers (dense by default). Kernel names say what they compute and are unique
+// across the functions of the module.
+// CHECK-LABEL: builtin.module {
+// CHECK-DAG:     buffer.kernel @pointwise_1(%{{.+}}: !ptensor.tensor<[s0, 8], f32>, %{{.+}}: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[s0, 8], f32>) {
+// CHECK-DAG:     buffer.kernel @reduce_max_2(%{{.+}}: !ptensor.tensor<[s0, 8], f32>) -> (!ptensor.tensor<[s0], f32>) {
+// CHECK-DAG:     buffer.kernel @pointwise_exp_3(%{{.+}}: !ptensor.tensor<[4], f32>) -> (!ptensor.tensor<[4], f32>) {
+// A kernel holds its loop op, reading the kernel's arguments.
+// CHECK:         buffer.kernel @pointwise_exp_0(%[[A:.+]]: !ptensor.tensor<[s0, 8], f32>) -> (!ptensor.tensor<[s0, 8], f32>) {
+// CHECK-NEXT:      %e = loop.pointwise ins(%[[X:.+]] = %[[A]] : !ptensor.tensor<[s0, 8], f32>) -> !ptensor.tensor<[s0, 8], f32> {
+// CHECK-NEXT:        %[[V:.+]] = loop.load %[[X]][d0, d1] : f32
+// CHECK-NEXT:        %[[E:.+]] = math.exp %[[V]] : f32
+// CHECK-NEXT:        loop.yield %[[E]] : f32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      buffer.yield %e : !ptensor.tensor<[s0, 8], f32>
+// CHECK-NEXT:    }
+// CHECK-LABEL:   func.func @kernels(%x: !buffer.buffer<[s0, 8], f32>, %y: !buffer.buffer<[8], f32>) -> (!buffer.buffer<[s0, 8], f32>, !buffer.buffer<[s0], f32>) {
+// CHECK-NEXT:      %e = buffer.alloc : !buffer.buffer<[s0, 8], f32>
+// CHECK-NEXT:      buffer.launch @pointwise_exp_0 ins(%x : !buffer.buffer<[s0, 8], f32>) outs(%e : !buffer.buffer<[s0, 8], f32>)
+// CHECK-NEXT:      %a = buffer.alloc : !buffer.buffer<[s0, 8], f32>
+// CHECK-NEXT:      buffer.launch @pointwise_1 ins(%e, %y : !buffer.buffer<[s0, 8], f32>, !buffer.buffer<[8], f32>) outs(%a : !buffer.buffer<[s0, 8], f32>)
+// CHECK-NEXT:      %s = buffer.alloc : !buffer.buffer<[s0], f32>
+// CHECK-NEXT:      buffer.launch @reduce_max_2 ins(%a : !buffer.buffer<[s0, 8], f32>) outs(%s : !buffer.buffer<[s0], f32>)
+// CHECK-NEXT:      func.return %a, %s : !buffer.buffer<[s0, 8], f32>, !buffer.buffer<[s0], f32>
+// CHECK-NEXT:    }
+// CHECK-LABEL:   func.func @second(%x: !buffer.buffer<[4], f32>) -> !buffer.buffer<[4], f32> {
+// CHECK-NEXT:      %e = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT:      buffer.launch @pointwise_exp_3 ins(%x : !buffer.buffer<[4], f32>) outs(%e : !buffer.buffer<[4], f32>)
+func.func @kernels(%x: !ptensor.tensor<[s0, 8], f32>, %y: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[s0], f32>) {
+  %e = loop.pointwise ins(%0 = %x : !ptensor.tensor<[s0, 8], f32>) -> !ptensor.tensor<[s0, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = math.exp %1 : f32
+    loop.yield %2 : f32
+  }
+  %a = loop.pointwise ins(%0 = %e : !ptensor.tensor<[s0, 8], f32>, %1 = %y : !ptensor.tensor<[8], f32>) -> !ptensor.tensor<[s0, 8], f32> {
+    %2 = loop.load %0[d0, d1] : f32
+    %3 = loop.load %1[d1] : f32
+    %4 = arith.addf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  %s = loop.reduce max ins(%0 = %a : !ptensor.tensor<[s0, 8], f32>) over [8] -> !ptensor.tensor<[s0], f32> {
+    %1 = loop.load %0[d0, r0] : f32
+    loop.yield %1 : f32
+  }
+  func.return %a, %s : !ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[s0], f32>
+}
+func.func @second(%x: !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], f32> {
+  %e = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], f32> {
+    %1 = loop.load %0[d0] : f32
+    %2 = math.exp %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %e : !ptensor.tensor<[4], f32>
+}
+
+// -----
+
+// Library ops, fallbacks and constants become buffer.extern calls: the ptensor
+// op runs on the contents of its operand buffers and gives new buffers.
+// CHECK-LABEL: func.func @externs(%x: !buffer.buffer<[4, 8], f32>, %w: !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>, !buffer.buffer<[4, 8], f32>) {
+// CHECK-NEXT:    %m = buffer.extern ins(%[[P:.+]] = %x : !buffer.buffer<[4, 8], f32>, %[[Q:.+]] = %w : !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
+// CHECK-NEXT:      %[[M:.+]] = ptensor.mm %[[P]], %[[Q]] : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 2], f32> -> !ptensor.tensor<[4, 2], f32>
+// CHECK-NEXT:      buffer.yield %[[M]] : !ptensor.tensor<[4, 2], f32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %k = buffer.extern ins() -> (!buffer.buffer<[2], f32>) {
+// CHECK-NEXT:      %[[K:.+]] = ptensor.constant
+// CHECK-NEXT:      buffer.yield %[[K]] : !ptensor.tensor<[2], f32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %b = buffer.alloc : !buffer.buffer<[4, 2], f32>
+// CHECK-NEXT:    buffer.launch @pointwise_0 ins(%m, %k : !buffer.buffer<[4, 2], f32>, !buffer.buffer<[2], f32>) outs(%b : !buffer.buffer<[4, 2], f32>)
+// CHECK-NEXT:    %c = buffer.extern ins(%[[P:.+]] = %x : !buffer.buffer<[4, 8], f32>) -> (!buffer.buffer<[4, 8], f32>) {
+// CHECK-NEXT:      %[[C:.+]] = ptensor.fallback "aten.cumsum.default"(%[[P]])
+// CHECK-NEXT:      buffer.yield %[[C]] : !ptensor.tensor<[4, 8], f32>
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %b, %c : !buffer.buffer<[4, 2], f32>, !buffer.buffer<[4, 8], f32>
+func.func @externs(%x: !ptensor.tensor<[4, 8], f32>, %w: !ptensor.tensor<[8, 2], f32>) -> (!ptensor.tensor<[4, 2], f32>, !ptensor.tensor<[4, 8], f32>) {
+  %m = ptensor.mm %x, %w : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 2], f32> -> !ptensor.tensor<[4, 2], f32>
+  %k = ptensor.constant dense<[1.000000e+00, 2.000000e+00]> : tensor<2xf32> -> !ptensor.tensor<[2], f32>
+  %b = loop.pointwise ins(%0 = %m : !ptensor.tensor<[4, 2], f32>, %1 = %k : !ptensor.tensor<[2], f32>) -> !ptensor.tensor<[4, 2], f32> {
+    %2 = loop.load %0[d0, d1] : f32
+    %3 = loop.load %1[d1] : f32
+    %4 = arith.addf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  %c = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>
+  func.return %b, %c : !ptensor.tensor<[4, 2], f32>, !ptensor.tensor<[4, 8], f32>
+}
+
+// -----
+
+// Views left for the host program become buffer.view with the layout they
+// give the memory of their source: strides and offsets counted from the start
+// of the source's allocation (a transpose swaps strides, a slice with a step
+// scales one and moves the offset, a select moves the offset, an expand gives
+// stride 0, as_strided reads the source's memory as given).
+// CHECK-LABEL: func.func @views(
+// CHECK-NEXT:    %t = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8, 4], f32, strides [1, 8]>
+// CHECK-NEXT:    buffer.extern ins(%{{.+}} = %t : !buffer.buffer<[8, 4], f32, strides [1, 8]>)
+// CHECK:         %s = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[4, 4], f32, strides [8, 2], offset 1>
+// CHECK:         %r = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[8], f32, offset 16>
+// CHECK:         %u = buffer.view %t : !buffer.buffer<[8, 4], f32, strides [1, 8]> -> !buffer.buffer<[1, 8, 4], f32, strides [8, 1, 8]>
+// CHECK-NEXT:    %e = buffer.view %u : !buffer.buffer<[1, 8, 4], f32, strides [8, 1, 8]> -> !buffer.buffer<[3, 8, 4], f32, strides [0, 1, 8]>
+// CHECK:         %q = buffer.view %v : !buffer.buffer<[8, 1], f32> -> !buffer.buffer<[8], f32>
+// CHECK:         %a = buffer.view %x : !buffer.buffer<[4, 8], f32> -> !buffer.buffer<[2, 3], f32, strides [5, 2], offset 3>
+// CHECK-NOT:     buffer.copy
+func.func @views(%x: !ptensor.tensor<[4, 8], f32>, %v: !ptensor.tensor<[8, 1], f32>) -> (!ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 4], f32>, !ptensor.tensor<[8], f32>, !ptensor.tensor<[3, 8, 4], f32>, !ptensor.tensor<[8], f32>, !ptensor.tensor<[2, 3], f32>) {
+  %t = ptensor.permute %x [1, 0] : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[8, 4], f32>
+  %0 = ptensor.fallback "aten.clone.default"(%t) [#ptensor.operand<0>] : (!ptensor.tensor<[8, 4], f32>) -> !ptensor.tensor<[8, 4], f32>
+  %s = ptensor.slice %x dim 1 start 1 end 8 step 2 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4, 4], f32>
+  %1 = ptensor.fallback "aten.clone.default"(%s) [#ptensor.operand<0>] : (!ptensor.tensor<[4, 4], f32>) -> !ptensor.tensor<[4, 4], f32>
+  %r = ptensor.select %x dim 0 index 2 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[8], f32>
+  %2 = ptensor.fallback "aten.clone.default"(%r) [#ptensor.operand<0>] : (!ptensor.tensor<[8], f32>) -> !ptensor.tensor<[8], f32>
+  %u = ptensor.unsqueeze %t dim 0 : !ptensor.tensor<[8, 4], f32> -> !ptensor.tensor<[1, 8, 4], f32>
+  %e = ptensor.expand %u : !ptensor.tensor<[1, 8, 4], f32> -> !ptensor.tensor<[3, 8, 4], f32>
+  %3 = ptensor.fallback "aten.clone.default"(%e) [#ptensor.operand<0>] : (!ptensor.tensor<[3, 8, 4], f32>) -> !ptensor.tensor<[3, 8, 4], f32>
+  %q = ptensor.squeeze %v dims [1] : !ptensor.tensor<[8, 1], f32> -> !ptensor.tensor<[8], f32>
+  %4 = ptensor.fallback "aten.clone.default"(%q) [#ptensor.operand<0>] : (!ptensor.tensor<[8], f32>) -> !ptensor.tensor<[8], f32>
+  %a = ptensor.as_strided %x strides [5, 2] offset 3 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[2, 3], f32>
+  %5 = ptensor.fallback "aten.clone.default"(%a) [#ptensor.operand<0>] : (!ptensor.tensor<[2, 3], f32>) -> !ptensor.tensor<[2, 3], f32>
+  func.return %0, %1, %2, %3, %4, %5 : !ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 4], f32>, !ptensor.tensor<[8], f32>, !ptensor.tensor<[3, 8, 4], f32>, !ptensor.tensor<[8], f32>, !ptensor.tensor<[2, 3], f32>
+}
+
+// -----
+
+// A reshape is a view when the dimensions it merges are contiguous with each
+// other (%f: merging strides 12 and 4 over sizes 2 and 3); otherwise the source
+// is first copied into a dense buffer, which the reshape then views (%g).
+// CHECK-LABEL: func.func @reshapes(
+// CHECK-NEXT:    %p = buffer.view %x : !buffer.buffer<[2, 3, 4], f32> -> !buffer.buffer<[4, 2, 3], f32, strides [1, 12, 4]>
+// CHECK-NEXT:    %f = buffer.view %p : !buffer.buffer<[4, 2, 3], f32, strides [1, 12, 4]> -> !buffer.buffer<[4, 6], f32, strides [1, 4]>
+// CHECK-NEXT:    %m = buffer.extern ins(%{{.+}} = %f : !buffer.buffer<[4, 6], f32, strides [1, 4]>, %{{.+}} = %w : !buffer.buffer<[6, 5], f32>)
+// CHECK:         %t = buffer.view %y : !buffer.buffer<[4, 6], f32> -> !buffer.buffer<[6, 4], f32, strides [1, 6]>
+// CHECK-NEXT:    %[[DENSE:.+]] = buffer.alloc : !buffer.buffer<[6, 4], f32>
+// CHECK-NEXT:    buffer.copy %t, %[[DENSE]] : !buffer.buffer<[6, 4], f32, strides [1, 6]>, !buffer.buffer<[6, 4], f32>
+// CHECK-NEXT:    %g = buffer.view %[[DENSE]] : !buffer.buffer<[6, 4], f32> -> !buffer.buffer<[3, 8], f32>
+// CHECK-NEXT:    %n = buffer.extern ins(%{{.+}} = %g : !buffer.buffer<[3, 8], f32>, %{{.+}} = %z : !buffer.buffer<[8, 5], f32>)
+func.func @reshapes(%x: !ptensor.tensor<[2, 3, 4], f32>, %y: !ptensor.tensor<[4, 6], f32>, %w: !ptensor.tensor<[6, 5], f32>, %z: !ptensor.tensor<[8, 5], f32>) -> (!ptensor.tensor<[4, 5], f32>, !ptensor.tensor<[3, 5], f32>) {
+  %p = ptensor.permute %x [2, 0, 1] : !ptensor.tensor<[2, 3, 4], f32> -> !ptensor.tensor<[4, 2, 3], f32>
+  %f = ptensor.reshape %p : !ptensor.tensor<[4, 2, 3], f32> -> !ptensor.tensor<[4, 6], f32>
+  %m = ptensor.mm %f, %w : !ptensor.tensor<[4, 6], f32>, !ptensor.tensor<[6, 5], f32> -> !ptensor.tensor<[4, 5], f32>
+  %t = ptensor.permute %y [1, 0] : !ptensor.tensor<[4, 6], f32> -> !ptensor.tensor<[6, 4], f32>
+  %g = ptensor.reshape %t : !ptensor.tensor<[6, 4], f32> -> !ptensor.tensor<[3, 8], f32>
+  %n = ptensor.mm %g, %z : !ptensor.tensor<[3, 8], f32>, !ptensor.tensor<[8, 5], f32> -> !ptensor.tensor<[3, 5], f32>
+  func.return %m, %n : !ptensor.tensor<[4, 5], f32>, !ptensor.tensor<[3, 5], f32>
+}
+
+// -----
+
+// `ptensor.strides` gives an argument the layout it arrives with, and a
+// result the layout it must be returned with: a kernel writes such a result in
+// place; an extern's result is copied into a buffer of that layout.
+// CHECK-LABEL: func.func @layouts(
+// CHECK-SAME:      %x: !buffer.buffer<[4, 8], f32, strides [1, 4]> {ptensor.strides = #ptensor.exprs[1, 4]}, %w: !buffer.buffer<[8, 2], f32>)
+// CHECK-SAME:      -> (!buffer.buffer<[4, 8], f32, strides [1, 4]> {ptensor.strides = #ptensor.exprs[1, 4]}, !buffer.buffer<[4, 2], f32, strides [1, 4]> {ptensor.strides = #ptensor.exprs[1, 4]}) {
+// CHECK-NEXT:    %n = buffer.alloc : !buffer.buffer<[4, 8], f32, strides [1, 4]>
+// CHECK-NEXT:    buffer.launch @pointwise_0 ins(%x : !buffer.buffer<[4, 8], f32, strides [1, 4]>) outs(%n : !buffer.buffer<[4, 8], f32, strides [1, 4]>)
+// CHECK-NEXT:    %m = buffer.extern ins(%{{.+}} = %n : !buffer.buffer<[4, 8], f32, strides [1, 4]>, %{{.+}} = %w : !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
+// CHECK:         %[[R:.+]] = buffer.alloc : !buffer.buffer<[4, 2], f32, strides [1, 4]>
+// CHECK-NEXT:    buffer.copy %m, %[[R]] : !buffer.buffer<[4, 2], f32>, !buffer.buffer<[4, 2], f32, strides [1, 4]>
+// CHECK-NEXT:    func.return %n, %[[R]] : !buffer.buffer<[4, 8], f32, strides [1, 4]>, !buffer.buffer<[4, 2], f32, strides [1, 4]>
+func.func @layouts(%x: !ptensor.tensor<[4, 8], f32> {ptensor.strides = #ptensor.exprs[1, 4]}, %w: !ptensor.tensor<[8, 2], f32>) -> (!ptensor.tensor<[4, 8], f32> {ptensor.strides = #ptensor.exprs[1, 4]}, !ptensor.tensor<[4, 2], f32> {ptensor.strides = #ptensor.exprs[1, 4]}) {
+  %n = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.negf %1 : f32
+    loop.yield %2 : f32
+  }
+  %m = ptensor.mm %n, %w : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 2], f32> -> !ptensor.tensor<[4, 2], f32>
+  func.return %n, %m : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 2], f32>
+}

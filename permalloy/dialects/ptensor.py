@@ -2119,8 +2119,11 @@ class FallbackOp(IRDLOperation):
 
     `%y = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1] : (T) -> T`.
     `args` lists the positional arguments: tensors as `#ptensor.operand<i>`,
-    lists as arrays, None as `#ptensor.none`, numbers, strings and dtypes (as
-    types) as themselves. `kwargs` names the keyword arguments the same way.
+    lists as arrays, None as `#ptensor.none`, bools as `i1` integers, sizes as
+    `#sym.expr<...>`, devices as strings, numbers, strings and dtypes (as types)
+    as themselves. `kwargs` names the keyword arguments the same way; the
+    importer leaves out those that only restate defaults (`layout`,
+    `pin_memory`, `memory_format`).
     """
 
     name = "ptensor.fallback"

@@ -14,12 +14,15 @@ without a Python traceback.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
 from importlib.metadata import PackageNotFoundError, version
-from typing import IO, NoReturn, cast
+from dataclasses import dataclass
+from typing import IO, ClassVar, NoReturn, cast
 
+from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Attribute, Operation, TypeAttribute
 from xdsl.parser import Parser
@@ -47,6 +50,9 @@ TOOL_NAME = "permalloy-opt"
 
 TargetFactory = Callable[[], type[Target]]
 
+KERNEL_TARGETS = ("llvm",)
+"""The kernel targets of `permalloy.targets.registry` that `-t` can name."""
+
 
 def _mlir_target() -> type[Target]:
     from xdsl.targets.mlir import MLIRTarget
@@ -59,11 +65,57 @@ def all_targets() -> dict[str, TargetFactory]:
     The output formats `permalloy-opt -t` knows, by name, each with a factory
     that imports its xDSL `Target` class.
 
-    `mlir` (the default) prints the IR as text. A code generator becomes
-    reachable from the tool, and FileCheck-testable, by adding its `Target`
-    here: `"llvm": ...`, `"triton": ...`.
+    `mlir` (the default) prints the IR as text. Each kernel target (`llvm`)
+    prints the code it generates for the kernels a buffer-level module launches,
+    so that emitted kernels can be FileCheck-tested. A new kernel target is one
+    more name in `KERNEL_TARGETS` (and its entry in `permalloy.targets.registry`).
     """
-    return {"mlir": _mlir_target}
+    targets: dict[str, TargetFactory] = {"mlir": _mlir_target}
+    for name in KERNEL_TARGETS:
+        targets[name] = functools.partial(kernel_source_target, name)
+    return targets
+
+
+@dataclass(frozen=True)
+class KernelSourceTarget(Target):
+    """
+    Prints, for each kernel launch of a buffer-level module, the source a kernel
+    target generates for the kernel and the launch's buffer layouts, after a
+    `// kernel @name` line. Subclasses name the kernel target.
+    """
+
+    name: ClassVar[str]
+
+    def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
+        from permalloy.dialects.buffer import KernelOp, LaunchOp, buffer_type
+        from permalloy.targets.registry import kernel_target
+
+        kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, KernelOp)}
+        launches = [op for op in module.walk() if isinstance(op, LaunchOp)]
+        if not launches:
+            raise DiagnosticException(
+                f"target '{self.name}' prints the kernels of buffer-level IR, and "
+                "this module launches none; lower it first, e.g. with "
+                "-p convert-ptensor-to-loop,convert-loop-to-buffer"
+            )
+        generator = kernel_target(self.name)
+        emitted: set[tuple[str, tuple[Attribute, ...]]] = set()
+        for launch in launches:
+            name = launch.kernel.root_reference.data
+            layouts = tuple(buffer_type(v) for v in (*launch.inputs, *launch.outputs))
+            if (name, layouts) in emitted:
+                continue
+            emitted.add((name, layouts))
+            output.write(f"// kernel @{name}\n")
+            output.write(generator.emit_source(kernels[name], layouts).rstrip("\n"))
+            output.write("\n\n")
+
+
+def kernel_source_target(name: str) -> type[Target]:
+    """The `KernelSourceTarget` class of the kernel target called `name`."""
+    return dataclass(frozen=True)(
+        type(f"KernelSourceTarget_{name}", (KernelSourceTarget,), {"name": name})
+    )
 
 
 def permalloy_version() -> str:

@@ -16,8 +16,10 @@ a lowering that builds a wrong index expression fails loudly.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import torch
 from xdsl.interpreter import (
@@ -97,7 +99,7 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
             evaluate_sizes(self.bindings, op.reduction_sizes),
         )
         with self._in_domain(domain):
-            inputs = tuple(load_view(a) for a in args)
+            inputs = tuple(load_view(contents(a)) for a in args)
             (value,) = interpreter.run_ssacfg_region(op.body, inputs, op.name)
         return domain, value.expand(domain.shape)
 
@@ -116,7 +118,7 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         self, interpreter: Interpreter, op: loop.ReduceOp, args: PythonValues
     ) -> PythonValues:
         domain, value = self._run_body(interpreter, op, args)
-        flat = value.reshape(*domain.parallel, -1)
+        flat = value.reshape(*domain.parallel, math.prod(domain.reduction))
         result_type = _tensor_type(op)
         reduced = reduce_last(op.kind.data, flat, result_type)
         return (store_as(reduced, result_type.element_type),)
@@ -137,7 +139,7 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         mask = rest[len(op.index_values)] if op.mask is not None else None
         evaluator = IndexEvaluator(self.domain, self.bindings, index_values)
         positions = [evaluator.evaluate(e) for e in op.indices.data]
-        value = gather(op, load_view(source), positions, mask)
+        value = gather(op, load_view(contents(source)), positions, mask)
         return (check_dtype(value, op.result.type, op.name),)
 
     @impl_terminator(loop.YieldOp)
@@ -145,6 +147,11 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         self, interpreter: Interpreter, op: loop.YieldOp, args: PythonValues
     ) -> tuple[ReturnedValues, PythonValues]:
         return ReturnedValues(args), ()
+
+
+def contents(value: Any) -> Tensor:
+    """The tensor of an input: a tensor, or the elements of a buffer."""
+    return value if isinstance(value, Tensor) else value.tensor
 
 
 def _tensor_type(op: loop.LoopOp) -> TensorType:

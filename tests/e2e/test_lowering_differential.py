@@ -645,6 +645,47 @@ def host_and_layout_cases() -> list[Case]:
         op_case("reduce_size_one_dim", f"{v}.reduce max %a0 dims [1] : {T('4, 1')} -> {T('4')}", [T("4, 1")], T("4")),
         op_case("unary_on_empty", f"{v}.unary exp %a0 : {T('0, 3')} -> {T('0, 3')}", [T("0, 3")], T("0, 3")),
         body_case(
+            "gather_by_argmax", f"%x: {T('4, 6')}", T("4, 1"),
+            f"  %i = {v}.reduce argmax %x dims [1] keepdim : {T('4, 6')} -> {T('4, 1', 'i64')}\n"
+            f"  %r = {v}.gather %x, %i dim 1 : {T('4, 6')}, {T('4, 1', 'i64')} -> {T('4, 1')}",
+        ),
+        body_case(
+            "sum_of_broadcast", f"%x: {T('5')}", T("5"),
+            f"  %u = {v}.unsqueeze %x dim 0 : {T('5')} -> {T('1, 5')}\n"
+            f"  %e = {v}.expand %u : {T('1, 5')} -> {T('3, 5')}\n"
+            f"  %r = {v}.reduce sum %e dims [0] : {T('3, 5')} -> {T('5')}",
+        ),
+        body_case(
+            "pad_of_permute", f"%x: {T('3, 5')}", T("4, 4"),
+            f"  %p = {v}.permute %x [1, 0] : {T('3, 5')} -> {T('5, 3')}\n"
+            f"  %r = {v}.pad %p constant 0.0 low [-1, 1] high [0, 0] : {T('5, 3')} -> {T('4, 4')}",
+        ),
+        body_case(
+            "cat_with_sliced_middle", f"%a: {T('2, 3')}, %b: {T('6, 3')}, %c: {T('1, 3')}", T("6, 3"),
+            f"  %s = {v}.slice %b dim 0 start 1 end 6 step 2 : {T('6, 3')} -> {T('3, 3')}\n"
+            f"  %r = {v}.cat %a, %s, %c dim 0 : {T('2, 3')}, {T('3, 3')}, {T('1, 3')} -> {T('6, 3')}",
+        ),
+        body_case(
+            "flattened_broadcast_into_fallback", f"%x: {T('4')}", T("12"),
+            f"  %u = {v}.unsqueeze %x dim 0 : {T('4')} -> {T('1, 4')}\n"
+            f"  %e = {v}.expand %u : {T('1, 4')} -> {T('3, 4')}\n"
+            f"  %f = {v}.reshape %e : {T('3, 4')} -> {T('12')}\n"
+            f'  %r = {v}.fallback "aten.clone.default"(%f) [#ptensor.operand<0>] : ({T("12")}) -> {T("12")}',
+        ),
+        body_case(
+            "strided_views_into_fallback", f"%x: {T('4, 6')}", T("3, 2"),
+            f"  %p = {v}.permute %x [1, 0] : {T('4, 6')} -> {T('6, 4')}\n"
+            f"  %s = {v}.slice %p dim 0 start 1 end 6 step 2 : {T('6, 4')} -> {T('3, 4')}\n"
+            f"  %q = {v}.slice %s dim 1 start 2 end 4 step 1 : {T('3, 4')} -> {T('3, 2')}\n"
+            f'  %r = {v}.fallback "aten.clone.default"(%q) [#ptensor.operand<0>] : ({T("3, 2")}) -> {T("3, 2")}',
+        ),
+        body_case(
+            "symbolic_slice_start", f"%x: {T('s0, 2')}", T("2, 2"),
+            f"  %s = {v}.slice %x dim 0 start s0 - 2 end s0 step 1 : {T('s0, 2')} -> {T('2, 2')}\n"
+            f"  %r = {v}.unary neg %s : {T('2, 2')} -> {T('2, 2')}",
+            sizes=({"s0": 3}, {"s0": 6}),
+        ),
+        body_case(
             "symbolic_reshape_of_slice", f"%x: {T('s0, 6')}", T("s0 * 2"),
             f"  %s = {v}.slice %x dim 1 start 1 end 5 step 2 : {T('s0, 6')} -> {T('s0, 2')}\n"
             f"  %f = {v}.reshape %s : {T('s0, 2')} -> {T('s0 * 2')}\n"

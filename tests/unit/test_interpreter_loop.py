@@ -597,3 +597,37 @@ def test_fpowi_and_copysign():
     )
     x, n = torch.tensor([2.0, -3.0, 0.5]), torch.tensor([3, 2, -1], dtype=torch.int32)
     assert run(text, x, n).tolist() == [-8.0, -9.0, -2.0]
+
+
+def test_loops_read_buffers_and_reduce_into_empty_results():
+    text = """
+    func.func @f(%x: !buffer.buffer<[2, 3], f32, strides [1, 2]>) -> (!ptensor.tensor<[3], f32>, !ptensor.tensor<[0], f32>) {
+      %0 = loop.pointwise ins(%a = %x : !buffer.buffer<[2, 3], f32, strides [1, 2]>) -> !ptensor.tensor<[3], f32> {
+        %v = loop.load %a[1, d0] : f32
+        loop.yield %v : f32
+      }
+      %1 = loop.reduce sum ins(%a = %x : !buffer.buffer<[2, 3], f32, strides [1, 2]>) over [2] -> !ptensor.tensor<[0], f32> {
+        %v = loop.load %a[r0, 0] : f32
+        loop.yield %v : f32
+      }
+      func.return %0, %1 : !ptensor.tensor<[3], f32>, !ptensor.tensor<[0], f32>
+    }"""
+    x = torch.arange(6.0).reshape(2, 3)
+    row, empty = run_module_function(parse(text), [x])
+    assert row.tolist() == [3.0, 4.0, 5.0] and empty.shape == (0,)
+
+
+def test_ptensor_modules_run_as_with_the_ptensor_interpreter():
+    from permalloy.interpreter import run_function
+
+    text = (
+        f"func.func @f(%x: {T('s0, 3')}) -> {T('3, s0')} {{\n"
+        f"  %t = ptensor.permute %x [1, 0] : {T('s0, 3')} -> {T('3, s0')}\n"
+        f"  %r = ptensor.unary exp %t : {T('3, s0')} -> {T('3, s0')}\n"
+        f"  func.return %r : {T('3, s0')}\n}}"
+    )
+    module, x = parse(text), torch.randn(4, 3)
+    assert module_level(module) == "ptensor"
+    (expected,) = run_function(module, [x])
+    (actual,) = run_module_function(module, [x])
+    assert torch.equal(actual, expected)

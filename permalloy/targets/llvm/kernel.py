@@ -6,8 +6,8 @@ function (its loop nest over a range of work items) and an OpenMP `worker`.
     internal void @k.run0(ptr %ptrs, ptr %syms, i64 %lo, i64 %hi)
     internal void @k.worker0(ptr %args)                  ; args = {ptrs, syms}
 
-For each stage in order, the entry computes the number of work items. Small
-stages (under `parallel_threshold` elements of work), or one thread, run
+For each group of stages in order, the entry computes the number of work
+items. Small groups (under `parallel_threshold` points of work), or one thread, run
 `run(0, items)` directly; others call `GOMP_parallel(worker, args, n, 0)` with
 `n = min(nthreads, useful threads)`, and each worker runs its contiguous share
 of the items, taken from `omp_get_thread_num()` and `omp_get_num_threads()`.
@@ -26,8 +26,8 @@ from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import Env
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
-from permalloy.targets.llvm.nest import StageEmitter, work_items
-from permalloy.targets.llvm.plan import INNER, KernelPlan, StagePlan
+from permalloy.targets.llvm.nest import NestEmitter, counts_elements, work_items, work_volume
+from permalloy.targets.llvm.plan import KernelPlan, StagePlan
 from permalloy.targets.llvm.types import I32, I64, PTR, VOID, byte_size, memory_type
 
 DEFAULT_PARALLEL_THRESHOLD = 32768
@@ -65,9 +65,9 @@ class KernelEmitter:
 
     def emit(self) -> ir.Module:
         runs, workers = [], []
-        for k, stage in enumerate(self.plan.stages):
-            runs.append(self._emit_run(stage, k))
-            workers.append(self._emit_worker(stage, k, runs[-1]) if self.threads else None)
+        for k, group in enumerate(self.plan.groups):
+            runs.append(self._emit_run(group, k))
+            workers.append(self._emit_worker(group, k, runs[-1]) if self.threads else None)
         self._emit_entry(runs, workers)
         return self.module
 
@@ -89,32 +89,32 @@ class KernelEmitter:
 
     # -- functions ---------------------------------------------------------------
 
-    def _emit_run(self, stage: StagePlan, k: int) -> ir.Function:
+    def _emit_run(self, group: list[StagePlan], k: int) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, I64]), f"{self.name}.run{k}")
         fn.linkage = "internal"
         cg = CodeGen(self.module, fn)
         ptrs, syms, lo, hi = fn.args
         env = Env(scalars=self._symbols(cg, syms))
-        slots = {t.slot for t in stage.inputs.values()} | {t.slot for t in stage.outputs}
+        slots = {t.slot for stage in group for t in (*stage.inputs.values(), *stage.outputs)}
         pointers = {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
-        StageEmitter(cg, stage, env, pointers, self.zero).emit(lo, hi)
+        NestEmitter(cg, group, env, pointers, self.zero).emit(lo, hi)
         cg.builder.ret_void()
         return fn
 
-    def _alignment(self, stage: StagePlan) -> int:
-        return 1 if stage.mode == INNER else stage.lanes
+    def _alignment(self, group: list[StagePlan]) -> int:
+        return group[0].lanes if counts_elements(group) else 1
 
-    def _emit_worker(self, stage: StagePlan, k: int, run: ir.Function) -> ir.Function:
+    def _emit_worker(self, group: list[StagePlan], k: int, run: ir.Function) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"{self.name}.worker{k}")
         fn.linkage = "internal"
         cg = CodeGen(self.module, fn)
         b = cg.builder
         ptrs = self._pointer(cg, fn.args[0], 0)
         syms = self._pointer(cg, fn.args[0], 1)
-        total = self._value(cg, work_items(stage), self._symbols(cg, syms))
+        total = self._value(cg, work_items(group), self._symbols(cg, syms))
         tid = b.sext(b.call(cg.declare("omp_get_thread_num", I32, []), []), I64)
         count = b.sext(b.call(cg.declare("omp_get_num_threads", I32, []), []), I64)
-        align = I64(self._alignment(stage))
+        align = I64(self._alignment(group))
         share = b.sdiv(b.add(total, b.sub(count, I64(1))), count)
         share = b.mul(b.sdiv(b.add(share, b.sub(align, I64(1))), align), align)
         lo = _min(b, b.mul(tid, share), total)
@@ -134,10 +134,11 @@ class KernelEmitter:
         b.store(ptrs, b.gep(args, [I64(0)], source_etype=PTR))
         b.store(syms, b.gep(args, [I64(1)], source_etype=PTR))
         threads = b.sext(nthreads, I64)
-        for stage, run, worker in zip(self.plan.stages, runs, workers):
-            total = self._value(cg, work_items(stage), scalars)
-            work = b.mul(total, self._value(cg, product(stage.reduction), scalars))
-            useful = total if stage.mode == INNER else b.sdiv(b.add(total, I64(stage.lanes - 1)), I64(stage.lanes))
+        for group, run, worker in zip(self.plan.groups, runs, workers):
+            total = self._value(cg, work_items(group), scalars)
+            work = self._value(cg, work_volume(group), scalars)
+            align = self._alignment(group)
+            useful = b.sdiv(b.add(total, I64(align - 1)), I64(align))
             count = _min(b, threads, useful)
 
             def serial(run=run, total=total) -> None:

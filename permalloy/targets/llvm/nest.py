@@ -1,12 +1,13 @@
 """
-The loop nest of one stage: `run(ptrs, syms, lo, hi)` computes work items
-`[lo, hi)` of a stage (see `plan` for the three nest shapes).
+The loop nests of a group of stages: `run(ptrs, syms, lo, hi)` computes work
+items `[lo, hi)` (see `plan` for the nest shapes and the groups).
 
-Work items are output elements in row-major order for `pointwise` and `outer`
-stages (a thread's range may start and end inside a row), and output rows for
-`inner` reductions. The row loop walks the outer parallel indices with an
-odometer (one division per thread, not per row); the vectorized loop runs full
-chunks of `lanes` unmasked and one masked chunk for the tail.
+A group of one pointwise or `outer` stage counts its items as output elements
+in row-major order (a thread's range may start and end inside a row); other
+groups count rows, and every stage of the group computes its part of a row in
+turn. The row loop walks the outer parallel indices with an odometer (one
+division per thread, not per row); vectorized loops run full chunks of `lanes`
+unmasked and one masked chunk for the tail.
 """
 
 from __future__ import annotations
@@ -23,21 +24,59 @@ from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.plan import INNER, OUTER, POINTWISE, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
-from permalloy.targets.llvm.types import I64, is_unsigned
+from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
 SUM_BLOCK_ROWS = 256  # iterations per block of a blocked float sum along r
+TILE_BYTES = 12288  # accumulators of an `outer` reduction's column tile: well inside L1
 
 
-def work_items(stage: StagePlan) -> sympy.Expr:
-    """The number of work items of a stage (see the module docstring)."""
-    return product(stage.parallel)
+def counts_elements(group: list[StagePlan]) -> bool:
+    """Whether a group's work items are output elements (else rows)."""
+    return len(group) == 1 and group[0].mode != INNER
+
+
+def work_items(group: list[StagePlan]) -> sympy.Expr:
+    """The number of work items of a group (see the module docstring)."""
+    if counts_elements(group):
+        return product(group[0].parallel)
+    return product(size for _, size in group[0].row_dims())
+
+
+def work_volume(group: list[StagePlan]) -> sympy.Expr:
+    """Points of all iteration domains of a group: how much work it is."""
+    return sympy.expand(sum((product(s.parallel) * product(s.reduction) for s in group), sympy.Integer(0)))
+
+
+class NestEmitter:
+    """Writes the body of `run` for one group of stages into a CodeGen."""
+
+    def __init__(self, cg: CodeGen, group: list[StagePlan], env: Env, pointers: dict[int, ir.Value], zero):
+        self.cg = cg
+        self.group = group
+        self.env = env
+        self.stages = [StageEmitter(cg, stage, env, pointers, zero) for stage in group]
+
+    def emit(self, lo: ir.Value, hi: ir.Value) -> None:
+        for stage in self.stages:
+            stage.body.emit_level(-1, self.env)
+        first = self.stages[0]
+        if counts_elements(self.group):
+            first.element_rows(lo, hi, first.row)
+            return
+
+        def row(env: Env, _: ir.Value) -> None:
+            for stage in self.stages:
+                width = stage.parallel[-1] if stage.stage.mode == POINTWISE else None
+                stage.row(env, I64(0), width)
+
+        first.row_loop(self.env, lo, hi, row)
 
 
 class StageEmitter:
-    """Writes the body of `run` for one stage into a CodeGen."""
+    """The code of one stage for one row (or part of a row)."""
 
-    def __init__(self, cg: CodeGen, stage: StagePlan, env: Env, pointers: dict[int, ir.Value], zero: ir.Value):
+    def __init__(self, cg: CodeGen, stage: StagePlan, env: Env, pointers: dict[int, ir.Value], zero):
         self.cg = cg
         self.b = cg.builder
         self.stage = stage
@@ -50,30 +89,26 @@ class StageEmitter:
             op = stage.op
             self.red = Reduction(cg, stage.kind, op.yielded.type, op.result.type.element_type, _unsigned(stage))
 
-    def emit(self, lo: ir.Value, hi: ir.Value) -> None:
-        self.body.emit_level(-1, self.env)
+    def row(self, env: Env, xs: ir.Value, xe: ir.Value | None) -> None:
+        """Columns [xs, xe) of d_last (pointwise, outer) or one output (inner) of a row."""
         if self.red is None:
-            self._element_rows(lo, hi, self._pointwise_row)
+            self._pointwise_row(env, xs, xe)
             return
-        volume = I64(1)
-        for size in self.reduction:
-            volume = self.b.mul(volume, size)
-        empty = self.b.icmp_signed("==", volume, I64(0))
+        shape = self._inner_row if self.stage.mode == INNER else (lambda e, empty: self._outer_row(e, xs, xe, empty))
+        volume = product(self.stage.reduction)
+        if volume.is_Integer:
+            shape(env, int(volume) == 0)
+            return
+        empty = self.b.icmp_signed("==", emit_expr(self.cg, volume, env.scalars), I64(0))
         with self.b.if_else(empty) as (then, otherwise):
             with then:
-                self._rows(lo, hi, empty=True)
+                shape(env.child(), True)
             with otherwise:
-                self._rows(lo, hi, empty=False)
-
-    def _rows(self, lo: ir.Value, hi: ir.Value, empty: bool) -> None:
-        if self.stage.mode == INNER:
-            self._row_loop(self.env, lo, hi, lambda env, row: self._inner_row(env, empty))
-        else:
-            self._element_rows(lo, hi, lambda env, xs, xe: self._outer_row(env, xs, xe, empty))
+                shape(env.child(), False)
 
     # -- rows ----------------------------------------------------------------
 
-    def _element_rows(self, lo: ir.Value, hi: ir.Value, per_row: Callable[[Env, ir.Value, ir.Value], None]) -> None:
+    def element_rows(self, lo: ir.Value, hi: ir.Value, per_row) -> None:
         """Rows of the element range [lo, hi), each with its [xs, xe) along d_last."""
         b = self.b
         width = self.parallel[-1]
@@ -86,9 +121,9 @@ class StageEmitter:
             xe = b.select(b.icmp_signed("==", index, last_row), last_end, width)
             per_row(env, xs, xe)
 
-        self._row_loop(self.env, first_row, b.add(last_row, I64(1)), row)
+        self.row_loop(self.env, first_row, b.add(last_row, I64(1)), row)
 
-    def _row_loop(self, env: Env, first: ir.Value, end: ir.Value, body: Callable[[Env, ir.Value], None]) -> None:
+    def row_loop(self, env: Env, first: ir.Value, end: ir.Value, body: Callable[[Env, ir.Value], None]) -> None:
         """Rows [first, end) of the row dimensions, their indices kept as an odometer."""
         b = self.b
         dims = [(name, self.parallel[int(name[1:])]) for name, _ in self.stage.row_dims()]
@@ -112,60 +147,73 @@ class StageEmitter:
 
         self.cg.for_range(first, end, row, name="row")
 
-    # -- vectorized loop -----------------------------------------------------------
+    # -- loops ---------------------------------------------------------------
 
     def _vector_loop(
         self,
         env: Env,
         start: ir.Value,
         end: ir.Value,
-        chunk: Callable[[Env, Accumulator | None], None],
-        blocks: tuple[Accumulator, Accumulator] | None = None,
+        chunk: Callable[[Env, bool], None],
+        blocked: Callable[[Callable[[], None]], None] | None = None,
     ) -> None:
-        """Chunks of `lanes` over [start, end), the last one masked; blocked sums when `blocks`."""
+        """
+        Chunks of `lanes` over [start, end), the last one masked. With `blocked`,
+        full chunks run in blocks of SUM_BLOCK_CHUNKS, `blocked(run_block)`
+        wrapping each block; chunk's flag says whether it runs in a block.
+        """
         b, lanes = self.b, self.stage.lanes
         main_end = b.add(start, b.mul(b.sdiv(b.sub(end, start), I64(lanes)), I64(lanes)))
-        total = blocks[0] if blocks else None
 
-        def full(x: ir.Value, target: Accumulator | None) -> None:
-            chunk(self.body.enter_vector(env, x, lanes, None), target)
+        def full(x: ir.Value) -> None:
+            chunk(self.body.enter_vector(env, x, lanes, None), blocked is not None)
 
-        if blocks is None:
-            self.cg.for_range(start, main_end, lambda x: full(x, None), step=lanes, name="x")
+        if blocked is None:
+            self.cg.for_range(start, main_end, full, step=lanes, name="x")
         else:
             block = lanes * SUM_BLOCK_CHUNKS
 
             def one_block(xb: ir.Value) -> None:
-                self.red.reset(blocks[1], lanes)
-                block_end = b.add(xb, I64(block))
-                block_end = b.select(b.icmp_signed("<", block_end, main_end), block_end, main_end)
-                self.cg.for_range(xb, block_end, lambda x: full(x, blocks[1]), step=lanes, name="x")
-                self.red.merge(total, blocks[1])
+                block_end = _min(b, b.add(xb, I64(block)), main_end)
+                blocked(lambda: self.cg.for_range(xb, block_end, full, step=lanes, name="x"))
 
             self.cg.for_range(start, main_end, one_block, step=block, name="xb")
 
         def tail() -> None:
             mask = lane_mask(self.cg, main_end, end, lanes)
-            chunk(self.body.enter_vector(env, main_end, lanes, mask), total)
+            chunk(self.body.enter_vector(env, main_end, lanes, mask), False)
 
         self.cg.if_then(b.icmp_signed("<", main_end, end), tail, name="tail")
 
-    def _seq_loops(self, env: Env, first: int, names: list[str], innermost: Callable[[Env], None]) -> None:
-        """Nested sequential loops over reduction variables `names` at levels first, first+1, ..."""
+    def _seq_loops(self, env: Env, names: list[str], innermost: Callable[[Env], None], block_last=None) -> None:
+        """
+        Nested loops over reduction variables `names`, each emitting its level's
+        body ops. With `block_last`, the last loop runs in blocks of
+        SUM_BLOCK_ROWS, `block_last(run_block)` wrapping each block.
+        """
         if not names:
             innermost(env)
             return
-        name, level = names[0], first
+        name = names[0]
         size = self.reduction[int(name[1:])]
+        level = self.stage.var_level[name]
 
         def iteration(i: ir.Value) -> None:
             scalars = dict(env.scalars)
             scalars[name] = i
             inner = env.child(scalars=scalars)
             self.body.emit_level(level, inner)
-            self._seq_loops(inner, first + 1, names[1:], innermost)
+            self._seq_loops(inner, names[1:], innermost, block_last)
 
-        self.cg.for_range(I64(0), size, iteration, name=name)
+        if len(names) > 1 or block_last is None:
+            self.cg.for_range(I64(0), size, iteration, name=name)
+            return
+
+        def one_block(rb: ir.Value) -> None:
+            block_end = _min(self.b, self.b.add(rb, I64(SUM_BLOCK_ROWS)), size)
+            block_last(lambda: self.cg.for_range(rb, block_end, iteration, name=name))
+
+        self.cg.for_range(I64(0), size, one_block, step=SUM_BLOCK_ROWS, name=name + "b")
 
     def _position(self, env: Env, vector: bool) -> ir.Value:
         """Row-major position in the reduction domain, for argmax/argmin."""
@@ -173,13 +221,23 @@ class StageEmitter:
         position = sum((sympy.Symbol(f"r{j}") * product(sizes[j + 1 :]) for j in range(len(sizes))), sympy.Integer(0))
         return emit_expr(self.cg, sympy.expand(position), self.body.expr_env(env, vector))
 
+    def _blocks(self, total: Accumulator, part: Accumulator):
+        """A `blocked` wrapper: reset `part`, run the block, add `part` to `total`."""
+
+        def wrap(run_block: Callable[[], None]) -> None:
+            self.red.reset(part)
+            run_block()
+            self.red.merge(total, part)
+
+        return wrap
+
     # -- the three shapes --------------------------------------------------------
 
     def _pointwise_row(self, env: Env, xs: ir.Value, xe: ir.Value) -> None:
         self.body.emit_level(0, env)
         self.body.emit_output_bases(env)
 
-        def chunk(inner: Env, _: Accumulator | None) -> None:
+        def chunk(inner: Env, _: bool) -> None:
             self.body.emit_level(1, inner)
             self.body.store_vector(self.body.vector_value(inner), inner)
 
@@ -191,77 +249,74 @@ class StageEmitter:
             self.body.store_scalar(red.empty_result(), env)
             return
         total = red.allocate(lanes)
-        red.reset(total, lanes)
-        blocks = (total, red.allocate(lanes)) if red.needs_blocks else None
+        red.reset(total)
+        part = red.allocate(lanes) if red.needs_blocks else None
         self.body.emit_level(0, env)
         m = len(self.stage.reduction)
-        outer_names = [f"r{j}" for j in range(m - 1)]
+
+        def chunk(inner: Env, in_block: bool) -> None:
+            self.body.emit_level(m, inner)
+            position = self._position(inner, True) if red.is_arg else None
+            red.combine(part if in_block else total, self.body.vector_value(inner), inner.mask, position)
 
         def innermost(outer: Env) -> None:
-            def chunk(inner: Env, target: Accumulator | None) -> None:
-                self.body.emit_level(m, inner)
-                position = self._position(inner, True) if red.is_arg else None
-                red.combine(target or total, self.body.vector_value(inner), lanes, inner.mask, position)
+            blocked = self._blocks(total, part) if part is not None else None
+            self._vector_loop(outer, I64(0), self.reduction[-1], chunk, blocked)
 
-            self._vector_loop(outer, I64(0), self.reduction[-1], chunk, blocks)
-
-        self._seq_loops(env, 1, outer_names, innermost)
+        self._seq_loops(env, [f"r{j}" for j in range(m - 1)], innermost)
         self.body.store_scalar(red.horizontal(total), env)
 
     def _outer_row(self, env: Env, xs: ir.Value, xe: ir.Value, empty: bool) -> None:
-        red, lanes = self.red, self.stage.lanes
-        if not empty:
-            self.body.emit_level(0, env)
-        self.body.emit_output_bases(env)
-        total = red.allocate(lanes)
-        part = red.allocate(lanes) if red.needs_blocks else None
-
-        def chunk(inner: Env, _: Accumulator | None) -> None:
-            if empty:
-                self.body.store_vector(red.empty_result(), inner)
-                return
-            self.body.emit_level(1, inner)
-            red.reset(total, lanes)
-            names = [f"r{j}" for j in range(len(self.stage.reduction))]
-
-            def combine(deepest: Env, target: Accumulator) -> None:
-                position = self._position(deepest, False) if red.is_arg else None
-                red.combine(target, self.body.vector_value(deepest), lanes, None, position)
-
-            self._seq_loops_blocked(inner, names, combine, total, part)
-            self.body.store_vector(red.finish_vector(total), inner)
-
-        self._vector_loop(env, xs, xe, chunk)
-
-    def _seq_loops_blocked(self, env: Env, names: list[str], combine, total: Accumulator, part: Accumulator | None) -> None:
-        """The reduction loops of an `outer` stage, the innermost blocked for float sums."""
-        if part is None:
-            self._seq_loops(env, 2, names, lambda deepest: combine(deepest, total))
+        red, lanes, b = self.red, self.stage.lanes, self.b
+        if empty:
+            self.body.emit_output_bases(env)
+            self._vector_loop(env, xs, xe, lambda inner, _: self.body.store_vector(red.empty_result(), inner))
             return
-        b, lanes = self.b, self.stage.lanes
-        last = names[-1]
-        size = self.reduction[int(last[1:])]
-        level = 1 + len(names)
+        self.body.emit_level(0, env)
+        self.body.emit_output_bases(env)
+        chunks = self._tile_chunks()
+        total = red.allocate(lanes, chunks)
+        part = red.allocate(lanes, chunks) if red.needs_blocks else None
+        tile = lanes * chunks
+        names = [f"r{j}" for j in range(len(self.stage.reduction))]
+        deepest_level = self.stage.vector_level
 
-        def blocked(outer: Env) -> None:
-            def one_block(rb: ir.Value) -> None:
-                self.red.reset(part, lanes)
-                block_end = b.add(rb, I64(SUM_BLOCK_ROWS))
-                block_end = b.select(b.icmp_signed("<", block_end, size), block_end, size)
+        def one_tile(start: ir.Value) -> None:
+            end = _min(b, b.add(start, I64(tile)), xe)
+            red.reset(total)
 
-                def iteration(i: ir.Value) -> None:
-                    scalars = dict(outer.scalars)
-                    scalars[last] = i
-                    deepest = outer.child(scalars=scalars)
-                    self.body.emit_level(level, deepest)
-                    combine(deepest, part)
+            def deepest(inner: Env) -> None:
+                def chunk(vector: Env, _: bool) -> None:
+                    self.body.emit_level(deepest_level, vector)
+                    position = self._position(vector, False) if red.is_arg else None
+                    target = (part or total).at(self.cg, self._chunk_index(vector, start))
+                    red.combine(target, self.body.vector_value(vector), None, position)
 
-                self.cg.for_range(rb, block_end, iteration, name=last)
-                self.red.merge(total, part)
+                self._vector_loop(inner, start, end, chunk)
 
-            self.cg.for_range(I64(0), size, one_block, step=SUM_BLOCK_ROWS, name=last + "b")
+            blocked = self._blocks(total, part) if part is not None else None
+            self._seq_loops(env, names, deepest, blocked)
 
-        self._seq_loops(env, 2, names[:-1], blocked)
+            def store(vector: Env, _: bool) -> None:
+                result = red.finish_vector(total.at(self.cg, self._chunk_index(vector, start)))
+                self.body.store_vector(result, vector)
+
+            self._vector_loop(env, start, end, store)
+
+        self.cg.for_range(xs, xe, one_tile, step=tile, name="tile")
+
+    def _tile_chunks(self) -> int:
+        """Chunks per column tile: as many as keep the accumulators within TILE_BYTES."""
+        acc_bytes = byte_size(self.red.acc_type) + (8 if self.red.is_arg else 0)
+        return max(2, min(64, TILE_BYTES // (self.stage.lanes * acc_bytes)))
+
+    def _chunk_index(self, env: Env, tile_start: ir.Value) -> ir.Value:
+        start = env.scalars[self.stage.vector_var]
+        return self.b.udiv(self.b.sub(start, tile_start), I64(self.stage.lanes))
+
+
+def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
+    return b.select(b.icmp_signed("<", x, y), x, y)
 
 
 def _unsigned(stage: StagePlan) -> bool:
@@ -270,4 +325,4 @@ def _unsigned(stage: StagePlan) -> bool:
     return isinstance(owner, LoadOp) and is_unsigned(stage.inputs[owner.source].element)
 
 
-__all__ = ["StageEmitter", "work_items", "POINTWISE", "OUTER"]
+__all__ = ["NestEmitter", "StageEmitter", "counts_elements", "work_items", "work_volume", "OUTER"]

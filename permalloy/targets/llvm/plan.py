@@ -8,11 +8,14 @@ vectorize and nests its loops in *levels*:
 
     pointwise   level 0: rows (outer d's)   level 1: d_last, vectorized
     inner       level 0: rows (all d's)     levels 1..m-1: r_0..r_{m-2}   level m: r_last, vectorized
-    outer       level 0: rows (outer d's)   level 1: d_last, vectorized   levels 2..m+1: r_0..r_{m-1}
+    outer       level 0: rows (outer d's)   level 1: a tile of d_last     levels 2..m+1: r_0..r_{m-1}
+                level m+2: the chunks of the tile, d_last vectorized
 
 `inner` reduces along the contiguous last dimension (row sums) with vector
 accumulators reduced horizontally at the end; `outer` keeps one accumulator
-lane per output element (column sums). Every body op gets the level of the
+lane per output element (column sums) for a tile of columns (a few KiB, in
+L1), walking the reduction dimension row by row so that memory is read in
+long contiguous runs. Every body op gets the level of the
 deepest loop it depends on, so it is computed once per iteration of that loop
 (loop-invariant values are hoisted by construction), and is a vector when it
 depends on the vectorized variable.
@@ -105,13 +108,19 @@ class StagePlan:
 
 @dataclass
 class KernelPlan:
-    """The tensors and stages of one kernel for one launch's layouts."""
+    """
+    The tensors and stages of one kernel for one launch's layouts. Stages run
+    in `groups`: the stages of a group share one row loop (each row goes
+    through all of them before the next row starts), the groups run one after
+    the other.
+    """
 
     kernel: KernelOp
     symbols: list[str]
     num_args: int
     temporaries: list[Tensor]
     stages: list[StagePlan]
+    groups: list[list[StagePlan]] = field(default_factory=list)
 
 
 def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int) -> KernelPlan:
@@ -151,7 +160,43 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int)
         tensors[op.result] = outputs[0]
         inputs = {arg: tensors[value] for arg, value in zip(op.body.block.args, op.inputs)}
         stages.append(plan_stage(op, inputs, outputs, f32_lanes))
-    return KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
+    plan = KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
+    plan.groups = group_stages(stages)
+    return plan
+
+
+def group_stages(stages: Sequence[StagePlan]) -> list[list[StagePlan]]:
+    """
+    Consecutive stages that can share a row loop: `inner` reductions and
+    pointwise stages over the same rows, each reading what earlier stages of the
+    group produce only in the row being computed (a softmax, a layer norm).
+    """
+    groups: list[list[StagePlan]] = []
+    for stage in stages:
+        if groups and _joins(groups[-1], stage):
+            groups[-1].append(stage)
+        else:
+            groups.append([stage])
+    return groups
+
+
+def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
+    if any(s.mode not in (INNER, POINTWISE) for s in (*group, stage)):
+        return False
+    rows = [size for _, size in group[0].row_dims()]
+    if [size for _, size in stage.row_dims()] != rows:
+        return False
+    produced = {t.slot for s in group for t in s.outputs}
+    row_names = {f"d{i}" for i in range(len(rows))}
+    for op in stage.op.body.walk():
+        if isinstance(op, LoadOp) and stage.inputs[op.source].slot in produced:
+            indices = op.indices.data
+            leading = [str(e) for e in indices[: len(rows)]]
+            if leading != [f"d{i}" for i in range(len(rows))]:
+                return False
+            if any(s.name in row_names for e in indices[len(rows) :] for s in e.free_symbols):
+                return False
+    return True
 
 
 def _layout_tensor(slot: int, layout: BufferType) -> Tensor:
@@ -171,9 +216,12 @@ def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]
     if mode == INNER:
         var_level.update({f"r{j}": j + 1 for j in range(m)})
         vector_var = f"r{m - 1}"
-    else:
+    elif mode == POINTWISE:
         var_level[f"d{n - 1}"] = 1
+        vector_var = f"d{n - 1}"
+    else:  # a tile of d_last at level 1, the reduction loops, then d_last vectorized
         var_level.update({f"r{j}": j + 2 for j in range(m)})
+        var_level[f"d{n - 1}"] = m + 2
         vector_var = f"d{n - 1}"
     lanes = f32_lanes * (2 if mode == POINTWISE else 4)
     stage = StagePlan(op, mode, parallel, reduction, var_level, vector_var, var_level[vector_var], lanes, inputs, outputs)

@@ -39,10 +39,27 @@ ARG_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
 
 @dataclass
 class Accumulator:
-    """The stack slots of an accumulator."""
+    """
+    Stack slots of `count` partial results of `lanes` lanes each (value, and
+    position for argmax/argmin); `at(i)` is the i-th of them.
+    """
 
     value: ir.Value
-    position: ir.Value | None = None
+    position: ir.Value | None
+    value_type: ir.VectorType
+    count: int = 1
+
+    @property
+    def lanes(self) -> int:
+        return self.value_type.count
+
+    def at(self, cg: CodeGen, index: ir.Value) -> Accumulator:
+        b = cg.builder
+        value = b.gep(self.value, [index], source_etype=self.value_type)
+        position = None
+        if self.position is not None:
+            position = b.gep(self.position, [index], source_etype=ir.VectorType(I64, self.lanes))
+        return Accumulator(value, position, self.value_type)
 
 
 class Reduction:
@@ -86,34 +103,45 @@ class Reduction:
             return ir.Constant(ty, (1 << width) - 1 if largest else 0)
         return ir.Constant(ty, (1 << (width - 1)) - 1 if largest else -(1 << (width - 1)))
 
-    def allocate(self, lanes: int) -> Accumulator:
-        value = self.cg.alloca(ir.VectorType(self.acc_type, lanes))
-        position = self.cg.alloca(ir.VectorType(I64, lanes)) if self.is_arg else None
-        return Accumulator(value, position)
+    def allocate(self, lanes: int, count: int = 1) -> Accumulator:
+        vector = ir.VectorType(self.acc_type, lanes)
+        value = self.cg.alloca(vector, count=count if count > 1 else 0)
+        position = None
+        if self.is_arg:
+            position = self.cg.alloca(ir.VectorType(I64, lanes), count=count if count > 1 else 0)
+        return Accumulator(value, position, vector, count)
 
-    def reset(self, acc: Accumulator, lanes: int) -> None:
-        self.cg.builder.store(self.cg.splat(self.identity(), lanes), acc.value)
-        if acc.position is not None:
-            self.cg.builder.store(self.cg.const(I64, 0, lanes), acc.position)
+    def _values(self, acc: Accumulator) -> ir.Value:
+        return self.cg.builder.load(acc.value, typ=acc.value_type)
+
+    def _positions(self, acc: Accumulator) -> ir.Value:
+        return self.cg.builder.load(acc.position, typ=ir.VectorType(I64, acc.lanes))
+
+    def reset(self, acc: Accumulator) -> None:
+        """Every partial result of `acc` to the identity."""
+        for i in range(acc.count):
+            entry = acc.at(self.cg, I64(i)) if acc.count > 1 else acc
+            self.cg.builder.store(self.cg.splat(self.identity(), acc.lanes), entry.value)
+            if entry.position is not None:
+                self.cg.builder.store(self.cg.const(I64, 0, acc.lanes), entry.position)
 
     def combine(
         self,
         acc: Accumulator,
         value: ir.Value,
-        lanes: int,
         mask: ir.Value | None = None,
         position: ir.Value | None = None,
     ) -> None:
         """acc = acc (+) value on the lanes of `mask` (all when None)."""
-        b = self.cg.builder
+        b, lanes = self.cg.builder, acc.lanes
         value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
-        current = self.cg.read(acc.value)
+        current = self._values(acc)
         if self.is_arg:
             better = self._better(value, current)
             if mask is not None:
                 better = b.and_(better, mask)
             b.store(b.select(better, value, current), acc.value)
-            old = self.cg.read(acc.position)
+            old = self._positions(acc)
             b.store(b.select(better, self.cg.splat(position, lanes), old), acc.position)
             return
         if mask is not None:
@@ -121,9 +149,11 @@ class Reduction:
         b.store(self.merge_values(current, value), acc.value)
 
     def merge(self, total: Accumulator, part: Accumulator) -> None:
-        """total = total (+) part, lane by lane (for blocked sums)."""
-        b = self.cg.builder
-        b.store(self.merge_values(self.cg.read(total.value), self.cg.read(part.value)), total.value)
+        """total = total (+) part, entry by entry and lane by lane (blocked sums)."""
+        for i in range(total.count):
+            t = total.at(self.cg, I64(i)) if total.count > 1 else total
+            p = part.at(self.cg, I64(i)) if part.count > 1 else part
+            self.cg.builder.store(self.merge_values(self._values(t), self._values(p)), t.value)
 
     def merge_values(self, a: ir.Value, v: ir.Value) -> ir.Value:
         b, kind = self.cg.builder, self.kind
@@ -158,7 +188,7 @@ class Reduction:
     def horizontal(self, acc: Accumulator) -> ir.Value:
         """The reduction of all lanes, as the result's register type."""
         b = self.cg.builder
-        values = self.cg.read(acc.value)
+        values = self._values(acc)
         best = self._reduce_lanes(values)
         if not self.is_arg:
             return self.finish(best)
@@ -171,7 +201,7 @@ class Reduction:
             )
         else:
             same = b.icmp_signed("==", values, best_vec)
-        positions = b.select(same, self.cg.read(acc.position), self.cg.const(I64, (1 << 63) - 1, lanes))
+        positions = b.select(same, self._positions(acc), self.cg.const(I64, (1 << 63) - 1, lanes))
         return self.cg.intrinsic("vector.reduce.smin", [positions], ret=I64)
 
     def _reduce_lanes(self, values: ir.Value) -> ir.Value:
@@ -200,6 +230,5 @@ class Reduction:
 
     def finish_vector(self, acc: Accumulator) -> ir.Value:
         """The accumulator's lanes as results (one output element per lane)."""
-        b = self.cg.builder
-        return self.cg.read(acc.position) if self.is_arg else self.finish(self.cg.read(acc.value))
+        return self._positions(acc) if self.is_arg else self.finish(self._values(acc))
 

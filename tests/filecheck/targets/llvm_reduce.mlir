@@ -2,7 +2,8 @@
 
 // Reductions keep vector accumulators: along the contiguous dimension (row
 // sums) lanes are reduced horizontally at the end of a row; along an outer
-// dimension (column sums) each lane is one output element, stored as a vector.
+// dimension (column sums) each lane is one output element, for a tile of
+// columns walked row by row, stored as vectors at the end.
 // Float sums accumulate in blocks that are added to the total.
 
 buffer.kernel @row_sum(%a: !ptensor.tensor<[s0, s1], f32>) -> (!ptensor.tensor<[s0], f32>) {
@@ -40,8 +41,8 @@ func.func @forward(%a: !buffer.buffer<[s0, s1], f32>, %b: !buffer.buffer<[8, 300
 }
 
 // CHECK-LABEL: kernel @row_sum
-// CHECK:       xb.body:
-// CHECK:       x.body:
+// CHECK:       xb.body{{.*}}:
+// CHECK:       x.body{{.*}}:
 // CHECK:         %[[V:.+]] = load <[[N:[0-9]+]] x float>
 // CHECK:         fadd <[[N]] x float> %{{.*}}, %[[V]]
 // CHECK:         call reassoc float @"llvm.vector.reduce.fadd.v[[N]]f32"(float {{.*}}, <[[N]] x float>
@@ -49,10 +50,11 @@ func.func @forward(%a: !buffer.buffer<[s0, s1], f32>, %b: !buffer.buffer<[8, 300
 // CHECK:       call void @"GOMP_parallel"
 
 // CHECK-LABEL: kernel @column_max
+// CHECK:       tile.body:
 // CHECK:       r0.body:
+// CHECK:       x.body{{.*}}:
 // CHECK:         %[[C:.+]] = load <[[M:[0-9]+]] x float>
 // CHECK:         call <[[M]] x float> @"llvm.maximum.v[[M]]f32"(<[[M]] x float> %{{.*}}, <[[M]] x float> %[[C]])
-// CHECK:       r0.end:
 // CHECK:         store <[[M]] x float>
 
 // CHECK-LABEL: kernel @row_argmax

@@ -644,6 +644,23 @@ def host_and_layout_cases() -> list[Case]:
         op_case("reduce_argmax_keepdim", f"{v}.reduce argmax %a0 dims [0] keepdim : {T('4, 3')} -> {T('1, 3', 'i64')}", [T("4, 3")], T("1, 3", "i64")),
         op_case("reduce_size_one_dim", f"{v}.reduce max %a0 dims [1] : {T('4, 1')} -> {T('4')}", [T("4, 1")], T("4")),
         op_case("unary_on_empty", f"{v}.unary exp %a0 : {T('0, 3')} -> {T('0, 3')}", [T("0, 3")], T("0, 3")),
+        Case(
+            "return_argument_and_one_value_twice",
+            f"func.func @f(%x: {T('4')}) -> ({T('4')}, {T('4')}, {T('4')}) {{\n"
+            f"  %e = {v}.unary exp %x : {T('4')} -> {T('4')}\n"
+            f"  func.return %x, %e, %e : {T('4')}, {T('4')}, {T('4')}\n}}",
+        ),
+        body_case(
+            "returned_reshape_of_computed", f"%x: {T('4, 6')}", T("24"),
+            f"  %e = {v}.unary exp %x : {T('4, 6')} -> {T('4, 6')}\n"
+            f"  %r = {v}.reshape %e : {T('4, 6')} -> {T('24')}",
+        ),
+        Case(
+            "returned_view_in_its_declared_layout",
+            f"func.func @f(%x: {T('4, 6')}) -> ({T('6, 4')} {{ptensor.strides = #ptensor.exprs[1, 6]}}) {{\n"
+            f"  %r = {v}.permute %x [1, 0] : {T('4, 6')} -> {T('6, 4')}\n"
+            f"  func.return %r : {T('6, 4')}\n}}",
+        ),
         body_case(
             "gather_by_argmax", f"%x: {T('4, 6')}", T("4, 1"),
             f"  %i = {v}.reduce argmax %x dims [1] keepdim : {T('4, 6')} -> {T('4, 1', 'i64')}\n"

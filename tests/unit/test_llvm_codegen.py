@@ -20,6 +20,31 @@ EXP = pointwise_kernel("[64, 1000]", ["f32", "f32"], "f32", """
     %e = math.exp %a0 : f32
     %y = arith.addf %e, %a1 : f32""")
 
+SOFTMAX = """
+buffer.kernel @softmax(%t: !ptensor.tensor<[5, 77], f32>) -> (!ptensor.tensor<[5, 77], f32>) {
+  %m = loop.reduce max ins(%x = %t : !ptensor.tensor<[5, 77], f32>) over [77] -> !ptensor.tensor<[5], f32> {
+    %v = loop.load %x[d0, r0] : f32
+    loop.yield %v : f32
+  }
+  %s = loop.reduce sum ins(%x = %t : !ptensor.tensor<[5, 77], f32>, %mx = %m : !ptensor.tensor<[5], f32>) over [77] -> !ptensor.tensor<[5], f32> {
+    %v = loop.load %x[d0, r0] : f32
+    %w = loop.load %mx[d0] : f32
+    %d = arith.subf %v, %w : f32
+    %e = math.exp %d : f32
+    loop.yield %e : f32
+  }
+  %y = loop.pointwise ins(%x = %t : !ptensor.tensor<[5, 77], f32>, %mx = %m : !ptensor.tensor<[5], f32>, %sx = %s : !ptensor.tensor<[5], f32>) -> !ptensor.tensor<[5, 77], f32> {
+    %v = loop.load %x[d0, d1] : f32
+    %w = loop.load %mx[d0] : f32
+    %z = loop.load %sx[d0] : f32
+    %d = arith.subf %v, %w : f32
+    %e = math.exp %d : f32
+    %q = arith.divf %e, %z : f32
+    loop.yield %q : f32
+  }
+  buffer.yield %y : !ptensor.tensor<[5, 77], f32>
+}"""
+
 
 @pytest.fixture(scope="module")
 def target() -> LLVMTarget:
@@ -132,31 +157,8 @@ def test_lit_files_check_the_emitted_source(name):
 
 def test_several_loop_ops_in_one_kernel(target):
     """A softmax as three loop ops: two reductions feeding a pointwise through temporaries."""
-    text = """
-buffer.kernel @softmax(%t: !ptensor.tensor<[5, 77], f32>) -> (!ptensor.tensor<[5, 77], f32>) {
-  %m = loop.reduce max ins(%x = %t : !ptensor.tensor<[5, 77], f32>) over [77] -> !ptensor.tensor<[5], f32> {
-    %v = loop.load %x[d0, r0] : f32
-    loop.yield %v : f32
-  }
-  %s = loop.reduce sum ins(%x = %t : !ptensor.tensor<[5, 77], f32>, %mx = %m : !ptensor.tensor<[5], f32>) over [77] -> !ptensor.tensor<[5], f32> {
-    %v = loop.load %x[d0, r0] : f32
-    %w = loop.load %mx[d0] : f32
-    %d = arith.subf %v, %w : f32
-    %e = math.exp %d : f32
-    loop.yield %e : f32
-  }
-  %y = loop.pointwise ins(%x = %t : !ptensor.tensor<[5, 77], f32>, %mx = %m : !ptensor.tensor<[5], f32>, %sx = %s : !ptensor.tensor<[5], f32>) -> !ptensor.tensor<[5, 77], f32> {
-    %v = loop.load %x[d0, d1] : f32
-    %w = loop.load %mx[d0] : f32
-    %z = loop.load %sx[d0] : f32
-    %d = arith.subf %v, %w : f32
-    %e = math.exp %d : f32
-    %q = arith.divf %e, %z : f32
-    loop.yield %q : f32
-  }
-  buffer.yield %y : !ptensor.tensor<[5, 77], f32>
-}"""
-    kernel = parse_kernel(text)
+
+    kernel = parse_kernel(SOFTMAX)
     assert "aligned_alloc" in target.emit_source(kernel, layouts_of((5, 77), (5, 77)))
     x, out = torch.randn(5, 77), torch.empty(5, 77)
     run(target, kernel, [x], [out])
@@ -177,3 +179,43 @@ buffer.kernel @twice(%t: !ptensor.tensor<[40], f32>) -> (!ptensor.tensor<[40], f
     run(target, parse_kernel(text), [x], [a, b])
     torch.testing.assert_close(a, torch.tanh(x), rtol=1e-5, atol=1e-6)
     assert torch.equal(a, b)
+
+
+def _plan(text, *tensors):
+    from permalloy.targets.llvm.plan import plan_kernel
+
+    return plan_kernel(parse_kernel(text), [layout(t) for t in tensors], 16)
+
+
+def test_contiguous_dimensions_collapse():
+    text = pointwise_kernel("[64, 3]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32")
+    x = torch.empty(64, 3)
+    assert _plan(text, x, x, x).stages[0].parallel == (192,)
+    transposed = torch.empty(3, 64).t()
+    assert _plan(text, transposed, x, x).stages[0].parallel == (64, 3)
+    broadcast = torch.empty(64, 1).expand(64, 3)
+    assert _plan(text, broadcast, x, x).stages[0].parallel == (64, 3)
+
+
+def test_short_rows_after_collapsing(target):
+    text = pointwise_kernel("[1000, 3]", ["f32", "f32"], "f32", "    %y = arith.mulf %a0, %a1 : f32")
+    x, y, out = torch.randn(1000, 3), torch.randn(1000, 3), torch.empty(1000, 3)
+    run(target, parse_kernel(text), [x, y], [out])
+    assert torch.equal(out, x * y)
+    text = pointwise_kernel("[7, 1, 5]", ["f32"], "f32", "    %y = math.exp %a0 : f32")
+    x, out = torch.randn(7, 1, 5), torch.empty(7, 1, 5)
+    run(target, parse_kernel(text), [x], [out])
+    torch.testing.assert_close(out, torch.exp(x), rtol=1e-5, atol=1e-6)
+
+
+def test_index_dimensions_do_not_collapse():
+    text = pointwise_kernel("[4, 6]", [], "i64", """
+    %i = loop.index d0 * 10 + d1
+    %y = arith.index_cast %i : index to i64""")
+    plan = _plan(text, torch.empty(4, 6, dtype=torch.int64))
+    assert plan.stages[0].parallel == (4, 6)
+
+
+def test_softmax_stages_share_one_row_loop():
+    plan = _plan(SOFTMAX, torch.empty(5, 77), torch.empty(5, 77))
+    assert [[s.mode for s in g] for g in plan.groups] == [["inner", "inner", "pointwise"]]

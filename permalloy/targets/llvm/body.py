@@ -108,7 +108,7 @@ class BodyEmitter:
             return self._load(op, env)
         if isinstance(op, IndexOp):
             vector = op in self.stage.vectors
-            return emit_expr(self.cg, op.expr.expr, self.expr_env(env, vector))
+            return emit_expr(self.cg, self.stage.index_exprs[op], self.expr_env(env, vector))
         args = self.cg.match(*(env.values[v] for v in op.operands))
         if op.name in ARITH:
             return ARITH[op.name](self.cg, op, args)
@@ -156,8 +156,7 @@ class BodyEmitter:
     # -- results -------------------------------------------------------------
 
     def output_address(self, tensor: Tensor) -> sympy.Expr:
-        indices = [symbol(f"d{i}") for i in range(len(tensor.sizes))]
-        return tensor.address(indices)
+        return self.stage.output_addresses[self.stage.outputs.index(tensor)]
 
     def emit_output_bases(self, env: Env) -> None:
         """Row base pointers of the outputs (the part of their address before d_last)."""

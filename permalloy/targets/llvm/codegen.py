@@ -139,7 +139,7 @@ class CodeGen:
             return self.builder.load(ptr, typ=vty, align=align)
         return self.intrinsic(
             "masked.load",
-            [ptr, I32(align), mask, ir.Constant(vty, None)],
+            [ptr, I32(align), mask, RawConstant(vty, "zeroinitializer")],
             ret=vty,
             overloads=[vty, PTR],
         )
@@ -164,7 +164,7 @@ class CodeGen:
             mask = self.const(I1, 1, lanes)
         return self.intrinsic(
             "masked.gather",
-            [ptrs, I32(_align(ty)), mask, ir.Constant(vty, None)],
+            [ptrs, I32(_align(ty)), mask, RawConstant(vty, "zeroinitializer")],
             ret=vty,
             overloads=[vty, ptrs.type],
         )

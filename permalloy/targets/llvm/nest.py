@@ -28,6 +28,7 @@ from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
 SUM_BLOCK_ROWS = 256  # iterations per block of a blocked float sum along r
+JAM = 4  # reduction iterations an `outer` reduction combines in registers
 TILE_BYTES = 12288  # accumulators of an `outer` reduction's column tile: well inside L1
 
 
@@ -279,23 +280,26 @@ class StageEmitter:
         part = red.allocate(lanes, chunks) if red.needs_blocks else None
         tile = lanes * chunks
         names = [f"r{j}" for j in range(len(self.stage.reduction))]
-        deepest_level = self.stage.vector_level
+        size = self.reduction[-1]
 
         def one_tile(start: ir.Value) -> None:
             end = _min(b, b.add(start, I64(tile)), xe)
             red.reset(total)
 
-            def deepest(inner: Env) -> None:
-                def chunk(vector: Env, _: bool) -> None:
-                    self.body.emit_level(deepest_level, vector)
-                    position = self._position(vector, False) if red.is_arg else None
-                    target = (part or total).at(self.cg, self._chunk_index(vector, start))
-                    red.combine(target, self.body.vector_value(vector), None, position)
+            def last_loop(outer: Env) -> None:
+                if part is None:
+                    self._jammed_rows(outer, I64(0), size, start, end, total)
+                    return
 
-                self._vector_loop(inner, start, end, chunk)
+                def one_block(rb: ir.Value) -> None:
+                    red.reset(part)
+                    block_end = _min(b, b.add(rb, I64(SUM_BLOCK_ROWS)), size)
+                    self._jammed_rows(outer, rb, block_end, start, end, part)
+                    red.merge(total, part)
 
-            blocked = self._blocks(total, part) if part is not None else None
-            self._seq_loops(env, names, deepest, blocked)
+                self.cg.for_range(I64(0), size, one_block, step=SUM_BLOCK_ROWS, name=names[-1] + "b")
+
+            self._seq_loops(env, names[:-1], last_loop)
 
             def store(vector: Env, _: bool) -> None:
                 result = red.finish_vector(total.at(self.cg, self._chunk_index(vector, start)))
@@ -304,6 +308,36 @@ class StageEmitter:
             self._vector_loop(env, start, end, store)
 
         self.cg.for_range(xs, xe, one_tile, step=tile, name="tile")
+
+    def _jammed_rows(self, env: Env, lo: ir.Value, hi: ir.Value, start: ir.Value, end: ir.Value, acc) -> None:
+        """
+        Iterations [lo, hi) of the last reduction loop over the columns [start,
+        end) of a tile, JAM at a time: each chunk's partial result is loaded once,
+        combined with JAM rows in registers and stored once.
+        """
+        b, red = self.b, self.red
+        last = f"r{len(self.stage.reduction) - 1}"
+        last_level, deepest = self.stage.var_level[last], self.stage.vector_level
+
+        def rows(r: ir.Value, count: int) -> None:
+            def chunk(vector: Env, _: bool) -> None:
+                target = acc.at(self.cg, self._chunk_index(vector, start))
+                state = red.load(target)
+                for u in range(count):
+                    scalars = dict(vector.scalars)
+                    scalars[last] = b.add(r, I64(u)) if u else r
+                    row = vector.child(scalars=scalars)
+                    self.body.emit_level(last_level, row)
+                    self.body.emit_level(deepest, row)
+                    position = self._position(row, False) if red.is_arg else None
+                    state = red.step(state, self.body.vector_value(row), None, position)
+                red.store(target, state)
+
+            self._vector_loop(env, start, end, chunk)
+
+        full_end = b.add(lo, b.mul(b.sdiv(b.sub(hi, lo), I64(JAM)), I64(JAM)))
+        self.cg.for_range(lo, full_end, lambda r: rows(r, JAM), step=JAM, name=last)
+        self.cg.for_range(full_end, hi, lambda r: rows(r, 1), name=last)
 
     def _tile_chunks(self) -> int:
         """Chunks per column tile: as many as keep the accumulators within TILE_BYTES."""

@@ -35,6 +35,7 @@ from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, Reduce
 from permalloy.dialects.ptensor import ReduceKind, TensorType
 from permalloy.dialects.sym import symbol
 from permalloy.targets import kernel_symbols
+from permalloy.targets.llvm.collapse import Domain, collapse
 from permalloy.targets.llvm.exprs import split_affine
 from permalloy.targets.llvm.types import UnsupportedKernelError
 
@@ -80,6 +81,9 @@ class StagePlan:
     lanes: int
     inputs: dict[SSAValue, Tensor]
     outputs: list[Tensor]
+    addresses: dict[Operation, sympy.Expr] = field(default_factory=dict)
+    output_addresses: list[sympy.Expr] = field(default_factory=list)
+    index_exprs: dict[Operation, sympy.Expr] = field(default_factory=dict)
     levels: dict[Operation, int] = field(default_factory=dict)
     vectors: set[Operation] = field(default_factory=set)
     loads: dict[Operation, LoadPlan] = field(default_factory=dict)
@@ -186,16 +190,21 @@ def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
     rows = [size for _, size in group[0].row_dims()]
     if [size for _, size in stage.row_dims()] != rows:
         return False
-    produced = {t.slot for s in group for t in s.outputs}
-    row_names = {f"d{i}" for i in range(len(rows))}
-    for op in stage.op.body.walk():
-        if isinstance(op, LoadOp) and stage.inputs[op.source].slot in produced:
-            indices = op.indices.data
-            leading = [str(e) for e in indices[: len(rows)]]
-            if leading != [f"d{i}" for i in range(len(rows))]:
-                return False
-            if any(s.name in row_names for e in indices[len(rows) :] for s in e.free_symbols):
-                return False
+    producers = {t.slot: a for s in group for t, a in zip(s.outputs, s.output_addresses)}
+    row_vars = [symbol(f"d{i}") for i in range(len(rows))]
+    for op, address in stage.addresses.items():
+        produced = producers.get(stage.inputs[op.source].slot)
+        if produced is not None and not _same_row(address, produced, row_vars):
+            return False
+    return True
+
+
+def _same_row(read: sympy.Expr, written: sympy.Expr, row_vars: list[sympy.Symbol]) -> bool:
+    """Whether `read` addresses, for any row, only what `written` wrote in that row."""
+    for var in row_vars:
+        a, b = split_affine(read, var), split_affine(written, var)
+        if a is None or b is None or sympy.expand(a[1] - b[1]) != 0:
+            return False
     return True
 
 
@@ -206,9 +215,20 @@ def _layout_tensor(slot: int, layout: BufferType) -> Tensor:
 def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
     result_type = op.result.type
     assert isinstance(result_type, TensorType)
-    parallel = tuple(result_type.sizes)
-    reduction = tuple(op.reduction_sizes)
-    mode = POINTWISE if isinstance(op, PointwiseOp) else _reduction_mode(op, inputs, len(parallel))
+    loads = [o for o in op.body.block.ops if isinstance(o, LoadOp)]
+    indexes = [o for o in op.body.block.ops if isinstance(o, IndexOp)]
+    result_index = [symbol(f"d{i}") for i in range(len(result_type.sizes))]
+    domain = collapse(
+        Domain(
+            list(result_type.sizes),
+            list(op.reduction_sizes),
+            [inputs[o.source].address(o.indices.data) for o in loads] + [t.address(result_index) for t in outputs],
+            [o.expr.expr for o in indexes],
+        )
+    )
+    parallel, reduction = tuple(domain.parallel), tuple(domain.reduction)
+    load_addresses = dict(zip(loads, domain.addresses))
+    mode = POINTWISE if isinstance(op, PointwiseOp) else _reduction_mode(load_addresses.values(), len(parallel), len(reduction))
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
     n, m = len(parallel), len(reduction)
@@ -225,21 +245,20 @@ def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]
         vector_var = f"d{n - 1}"
     lanes = f32_lanes * (2 if mode == POINTWISE else 4)
     stage = StagePlan(op, mode, parallel, reduction, var_level, vector_var, var_level[vector_var], lanes, inputs, outputs)
+    stage.addresses = load_addresses
+    stage.output_addresses = domain.addresses[len(loads) :]
+    stage.index_exprs = dict(zip(indexes, domain.values))
     _assign_levels(stage)
     return stage
 
 
-def _reduction_mode(op: LoopOp, inputs: dict[SSAValue, Tensor], rank: int) -> str:
+def _reduction_mode(addresses, rank: int, reduction_rank: int) -> str:
     """`outer` when more loads are contiguous along d_last than along r_last."""
     if rank == 0:
         return INNER
-    last_d, last_r = symbol(f"d{rank - 1}"), symbol(f"r{len(op.reduction_sizes) - 1}")
-    along_d = along_r = 0
-    for load in op.body.walk():
-        if isinstance(load, LoadOp):
-            address = inputs[load.source].address(load.indices.data)
-            along_d += _unit_stride(address, last_d)
-            along_r += _unit_stride(address, last_r)
+    last_d, last_r = symbol(f"d{rank - 1}"), symbol(f"r{reduction_rank - 1}")
+    along_d = sum(_unit_stride(a, last_d) for a in addresses)
+    along_r = sum(_unit_stride(a, last_r) for a in addresses)
     return OUTER if along_d > along_r else INNER
 
 
@@ -268,7 +287,7 @@ def _assign_levels(stage: StagePlan) -> None:
         level = max((stage.level_of(v) for v in op.operands), default=-1)
         vector = any(stage.is_vector(v) for v in op.operands)
         if isinstance(op, IndexOp):
-            level, vector = _expr_level(stage, op.expr.expr)
+            level, vector = _expr_level(stage, stage.index_exprs[op])
         elif isinstance(op, LoadOp):
             load = _plan_load(stage, op)
             stage.loads[op] = load
@@ -280,7 +299,7 @@ def _assign_levels(stage: StagePlan) -> None:
 
 
 def _plan_load(stage: StagePlan, op: LoadOp) -> LoadPlan:
-    address = stage.inputs[op.source].address(op.indices.data)
+    address = stage.addresses[op]
     level, vector = _expr_level(stage, address, op.index_values)
     if not vector:
         return LoadPlan("uniform", address)

@@ -117,13 +117,23 @@ class Reduction:
     def _positions(self, acc: Accumulator) -> ir.Value:
         return self.cg.builder.load(acc.position, typ=ir.VectorType(I64, acc.lanes))
 
+    def _each(self, count: int, body) -> None:
+        """body(i) for every entry index i of an accumulator of `count` entries."""
+        if count == 1:
+            body(None)
+        else:
+            self.cg.for_range(I64(0), I64(count), body, name="acc")
+
     def reset(self, acc: Accumulator) -> None:
         """Every partial result of `acc` to the identity."""
-        for i in range(acc.count):
-            entry = acc.at(self.cg, I64(i)) if acc.count > 1 else acc
+
+        def one(i: ir.Value | None) -> None:
+            entry = acc if i is None else acc.at(self.cg, i)
             self.cg.builder.store(self.cg.splat(self.identity(), acc.lanes), entry.value)
             if entry.position is not None:
                 self.cg.builder.store(self.cg.const(I64, 0, acc.lanes), entry.position)
+
+        self._each(acc.count, one)
 
     def combine(
         self,
@@ -133,27 +143,47 @@ class Reduction:
         position: ir.Value | None = None,
     ) -> None:
         """acc = acc (+) value on the lanes of `mask` (all when None)."""
-        b, lanes = self.cg.builder, acc.lanes
+        self.store(acc, self.step(self.load(acc), value, mask, position))
+
+    def load(self, acc: Accumulator) -> tuple[ir.Value, ir.Value | None]:
+        """The state (values, positions) held by one accumulator entry."""
+        return self._values(acc), self._positions(acc) if self.is_arg else None
+
+    def store(self, acc: Accumulator, state: tuple[ir.Value, ir.Value | None]) -> None:
+        self.cg.builder.store(state[0], acc.value)
+        if state[1] is not None:
+            self.cg.builder.store(state[1], acc.position)
+
+    def step(
+        self,
+        state: tuple[ir.Value, ir.Value | None],
+        value: ir.Value,
+        mask: ir.Value | None = None,
+        position: ir.Value | None = None,
+    ) -> tuple[ir.Value, ir.Value | None]:
+        """A state combined with a new vector of values, in registers."""
+        b = self.cg.builder
+        current, positions = state
+        lanes = current.type.count
         value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
-        current = self._values(acc)
         if self.is_arg:
             better = self._better(value, current)
             if mask is not None:
                 better = b.and_(better, mask)
-            b.store(b.select(better, value, current), acc.value)
-            old = self._positions(acc)
-            b.store(b.select(better, self.cg.splat(position, lanes), old), acc.position)
-            return
+            return b.select(better, value, current), b.select(better, self.cg.splat(position, lanes), positions)
         if mask is not None:
             value = b.select(mask, value, self.cg.splat(self.identity(), lanes))
-        b.store(self.merge_values(current, value), acc.value)
+        return self.merge_values(current, value), None
 
     def merge(self, total: Accumulator, part: Accumulator) -> None:
         """total = total (+) part, entry by entry and lane by lane (blocked sums)."""
-        for i in range(total.count):
-            t = total.at(self.cg, I64(i)) if total.count > 1 else total
-            p = part.at(self.cg, I64(i)) if part.count > 1 else part
+
+        def one(i: ir.Value | None) -> None:
+            t = total if i is None else total.at(self.cg, i)
+            p = part if i is None else part.at(self.cg, i)
             self.cg.builder.store(self.merge_values(self._values(t), self._values(p)), t.value)
+
+        self._each(total.count, one)
 
     def merge_values(self, a: ir.Value, v: ir.Value) -> ir.Value:
         b, kind = self.cg.builder, self.kind
@@ -165,6 +195,12 @@ class Reduction:
             return b.or_(a, v)
         if kind == ReduceKind.ALL:
             return b.and_(a, v)
+        if self.is_float:
+            # a nan in `a` stays (the compare fails), a nan in `v` replaces it:
+            # one max/min instruction and a masked move on x86.
+            op = ">" if kind == ReduceKind.MAX else "<"
+            extreme = b.select(b.fcmp_ordered(op, v, a), v, a)
+            return b.select(b.fcmp_unordered("uno", v, v), v, extreme)
         return self.cg.intrinsic(self._extreme_name(), [a, v])
 
     def _extreme_name(self) -> str:

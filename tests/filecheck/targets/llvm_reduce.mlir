@@ -53,8 +53,9 @@ func.func @forward(%a: !buffer.buffer<[s0, s1], f32>, %b: !buffer.buffer<[8, 300
 // CHECK:       tile.body:
 // CHECK:       r0.body:
 // CHECK:       x.body{{.*}}:
-// CHECK:         %[[C:.+]] = load <[[M:[0-9]+]] x float>
-// CHECK:         call <[[M]] x float> @"llvm.maximum.v[[M]]f32"(<[[M]] x float> %{{.*}}, <[[M]] x float> %[[C]])
+// CHECK:         load <[[M:[0-9]+]] x float>
+// CHECK:         fcmp ogt <[[M]] x float>
+// CHECK:         select <[[M]] x i1> %{{.*}}, <[[M]] x float>
 // CHECK:         store <[[M]] x float>
 
 // CHECK-LABEL: kernel @row_argmax

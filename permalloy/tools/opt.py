@@ -18,8 +18,8 @@ import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
-from importlib.metadata import PackageNotFoundError, version
 from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
 from typing import IO, ClassVar, NoReturn, cast
 
 from xdsl.context import Context

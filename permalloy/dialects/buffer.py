@@ -396,8 +396,8 @@ class LaunchOp(IRDLOperation):
     irdl_options = (AttrSizedOperandSegments(as_property=True),)
 
     assembly_format = (
-        "$kernel `ins` `(` $inputs `:` type($inputs) `)` `outs` `(` $outputs `:` "
-        "type($outputs) `)` attr-dict"
+        "$kernel `ins` `(` ($inputs^ `:` type($inputs))? `)` `outs` `(` $outputs "
+        "`:` type($outputs) `)` attr-dict"
     )
 
     def __init__(

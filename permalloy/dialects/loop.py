@@ -220,8 +220,8 @@ class PointwiseOp(LoopOp):
         assert isinstance(result_type, TensorType)
         _require(
             self.yielded.type == scalar_type(result_type.element_type),
-            f"loop.pointwise: the body yields {self.yielded.type} for a result of "
-            f"{result_type.element_type}",
+            f"loop.pointwise: the body yields {self.yielded.type}, but a result of "
+            f"{result_type.element_type} needs {scalar_type(result_type.element_type)}",
         )
 
 
@@ -316,8 +316,8 @@ class ReduceOp(LoopOp):
         else:
             _require(
                 value_type == scalar_type(result_type.element_type),
-                f"loop.reduce: the body yields {value_type} for a result of "
-                f"{result_type.element_type}",
+                f"loop.reduce: the body yields {value_type}, but a result of "
+                f"{result_type.element_type} needs {scalar_type(result_type.element_type)}",
             )
 
 
@@ -420,7 +420,7 @@ class LoadOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> LoadOp:
-        source = parser.parse_operand()
+        unresolved_source = parser.parse_unresolved_operand()
         indices = parse_expr_list(parser)
         index_values: list[SSAValue] = []
         if parser.parse_optional_punctuation("(") is not None:
@@ -439,6 +439,7 @@ class LoadOp(IRDLOperation):
         attributes = parser.parse_optional_attr_dict()
         parser.parse_punctuation(":")
         result_type = parser.parse_type()
+        source = parser.resolve_operand(unresolved_source, _source_type_of(parser, unresolved_source))
         op = cls(source, indices, result_type, index_values, mask)
         op.attributes.update(attributes)
         return op
@@ -459,10 +460,21 @@ class LoadOp(IRDLOperation):
         )
         _require(
             self.result.type == scalar_type(element_type),
-            f"loop.load: result type {self.result.type} differs from the input's "
-            f"element type {element_type}",
+            f"loop.load: result type {self.result.type} should be "
+            f"{scalar_type(element_type)} to read elements of {element_type}",
         )
         _check_index_symbols(self, self.indices.data, len(self.index_values))
+
+
+def _source_type_of(parser: Parser, operand) -> Attribute:
+    """The type of an operand defined earlier: loads name values already typed
+    (block arguments of the enclosing loop op), so the text gives no type."""
+    value = parser.ssa_values.get(operand.operand_name)
+    if value is None or operand.index >= len(value):
+        parser.raise_error(
+            f"loop.load reads %{operand.operand_name}, which is not defined before it"
+        )
+    return value[operand.index].type
 
 
 def source_shape_and_element(

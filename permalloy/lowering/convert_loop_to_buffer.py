@@ -125,6 +125,7 @@ class _FunctionConversion:
         self.names = names
         self.buffers: dict[SSAValue, SSAValue] = {}
         self.dead: list[Operation] = []
+        self.result_types: list[Attribute] = []
         self.result_layouts = self._result_layouts()
 
     def _result_layouts(self) -> dict[int, SymListAttr]:
@@ -158,10 +159,7 @@ class _FunctionConversion:
             op.detach()
             op.erase()
         inputs = [a.type for a in block.args]
-        outputs = self.function.function_type.outputs.data
-        self.function.function_type = FunctionType.from_lists(
-            inputs, [_buffer_for(t, self.result_layouts.get(i)) for i, t in enumerate(outputs)]
-        )
+        self.function.function_type = FunctionType.from_lists(inputs, self.result_types)
 
     def _returned_positions(self) -> dict[SSAValue, int]:
         terminator = self.function.body.block.last_op
@@ -193,7 +191,7 @@ class _FunctionConversion:
             [r.type for r in op.results],  # type: ignore[misc]
             Region(block),
         )
-        self.module.body.block.insert_op_before(kernel, self.module.body.block.first_op)  # type: ignore[arg-type]
+        self.module.body.block.insert_op_before(kernel, self.function)
         layout = self.result_layouts.get(returned_at) if returned_at is not None else None
         alloc = self._insert(buf.AllocOp(_buffer_for(op.result.type, layout)), op)  # type: ignore[arg-type]
         alloc.results[0].name_hint = op.results[0].name_hint
@@ -232,12 +230,18 @@ class _FunctionConversion:
         self._replace(op, view.results[0])
 
     def _convert_return(self, op: func.ReturnOp) -> None:
+        """Return each result in the layout its `ptensor.strides` asks for
+        (copying when it differs), or else in the layout it has: a returned view
+        stays a view, aliasing its source as eager's would."""
         values = []
         for i, value in enumerate(op.arguments):
             result = self.buffers[value]
             wanted = self.result_layouts.get(i)
             result_type = buf.buffer_type(result)
-            if wanted is not None and tuple(wanted.data) != tuple(result_type.strides.data):
+            if wanted is not None and (
+                tuple(wanted.data) != tuple(result_type.strides.data)
+                or result_type.offset.expr != 0
+            ):
                 relaid = self._insert(
                     buf.AllocOp(buf.BufferType(result_type.sizes, result_type.element_type, wanted.data)), op
                 )
@@ -245,6 +249,7 @@ class _FunctionConversion:
                 result = relaid.results[0]
             values.append(result)
         self._insert(func.ReturnOp(*values), op)
+        self.result_types = [v.type for v in values]
         self._erase(op)
 
     def _replace(self, op: Operation, new: SSAValue) -> None:

@@ -9,7 +9,6 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
-from xdsl.utils.exceptions import DiagnosticException
 
 from permalloy.dialects.ptensor import VIEW_OPS
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
@@ -27,7 +26,9 @@ class ConvertPtensorToLoopPass(ModulePass):
     between a producer and its reader becomes part of the reader's index
     expression (broadcasting too), simplified with sympy. Views still read by
     the host program (library calls, fallbacks, function results) stay, as do
-    library, fallback, constant, rand, scatter_add and index_put ops.
+    library, fallback, constant, rand, scatter_add and index_put ops, and the
+    elementwise ops that have no scalar form (erfinv, integer pow), which the
+    host program runs with torch.
 
     Before:
     ```
@@ -59,8 +60,8 @@ def _lower_function(function: func.FuncOp) -> None:
             continue
         try:
             replacement = lowering(op)
-        except UnsupportedScalarOp as error:
-            raise DiagnosticException(f"{op.name}: cannot lower to loops: {error}") from error
+        except UnsupportedScalarOp:
+            continue  # no scalar form: the op stays, and the host runs it with torch
         _replace(op, replacement)
     _erase_dead_views(function)
 

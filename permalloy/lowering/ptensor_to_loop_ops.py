@@ -23,7 +23,7 @@ from permalloy.lowering.index_algebra import (
     broadcast_index,
 )
 from permalloy.lowering.loop_builder import LoopBuilder
-from permalloy.lowering.scalar_ops import compute_type
+from permalloy.lowering.scalar_ops import compute_type, is_unsigned
 
 
 def _result_type(op: Operation) -> pt.TensorType:
@@ -120,9 +120,14 @@ def lower_reduce(op: pt.ReduceOp) -> Operation:
             index.append(builder.parallel_indices[next(parallel)])
     value = builder.read(op.input, index)
     kind = op.kind.data
+    value_type = source.element_type
     if kind in (pt.ReduceKind.ANY, pt.ReduceKind.ALL):
-        value = builder.body.nonzero(value, source.element_type)
-    return builder.reduce(kind, value, source.element_type)
+        value = builder.body.nonzero(value, value_type)
+    elif kind in (pt.ReduceKind.ARGMAX, pt.ReduceKind.ARGMIN) and is_unsigned(value_type):
+        # argmax/argmin compare signless values as signed: widen unsigned ones
+        value = builder.body.convert(value, value_type, IntegerType(64))
+        value_type = IntegerType(64)
+    return builder.reduce(kind, value, value_type)
 
 
 def lower_cat(op: pt.CatOp) -> Operation:
@@ -180,11 +185,14 @@ def lower_pad(op: pt.PadOp) -> Operation:
     shifted = [d - lo for d, lo in zip(builder.parallel_indices, low)]
     if mode == pt.PadMode.CONSTANT:
         return _constant_pad(builder, op, shifted, source)
-    values = [
-        _reflect_or_clamp(builder, position, size, mode)
-        for position, size in zip(shifted, source.sizes)
-    ]
-    index = [index_value(i) for i in range(len(values))]
+    values: list[SSAValue] = []
+    index: list[sympy.Expr] = []
+    for position, size, lo, hi in zip(shifted, source.sizes, low, op.high.data):
+        if lo == 0 and hi == 0:
+            index.append(position)
+            continue
+        index.append(index_value(len(values)))
+        values.append(_reflect_or_clamp(builder, position, size, mode))
     return builder.pointwise(builder.read(op.input, index, values))
 
 
@@ -210,9 +218,9 @@ def _reflect_or_clamp(builder, position, size, mode) -> SSAValue:
     """The source position of a reflect or replicate pad, as an index value."""
     body = builder.body
     here = builder.index(position)
-    zero = body.constant(0, IndexType())
     last = builder.index(size - 1)
     if mode == pt.PadMode.REPLICATE:
+        zero = body.constant(0, IndexType())
         clamped = body.add(arith.MaxSIOp(here, zero))
         return body.add(arith.MinSIOp(clamped, last))
     # reflect: j = |i|; j = last - |last - j|

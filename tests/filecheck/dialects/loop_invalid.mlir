@@ -43,7 +43,7 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 // -----
 
 func.func @f(%x: !ptensor.tensor<[4], f32>) {
-  // CHECK: Operation does not verify: loop.pointwise: the body yields f32 for a result of bf16
+  // CHECK: Operation does not verify: loop.pointwise: the body yields f32, but a result of bf16 needs bf16
   %0 = loop.pointwise ins(%a = %x : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], bf16> {
     %v = loop.load %a[d0] : f32
     loop.yield %v : f32
@@ -55,7 +55,7 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 
 // A ui8 result is yielded as signless i8.
 func.func @f(%x: !ptensor.tensor<[4], ui8>) {
-  // CHECK: Operation does not verify: loop.pointwise: the body yields ui8 for a result of ui8
+  // CHECK: Operation does not verify: loop.pointwise: the body yields ui8, but a result of ui8 needs i8
   %0 = "loop.pointwise"(%x) ({
   ^bb0(%a: !ptensor.tensor<[4], ui8>):
     %v = "test.op"() : () -> ui8
@@ -125,7 +125,7 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 // -----
 
 func.func @f(%x: !ptensor.tensor<[4], f32>) {
-  // CHECK: Operation does not verify: loop.reduce: the body yields f32 for a result of f64
+  // CHECK: Operation does not verify: loop.reduce: the body yields f32, but a result of f64 needs f64
   %0 = loop.reduce max ins(%a = %x : !ptensor.tensor<[4], f32>) over [4] -> !ptensor.tensor<[], f64> {
     %v = loop.load %a[r0] : f32
     loop.yield %v : f32
@@ -162,7 +162,7 @@ func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
 
 // A ui8 element is loaded as signless i8.
 func.func @f(%x: !ptensor.tensor<[4], ui8>) {
-  // CHECK: Operation does not verify: loop.load: result type ui8 differs from the input's element type ui8
+  // CHECK: Operation does not verify: loop.load: result type ui8 should be i8 to read elements of ui8
   %0 = loop.pointwise ins(%a = %x : !ptensor.tensor<[4], ui8>) -> !ptensor.tensor<[4], i8> {
     %v = loop.load %a[d0] : ui8
     %w = "test.op"(%v) : (ui8) -> i8

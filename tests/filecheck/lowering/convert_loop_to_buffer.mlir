@@ -11,10 +11,8 @@
 // for its result and a buffer.launch; function arguments and results become
 // buffers (dense by default). Kernel names say what they compute and are unique
 // across the functions of the module.
+// Kernels come just before the function that launches them, in launch order.
 // CHECK-LABEL: builtin.module {
-// CHECK-DAG:     buffer.kernel @pointwise_1(%{{.+}}: !ptensor.tensor<[s0, 8], f32>, %{{.+}}: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[s0, 8], f32>) {
-// CHECK-DAG:     buffer.kernel @reduce_max_2(%{{.+}}: !ptensor.tensor<[s0, 8], f32>) -> (!ptensor.tensor<[s0], f32>) {
-// CHECK-DAG:     buffer.kernel @pointwise_exp_3(%{{.+}}: !ptensor.tensor<[4], f32>) -> (!ptensor.tensor<[4], f32>) {
 // A kernel holds its loop op, reading the kernel's arguments.
 // CHECK:         buffer.kernel @pointwise_exp_0(%[[A:.+]]: !ptensor.tensor<[s0, 8], f32>) -> (!ptensor.tensor<[s0, 8], f32>) {
 // CHECK-NEXT:      %e = loop.pointwise ins(%[[X:.+]] = %[[A]] : !ptensor.tensor<[s0, 8], f32>) -> !ptensor.tensor<[s0, 8], f32> {
@@ -24,6 +22,8 @@
 // CHECK-NEXT:      }
 // CHECK-NEXT:      buffer.yield %e : !ptensor.tensor<[s0, 8], f32>
 // CHECK-NEXT:    }
+// CHECK-NEXT:    buffer.kernel @pointwise_1(%{{.+}}: !ptensor.tensor<[s0, 8], f32>, %{{.+}}: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[s0, 8], f32>) {
+// CHECK:         buffer.kernel @reduce_max_2(%{{.+}}: !ptensor.tensor<[s0, 8], f32>) -> (!ptensor.tensor<[s0], f32>) {
 // CHECK-LABEL:   func.func @kernels(%x: !buffer.buffer<[s0, 8], f32>, %y: !buffer.buffer<[8], f32>) -> (!buffer.buffer<[s0, 8], f32>, !buffer.buffer<[s0], f32>) {
 // CHECK-NEXT:      %e = buffer.alloc : !buffer.buffer<[s0, 8], f32>
 // CHECK-NEXT:      buffer.launch @pointwise_exp_0 ins(%x : !buffer.buffer<[s0, 8], f32>) outs(%e : !buffer.buffer<[s0, 8], f32>)
@@ -33,6 +33,7 @@
 // CHECK-NEXT:      buffer.launch @reduce_max_2 ins(%a : !buffer.buffer<[s0, 8], f32>) outs(%s : !buffer.buffer<[s0], f32>)
 // CHECK-NEXT:      func.return %a, %s : !buffer.buffer<[s0, 8], f32>, !buffer.buffer<[s0], f32>
 // CHECK-NEXT:    }
+// CHECK:         buffer.kernel @pointwise_exp_3(%{{.+}}: !ptensor.tensor<[4], f32>) -> (!ptensor.tensor<[4], f32>) {
 // CHECK-LABEL:   func.func @second(%x: !buffer.buffer<[4], f32>) -> !buffer.buffer<[4], f32> {
 // CHECK-NEXT:      %e = buffer.alloc : !buffer.buffer<[4], f32>
 // CHECK-NEXT:      buffer.launch @pointwise_exp_3 ins(%x : !buffer.buffer<[4], f32>) outs(%e : !buffer.buffer<[4], f32>)

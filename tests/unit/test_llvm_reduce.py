@@ -192,3 +192,21 @@ def test_empty_reduction_domain_gives_the_identity(target, kind, expected):
 def test_empty_any_all(target):
     assert not reduce(target, "any", torch.empty(3, 0, dtype=torch.bool), [1], [3], "[d0, r0]").any()
     assert reduce(target, "all", torch.empty(3, 0, dtype=torch.bool), [1], [3], "[d0, r0]").all()
+
+
+@pytest.mark.parametrize("index,dim", [("[d0, r0]", 1), ("[r0, d0]", 0)])
+def test_symbolic_reduction_sizes_including_zero(target, index, dim):
+    from xdsl.dialects.builtin import f32
+
+    from permalloy.dialects.buffer import BufferType
+    from permalloy.dialects.sym import symbol
+
+    s0, s1 = symbol("s0"), symbol("s1")
+    shape, over, result = ("[s0, s1]", "[s1]", "[s0]") if dim == 1 else ("[s0, s1]", "[s0]", "[s1]")
+    kernel = parse_kernel(reduce_kernel("sum", shape, "f32", over, result, "f32", index))
+    layouts = [BufferType([s0, s1], f32), BufferType([s0] if dim == 1 else [s1], f32)]
+    for rows, cols in [(3, 70), (3, 0), (0, 5), (9, 1)]:
+        x = torch.randn(rows, cols)
+        out = torch.empty(rows if dim == 1 else cols)
+        run(target, kernel, [x], [out], {"s0": rows, "s1": cols}, layouts)
+        torch.testing.assert_close(out, x.sum(dim), rtol=1e-5, atol=1e-5)

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
 
-from permalloy.dialects.ptensor import VIEW_OPS
+from permalloy.dialects.ptensor import VIEW_OPS, FullOp
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
 from permalloy.lowering.scalar_ops import UnsupportedScalarOp
 
@@ -54,16 +54,29 @@ class ConvertPtensorToLoopPass(ModulePass):
 
 
 def _lower_function(function: func.FuncOp) -> None:
-    for op in list(function.body.walk()):
+    ops = list(function.body.walk())
+    _lower_ops([op for op in ops if not isinstance(op, FullOp)])
+    _erase_dead_views(function)
+    # Fills go last: their readers took the value as a constant, so most fills
+    # need no loop of their own by now.
+    _lower_ops([op for op in ops if isinstance(op, FullOp)])
+    _erase_dead_views(function)
+
+
+def _lower_ops(ops: list[Operation]) -> None:
+    for op in ops:
         lowering = LOWERINGS.get(type(op))
         if lowering is None:
+            continue
+        if not op.results[0].uses:
+            op.detach()
+            op.erase()
             continue
         try:
             replacement = lowering(op)
         except UnsupportedScalarOp:
             continue  # no scalar form: the op stays, and the host runs it with torch
         _replace(op, replacement)
-    _erase_dead_views(function)
 
 
 def _replace(op: Operation, replacement: Operation) -> None:

@@ -18,19 +18,20 @@ Conventions every target follows:
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
-
-import torch
+from typing import TYPE_CHECKING, Protocol
 
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.ptensor import TensorType
 from permalloy.dialects.sym import symbol_kind
 
+if TYPE_CHECKING:
+    import torch
+
 
 class CompiledKernel(Protocol):
     """A kernel ready to run on tensors laid out as its launch says."""
 
-    def __call__(self, tensors: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
+    def __call__(self, tensors: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:  # noqa: F821
         """Run on `tensors` (inputs then outputs) with `symbols` in kernel order."""
         ...
 

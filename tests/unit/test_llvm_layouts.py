@@ -229,3 +229,39 @@ buffer.kernel @r(%t: {tensor(str(list(shape)), "f32")}) -> ({tensor(str(out_shap
     out = torch.empty(out_shape)
     run(target, parse_kernel(text), [x], [out])
     assert torch.equal(out, x.amax(dim))
+
+
+@pytest.mark.parametrize("kind", ["sum", "prod", "max", "min", "argmax", "argmin", "any"])
+@pytest.mark.parametrize("transposed", [False, True])
+def test_single_value_reductions_split_across_threads(kind, transposed):
+    """A reduction to one value runs on every thread, each on a range of r0."""
+    torch.set_num_threads(2)
+    eager = LLVMTarget(parallel_threshold=1)
+    base = torch.randn(77, 203) if kind != "any" else torch.rand(77, 203) > 0.999
+    if kind == "prod":
+        base = 1 + 0.01 * base
+    if kind.startswith("arg"):
+        base = torch.round(base)  # ties between the two threads' halves
+    x = base.t() if transposed else base  # a transposed input keeps two reduction loops
+    rows, cols = x.shape
+    dtype = "i64" if kind.startswith("arg") else ("i1" if kind == "any" else "f32")
+    text = f"""
+buffer.kernel @r(%t: {tensor(f"[{rows}, {cols}]", "i1" if kind == "any" else "f32")}) -> ({tensor("[]", dtype)}) {{
+  %r = loop.reduce {kind} ins(%x = %t : {tensor(f"[{rows}, {cols}]", "i1" if kind == "any" else "f32")}) over [{rows}, {cols}] -> {tensor("[]", dtype)} {{
+    %v = loop.load %x[r0, r1] : {"i1" if kind == "any" else "f32"}
+    loop.yield %v : {"i1" if kind == "any" else "f32"}
+  }}
+  buffer.yield %r : {tensor("[]", dtype)}
+}}"""
+    out = torch.empty((), dtype={"i64": torch.int64, "i1": torch.bool, "f32": torch.float32}[dtype])
+    run(eager, parse_kernel(text), [x], [out])
+    flat = x.reshape(-1)
+    reference = {"sum": torch.sum, "prod": torch.prod, "max": torch.max, "min": torch.min,
+                 "argmax": torch.argmax, "argmin": torch.argmin, "any": torch.any}  # fmt: skip
+    expected = reference[kind](flat)
+    if kind == "sum":  # rounding errors scale with the magnitudes summed, not the (small) sum
+        assert abs(float(out) - float(flat.double().sum())) < 1e-6 * float(flat.abs().sum())
+    elif kind == "prod":
+        torch.testing.assert_close(out, expected, rtol=1e-5, atol=1e-5)
+    else:
+        assert torch.equal(out, expected)

@@ -12,7 +12,9 @@ items. Small groups (under `parallel_threshold` points of work), or one thread, 
 `n = min(nthreads, useful threads)`, and each worker runs its contiguous share
 of the items, taken from `omp_get_thread_num()` and `omp_get_num_threads()`.
 Temporaries (loop results read by later stages and not returned) are
-allocated with `aligned_alloc` and freed before returning.
+allocated with `aligned_alloc` and freed before returning. A reduction to a
+single value is split along r0: each thread reduces its range into a partial
+result (`args[2]` holds them), and the entry combines them in thread order.
 """
 
 from __future__ import annotations
@@ -26,7 +28,17 @@ from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import Env
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
-from permalloy.targets.llvm.nest import NestEmitter, counts_elements, work_items, work_volume
+from permalloy.targets.llvm.nest import (
+    MAX_SPLIT,
+    PARTIAL_BYTES,
+    NestEmitter,
+    StageEmitter,
+    alignment,
+    splits_reduction,
+    store_partial,
+    work_items,
+    work_volume,
+)
 from permalloy.targets.llvm.plan import KernelPlan, StagePlan
 from permalloy.targets.llvm.types import I32, I64, PTR, VOID, byte_size, memory_type
 
@@ -90,19 +102,22 @@ class KernelEmitter:
     # -- functions ---------------------------------------------------------------
 
     def _emit_run(self, group: list[StagePlan], k: int) -> ir.Function:
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I64, I64]), f"{self.name}.run{k}")
+        split = splits_reduction(group)
+        arguments = [PTR, PTR, I64, I64] + ([PTR] if split else [])
+        fn = ir.Function(self.module, ir.FunctionType(VOID, arguments), f"{self.name}.run{k}")
         fn.linkage = "internal"
         cg = CodeGen(self.module, fn)
-        ptrs, syms, lo, hi = fn.args
+        ptrs, syms, lo, hi = fn.args[:4]
         env = Env(scalars=self._symbols(cg, syms))
-        slots = {t.slot for stage in group for t in (*stage.inputs.values(), *stage.outputs)}
-        pointers = {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
-        NestEmitter(cg, group, env, pointers, self.zero).emit(lo, hi)
+        NestEmitter(cg, group, env, self._pointers(cg, ptrs, group), self.zero).emit(
+            lo, hi, fn.args[4] if split else None
+        )
         cg.builder.ret_void()
         return fn
 
-    def _alignment(self, group: list[StagePlan]) -> int:
-        return group[0].lanes if counts_elements(group) else 1
+    def _pointers(self, cg: CodeGen, ptrs: ir.Value, group: list[StagePlan]) -> dict[int, ir.Value]:
+        slots = {t.slot for stage in group for t in (*stage.inputs.values(), *stage.outputs)}
+        return {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
 
     def _emit_worker(self, group: list[StagePlan], k: int, run: ir.Function) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"{self.name}.worker{k}")
@@ -114,12 +129,16 @@ class KernelEmitter:
         total = self._value(cg, work_items(group), self._symbols(cg, syms))
         tid = b.sext(b.call(cg.declare("omp_get_thread_num", I32, []), []), I64)
         count = b.sext(b.call(cg.declare("omp_get_num_threads", I32, []), []), I64)
-        align = I64(self._alignment(group))
+        align = I64(alignment(group))
         share = b.sdiv(b.add(total, b.sub(count, I64(1))), count)
         share = b.mul(b.sdiv(b.add(share, b.sub(align, I64(1))), align), align)
         lo = _min(b, b.mul(tid, share), total)
         hi = _min(b, b.add(lo, share), total)
-        cg.if_then(b.icmp_signed("<", lo, hi), lambda: b.call(run, [ptrs, syms, lo, hi]))
+        extra = []
+        if splits_reduction(group):
+            partials = self._pointer(cg, fn.args[0], 2)
+            extra = [b.gep(partials, [b.mul(tid, I64(PARTIAL_BYTES))], source_etype=ir.IntType(8))]
+        cg.if_then(b.icmp_signed("<", lo, hi), lambda: b.call(run, [ptrs, syms, lo, hi, *extra]))
         b.ret_void()
         return fn
 
@@ -130,22 +149,30 @@ class KernelEmitter:
         data, syms, nthreads = fn.args
         scalars = self._symbols(cg, syms)
         ptrs, temporaries = self._allocate_temporaries(cg, data, scalars)
-        args = cg.alloca(PTR, name="args", count=2)
+        args = cg.alloca(PTR, name="args", count=3)
         b.store(ptrs, b.gep(args, [I64(0)], source_etype=PTR))
         b.store(syms, b.gep(args, [I64(1)], source_etype=PTR))
         threads = b.sext(nthreads, I64)
         for group, run, worker in zip(self.plan.groups, runs, workers):
             total = self._value(cg, work_items(group), scalars)
             work = self._value(cg, work_volume(group), scalars)
-            align = self._alignment(group)
+            align = alignment(group)
             useful = b.sdiv(b.add(total, I64(align - 1)), I64(align))
             count = _min(b, threads, useful)
+            finisher, extra = None, []
+            if splits_reduction(group):
+                count = _min(b, count, I64(MAX_SPLIT))
+                finisher = StageEmitter(cg, group[0], Env(scalars=dict(scalars)), self._pointers(cg, ptrs, group), self.zero)
+                extra = [self._partials(cg, finisher)]
+                b.store(extra[0], b.gep(args, [I64(2)], source_etype=PTR))
 
-            def serial(run=run, total=total) -> None:
-                b.call(run, [ptrs, syms, I64(0), total])
+            def serial(run=run, total=total, extra=extra) -> None:
+                b.call(run, [ptrs, syms, I64(0), total, *extra])
 
             if worker is None:
                 cg.if_then(b.icmp_signed(">", total, I64(0)), serial)
+                if finisher is not None:
+                    finisher.finish_split(extra[0])
                 continue
             wide = b.and_(b.icmp_signed(">", count, I64(1)), b.icmp_signed(">=", work, I64(self.threshold)))
             with b.if_else(wide) as (parallel, alone):
@@ -155,10 +182,24 @@ class KernelEmitter:
                     b.call(gomp, [function, args, b.trunc(count, I32), I32(0)])
                 with alone:
                     cg.if_then(b.icmp_signed(">", total, I64(0)), serial)
+            if finisher is not None:
+                finisher.finish_split(extra[0])
         free = cg.declare("free", VOID, [PTR])
         for pointer in temporaries:
             b.call(free, [pointer])
         b.ret_void()
+
+    def _partials(self, cg: CodeGen, stage: StageEmitter) -> ir.Value:
+        """MAX_SPLIT partial results of a split reduction, each the identity."""
+        partials = cg.alloca(I64, count=MAX_SPLIT * PARTIAL_BYTES // 8, name="partials")
+        identity = (stage.red.identity(), I64(0) if stage.red.is_arg else None)
+
+        def reset(i: ir.Value) -> None:
+            entry = cg.builder.gep(partials, [cg.builder.mul(i, I64(PARTIAL_BYTES))], source_etype=ir.IntType(8))
+            store_partial(cg, stage.red, entry, identity)
+
+        cg.for_range(I64(0), I64(MAX_SPLIT), reset, name="partial")
+        return partials
 
     def _allocate_temporaries(self, cg: CodeGen, data: ir.Value, scalars) -> tuple[ir.Value, list[ir.Value]]:
         if not self.plan.temporaries:

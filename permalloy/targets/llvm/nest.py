@@ -32,16 +32,33 @@ JAM = 4  # reduction iterations an `outer` reduction combines in registers
 TILE_BYTES = 12288  # accumulators of an `outer` reduction's column tile: well inside L1
 
 
+PARTIAL_BYTES = 16  # one thread's partial result of a split reduction: value, then position
+MAX_SPLIT = 64  # threads a split reduction uses at most
+
+
 def counts_elements(group: list[StagePlan]) -> bool:
     """Whether a group's work items are output elements (else rows)."""
     return len(group) == 1 and group[0].mode != INNER
+
+
+def splits_reduction(group: list[StagePlan]) -> bool:
+    """Whether a group is one reduction to a single value, split across threads along r0."""
+    return len(group) == 1 and group[0].mode == INNER and product(s for _, s in group[0].row_dims()) == 1
 
 
 def work_items(group: list[StagePlan]) -> sympy.Expr:
     """The number of work items of a group (see the module docstring)."""
     if counts_elements(group):
         return product(group[0].parallel)
+    if splits_reduction(group):
+        return group[0].reduction[0]
     return product(size for _, size in group[0].row_dims())
+
+
+def alignment(group: list[StagePlan]) -> int:
+    """Work items are shared among threads in multiples of this."""
+    vectorized = counts_elements(group) or (splits_reduction(group) and len(group[0].reduction) == 1)
+    return group[0].lanes if vectorized else 1
 
 
 def work_volume(group: list[StagePlan]) -> sympy.Expr:
@@ -58,10 +75,14 @@ class NestEmitter:
         self.env = env
         self.stages = [StageEmitter(cg, stage, env, pointers, zero) for stage in group]
 
-    def emit(self, lo: ir.Value, hi: ir.Value) -> None:
+    def emit(self, lo: ir.Value, hi: ir.Value, partial: ir.Value | None = None) -> None:
+        """The loop nest over work items [lo, hi); a split reduction's partial result to `partial`."""
         for stage in self.stages:
             stage.body.emit_level(-1, self.env)
         first = self.stages[0]
+        if partial is not None:
+            first.inner_split(self.env.child(), lo, hi, partial)
+            return
         if counts_elements(self.group):
             first.element_rows(lo, hi, first.row)
             return
@@ -186,35 +207,26 @@ class StageEmitter:
 
         self.cg.if_then(b.icmp_signed("<", main_end, end), tail, name="tail")
 
-    def _seq_loops(self, env: Env, names: list[str], innermost: Callable[[Env], None], block_last=None) -> None:
+    def _seq_loops(self, env: Env, names: list[str], innermost: Callable[[Env], None], bounds=None) -> None:
         """
         Nested loops over reduction variables `names`, each emitting its level's
-        body ops. With `block_last`, the last loop runs in blocks of
-        SUM_BLOCK_ROWS, `block_last(run_block)` wrapping each block.
+        body ops; the first runs over `bounds` (lo, hi) when given, else its size.
         """
         if not names:
             innermost(env)
             return
         name = names[0]
-        size = self.reduction[int(name[1:])]
         level = self.stage.var_level[name]
+        lo, hi = bounds if bounds is not None else (I64(0), self.reduction[int(name[1:])])
 
         def iteration(i: ir.Value) -> None:
             scalars = dict(env.scalars)
             scalars[name] = i
             inner = env.child(scalars=scalars)
             self.body.emit_level(level, inner)
-            self._seq_loops(inner, names[1:], innermost, block_last)
+            self._seq_loops(inner, names[1:], innermost)
 
-        if len(names) > 1 or block_last is None:
-            self.cg.for_range(I64(0), size, iteration, name=name)
-            return
-
-        def one_block(rb: ir.Value) -> None:
-            block_end = _min(self.b, self.b.add(rb, I64(SUM_BLOCK_ROWS)), size)
-            block_last(lambda: self.cg.for_range(rb, block_end, iteration, name=name))
-
-        self.cg.for_range(I64(0), size, one_block, step=SUM_BLOCK_ROWS, name=name + "b")
+        self.cg.for_range(lo, hi, iteration, name=name)
 
     def _position(self, env: Env, vector: bool) -> ir.Value:
         """Row-major position in the reduction domain, for argmax/argmin."""
@@ -244,7 +256,9 @@ class StageEmitter:
 
         self._vector_loop(env, xs, xe, chunk)
 
-    def _inner_row(self, env: Env, empty: bool) -> None:
+    def _inner_row(self, env: Env, empty: bool, split=None) -> None:
+        """One output of an `inner` reduction; with `split` = (lo, hi, partial), the
+        part of a single reduction with r0 in [lo, hi), stored as a partial result."""
         red, lanes = self.red, self.stage.lanes
         if empty:
             self.body.store_scalar(red.empty_result(), env)
@@ -260,12 +274,41 @@ class StageEmitter:
             position = self._position(inner, True) if red.is_arg else None
             red.combine(part if in_block else total, self.body.vector_value(inner), inner.mask, position)
 
+        vector_bounds = split[:2] if split is not None and m == 1 else (I64(0), self.reduction[-1])
+
         def innermost(outer: Env) -> None:
             blocked = self._blocks(total, part) if part is not None else None
-            self._vector_loop(outer, I64(0), self.reduction[-1], chunk, blocked)
+            self._vector_loop(outer, *vector_bounds, chunk, blocked)
 
-        self._seq_loops(env, [f"r{j}" for j in range(m - 1)], innermost)
-        self.body.store_scalar(red.horizontal(total), env)
+        outer_bounds = split[:2] if split is not None and m > 1 else None
+        self._seq_loops(env, [f"r{j}" for j in range(m - 1)], innermost, outer_bounds)
+        if split is None:
+            self.body.store_scalar(red.horizontal(total), env)
+        else:
+            store_partial(self.cg, red, split[2], red.lanes_state(total))
+
+    def inner_split(self, env: Env, lo: ir.Value, hi: ir.Value, partial: ir.Value) -> None:
+        """The part of a single reduction with r0 in [lo, hi), as a partial result."""
+        self._inner_row(env, False, (lo, hi, partial))
+
+    def finish_split(self, partials: ir.Value) -> None:
+        """Combine the MAX_SPLIT partial results at `partials` and store the result."""
+        red, cg = self.red, self.cg
+        value = cg.alloca(red.acc_type, red.identity())
+        position = cg.alloca(I64, I64(0))
+
+        def combine(i: ir.Value) -> None:
+            entry = cg.builder.gep(partials, [cg.builder.mul(i, I64(PARTIAL_BYTES))], source_etype=ir.IntType(8))
+            state = (cg.read(value), cg.read(position) if red.is_arg else None)
+            new_value, new_position = load_partial(cg, red, entry)
+            state = red.step(state, new_value, None, new_position)
+            cg.builder.store(state[0], value)
+            if state[1] is not None:
+                cg.builder.store(state[1], position)
+
+        cg.for_range(I64(0), I64(MAX_SPLIT), combine, name="partial")
+        result = red.finish_state((cg.read(value), cg.read(position) if red.is_arg else None))
+        self.body.store_scalar(result, self.env)
 
     def _outer_row(self, env: Env, xs: ir.Value, xe: ir.Value, empty: bool) -> None:
         red, lanes, b = self.red, self.stage.lanes, self.b
@@ -349,6 +392,21 @@ class StageEmitter:
         return self.b.udiv(self.b.sub(start, tile_start), I64(self.stage.lanes))
 
 
+def store_partial(cg: CodeGen, red: Reduction, entry: ir.Value, state) -> None:
+    """A scalar state (value, position) into a partial-result entry."""
+    cg.builder.store(state[0], entry)
+    if state[1] is not None:
+        cg.builder.store(state[1], cg.builder.gep(entry, [I64(8)], source_etype=ir.IntType(8)))
+
+
+def load_partial(cg: CodeGen, red: Reduction, entry: ir.Value):
+    value = cg.builder.load(entry, typ=red.acc_type)
+    position = None
+    if red.is_arg:
+        position = cg.builder.load(cg.builder.gep(entry, [I64(8)], source_etype=ir.IntType(8)), typ=I64)
+    return value, position
+
+
 def _min(b: ir.IRBuilder, x: ir.Value, y: ir.Value) -> ir.Value:
     return b.select(b.icmp_signed("<", x, y), x, y)
 
@@ -359,4 +417,4 @@ def _unsigned(stage: StagePlan) -> bool:
     return isinstance(owner, LoadOp) and is_unsigned(stage.inputs[owner.source].element)
 
 
-__all__ = ["NestEmitter", "StageEmitter", "counts_elements", "work_items", "work_volume", "OUTER"]
+__all__ = ["NestEmitter", "StageEmitter", "alignment", "counts_elements", "splits_reduction", "work_items", "work_volume"]

@@ -27,6 +27,7 @@ from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.convert import from_compute, to_compute
 from permalloy.targets.llvm.types import (
     I64,
+    lanes_of,
     is_bool,
     is_float,
     is_half_like,
@@ -161,10 +162,10 @@ class Reduction:
         mask: ir.Value | None = None,
         position: ir.Value | None = None,
     ) -> tuple[ir.Value, ir.Value | None]:
-        """A state combined with a new vector of values, in registers."""
+        """A state combined with new values (vectors, or scalars for scalar states)."""
         b = self.cg.builder
         current, positions = state
-        lanes = current.type.count
+        lanes = lanes_of(current)
         value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
         if self.is_arg:
             better = self._better(value, current)
@@ -223,11 +224,15 @@ class Reduction:
 
     def horizontal(self, acc: Accumulator) -> ir.Value:
         """The reduction of all lanes, as the result's register type."""
+        return self.finish_state(self.lanes_state(acc))
+
+    def lanes_state(self, acc: Accumulator) -> tuple[ir.Value, ir.Value | None]:
+        """The lanes of an accumulator reduced to one scalar state (value, position)."""
         b = self.cg.builder
         values = self._values(acc)
         best = self._reduce_lanes(values)
         if not self.is_arg:
-            return self.finish(best)
+            return best, None
         lanes = values.type.count
         best_vec = self.cg.splat(best, lanes)
         if self.is_float:
@@ -238,7 +243,11 @@ class Reduction:
         else:
             same = b.icmp_signed("==", values, best_vec)
         positions = b.select(same, self._positions(acc), self.cg.const(I64, (1 << 63) - 1, lanes))
-        return self.cg.intrinsic("vector.reduce.smin", [positions], ret=I64)
+        return best, self.cg.intrinsic("vector.reduce.smin", [positions], ret=I64)
+
+    def finish_state(self, state: tuple[ir.Value, ir.Value | None]) -> ir.Value:
+        """A scalar state as the result: the position for argmax/argmin, else the value."""
+        return state[1] if self.is_arg else self.finish(state[0])
 
     def _reduce_lanes(self, values: ir.Value) -> ir.Value:
         kind, ty = self.kind, self.acc_type

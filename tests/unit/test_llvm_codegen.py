@@ -219,3 +219,30 @@ def test_index_dimensions_do_not_collapse():
 def test_softmax_stages_share_one_row_loop():
     plan = _plan(SOFTMAX, torch.empty(5, 77), torch.empty(5, 77))
     assert [[s.mode for s in g] for g in plan.groups] == [["inner", "inner", "pointwise"]]
+
+
+@pytest.mark.parametrize("bits", [128, 256])
+def test_narrower_vectors(bits):
+    """The code is width-generic: AVX2-wide (and SSE-wide) vectors give the same results."""
+    narrow = LLVMTarget(vector_bits=bits)
+    assert f"<{2 * bits // 32} x float>" in narrow.emit_source(parse_kernel(EXP), layouts_of((64, 1000), (64, 1000), (64, 1000)))
+    x, y, out = torch.randn(64, 1000), torch.randn(64, 1000), torch.empty(64, 1000)
+    run(narrow, parse_kernel(EXP), [x, y], [out])
+    torch.testing.assert_close(out, torch.exp(x) + y, rtol=1e-5, atol=1e-6)
+    x, out = torch.randn(37, 53), torch.empty(53)
+    column_max = """
+buffer.kernel @m(%t: !ptensor.tensor<[37, 53], f32>) -> (!ptensor.tensor<[53], i64>) {
+  %r = loop.reduce argmax ins(%x = %t : !ptensor.tensor<[37, 53], f32>) over [37] -> !ptensor.tensor<[53], i64> {
+    %v = loop.load %x[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  buffer.yield %r : !ptensor.tensor<[53], i64>
+}"""
+    positions = torch.empty(53, dtype=torch.int64)
+    run(narrow, parse_kernel(column_max), [x], [positions])
+    assert torch.equal(positions, x.argmax(0))
+
+
+def test_vector_bits_are_checked():
+    with pytest.raises(ValueError, match="128, 256 or 512"):
+        LLVMTarget(vector_bits=100)

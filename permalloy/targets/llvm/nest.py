@@ -22,7 +22,7 @@ from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import BodyEmitter, Env
 from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
-from permalloy.targets.llvm.plan import INNER, OUTER, POINTWISE, StagePlan
+from permalloy.targets.llvm.plan import INNER, POINTWISE, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
 from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 

@@ -20,14 +20,19 @@ class LLVMTarget:
     Compiled kernels are cached per (kernel text, layouts) in this object; one
     target holds one JIT engine, and keeps the host description it compiles
     for. `parallel_threshold` is the amount of work (elements times reduction
-    length) under which a kernel runs on the calling thread alone.
+    length) under which a kernel runs on the calling thread alone;
+    `vector_bits` narrows the vectors below the host's widest (256 on an
+    AVX-512 host whose 512-bit units are slow, say).
     """
 
     name = "llvm"
 
-    def __init__(self, parallel_threshold: int = DEFAULT_PARALLEL_THRESHOLD):
+    def __init__(self, parallel_threshold: int = DEFAULT_PARALLEL_THRESHOLD, vector_bits: int | None = None):
         self.host = HostMachine()
         self.parallel_threshold = parallel_threshold
+        if vector_bits is not None and vector_bits not in (128, 256, 512):
+            raise ValueError(f"vector_bits must be 128, 256 or 512, got {vector_bits}")
+        self.f32_lanes = min(vector_bits or self.host.vector_bits, self.host.vector_bits) // 32
         self._jit: JIT | None = None
         self._cache: dict[tuple[str, tuple[str, ...]], CompiledLLVMKernel] = {}
 
@@ -42,7 +47,7 @@ class LLVMTarget:
         compiled = self._cache.get(key)
         if compiled is None:
             name = f"{llvm_name(kernel.sym_name.data)}_{len(self._cache)}"
-            plan = plan_kernel(kernel, layouts, self.host.f32_lanes)
+            plan = plan_kernel(kernel, layouts, self.f32_lanes)
             source = self._emit(kernel, layouts, name, threads=self.jit.openmp)
             address, _ = self.jit.load(source, name)
             compiled = CompiledLLVMKernel(address, plan.num_args, len(plan.symbols), source, self.jit)
@@ -58,7 +63,7 @@ class LLVMTarget:
         return self.jit.assembly(self.emit_source(kernel, layouts))
 
     def _emit(self, kernel: KernelOp, layouts: Sequence[BufferType], name: str, threads: bool) -> str:
-        plan = plan_kernel(kernel, layouts, self.host.f32_lanes)
+        plan = plan_kernel(kernel, layouts, self.f32_lanes)
         emitter = KernelEmitter(
             plan, name, triple=self.host.triple, threads=threads, parallel_threshold=self.parallel_threshold
         )

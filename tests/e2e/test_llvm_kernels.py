@@ -100,3 +100,64 @@ buffer.kernel @s(%t: {tensor(str(list(shape)), "f32")}) -> ({tensor(str(out_shap
     run(target, parse_kernel(text), [x], [out])
     assert relative_error(out, x.sum(dim)) < 1e-5
     assert relative_error(out, x.double().sum(dim)) < 1e-5
+
+
+# --------------------------------------------------------------------------
+# The lowering's differential cases, run as compiled host programs
+# --------------------------------------------------------------------------
+
+
+def _differential_module():
+    """The lowering's differential test module (its cases and helpers), loaded by path."""
+    import importlib.util
+    import pathlib
+    import sys
+
+    path = pathlib.Path(__file__).with_name("test_lowering_differential.py")
+    if not path.exists():
+        return None
+    name = "llvm_differential_cases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+DIFFERENTIAL = _differential_module()
+CASES = [c for c in getattr(DIFFERENTIAL, "ALL_CASES", []) if not c.known_bug]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_lowered_programs_match_the_ptensor_interpreter(target, case):
+    """Every differential case of the lowering, its kernels compiled by this target."""
+    from permalloy.interpreter import run_function
+    from permalloy.targets.host import build_host_program
+
+    d = DIFFERENTIAL
+    torch.manual_seed(0)
+    levels = d.Levels(d.parse(case.ir))
+    program = build_host_program(levels.buffer.clone(), target)
+    for sizes in case.sizes:
+        args = d.make_inputs(levels.ptensor, case, sizes)
+        reference = run_function(levels.ptensor, [d.clone(a) for a in args])
+        try:
+            results = program(*[d.clone(a) for a in args])
+        except Exception as error:
+            if _fails_with_reference_target(levels, args):
+                pytest.skip(f"the host program fails with any target: {error}")
+            raise
+        for i, (r, e) in enumerate(zip(results, reference, strict=True)):
+            d.assert_same(r, e, f"{case.name} result {i} at {sizes}")
+
+
+def _fails_with_reference_target(levels, args) -> bool:
+    from permalloy.targets.host import build_host_program
+    from permalloy.targets.reference import ReferenceTarget
+
+    try:
+        build_host_program(levels.buffer.clone(), ReferenceTarget())(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    except Exception:
+        return True
+    return False

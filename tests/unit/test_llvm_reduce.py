@@ -210,3 +210,11 @@ def test_symbolic_reduction_sizes_including_zero(target, index, dim):
         out = torch.empty(rows if dim == 1 else cols)
         run(target, kernel, [x], [out], {"s0": rows, "s1": cols}, layouts)
         torch.testing.assert_close(out, x.sum(dim), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kind,reference", [("sum", torch.any), ("prod", torch.all), ("max", torch.any), ("min", torch.all)])
+def test_bool_values_into_a_bool_result(target, kind, reference):
+    x = torch.rand(6, 45) > 0.6
+    x[0], x[1] = True, False
+    out = reduce(target, kind, x, [1], [6], "[d0, r0]")
+    assert torch.equal(out, reference(x, 1))

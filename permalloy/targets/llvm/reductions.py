@@ -36,6 +36,12 @@ from permalloy.targets.llvm.types import (
 )
 
 ARG_KINDS = (ReduceKind.ARGMAX, ReduceKind.ARGMIN)
+BOOL_KINDS = {
+    ReduceKind.SUM: ReduceKind.ANY,
+    ReduceKind.MAX: ReduceKind.ANY,
+    ReduceKind.PROD: ReduceKind.ALL,
+    ReduceKind.MIN: ReduceKind.ALL,
+}
 
 
 @dataclass
@@ -75,6 +81,8 @@ class Reduction:
         unsigned: bool = False,
     ):
         self.cg = cg
+        if is_bool(value_type) and kind in BOOL_KINDS:
+            kind = BOOL_KINDS[kind]  # a bool sum is nonzero when any value is, as torch casts it
         self.kind = kind
         self.value_type = value_type
         self.result_type = result_type

@@ -29,9 +29,10 @@ from permalloy.targets.llvm.types import (
 class CodeGen:
     """An IRBuilder positioned in one function, with lane-aware helpers."""
 
-    def __init__(self, module: ir.Module, function: ir.Function):
+    def __init__(self, module: ir.Module, function: ir.Function, avx512: bool = False):
         self.module = module
         self.function = function
+        self.avx512 = avx512  # 512-bit x86 instructions may be used (vscalefps)
         entry = function.append_basic_block("entry")
         self._alloca_builder = ir.IRBuilder(entry)
         body = function.append_basic_block("start")

@@ -61,8 +61,10 @@ class KernelEmitter:
         triple: str = "",
         threads: bool = True,
         parallel_threshold: int = DEFAULT_PARALLEL_THRESHOLD,
+        avx512: bool = False,
     ):
         self.plan = plan
+        self.avx512 = avx512
         self.name = llvm_name(name)
         self.threads = threads
         self.threshold = parallel_threshold
@@ -106,7 +108,7 @@ class KernelEmitter:
         arguments = [PTR, PTR, I64, I64] + ([PTR] if split else [])
         fn = ir.Function(self.module, ir.FunctionType(VOID, arguments), f"{self.name}.run{k}")
         fn.linkage = "internal"
-        cg = CodeGen(self.module, fn)
+        cg = CodeGen(self.module, fn, self.avx512)
         ptrs, syms, lo, hi = fn.args[:4]
         env = Env(scalars=self._symbols(cg, syms))
         NestEmitter(cg, group, env, self._pointers(cg, ptrs, group), self.zero).emit(

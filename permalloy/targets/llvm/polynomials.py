@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 from llvmlite import ir
 
-from permalloy.targets.llvm.codegen import CodeGen
+from permalloy.targets.llvm.codegen import CodeGen, RawConstant
 from permalloy.targets.llvm.types import F32, I32, lanes_of, with_lanes
 
 LN2_HI = 0.693359375  # few significant bits: n * LN2_HI is exact
@@ -94,18 +94,41 @@ class F32Math:
         return b.bitcast(bits, with_lanes(F32, lanes_of(n)))
 
     def scale(self, y: ir.Value, n: ir.Value) -> ir.Value:
-        """y * 2^n for n in [-252, 254], in two steps so that neither overflows."""
+        """y * 2^n for an integral f32 n in [-252, 254], overflowing to inf, underflowing through subnormals."""
         b = self.b
-        half = b.ashr(n, self.c(n, 1))
-        return b.fmul(b.fmul(y, self.pow2(half)), self.pow2(b.sub(n, half)))
+        lanes = lanes_of(y)
+        if self.cg.avx512 and lanes and lanes % 16 == 0:
+            return self._scalef(y, n)
+        k = b.fptosi(n, self.ints(y))
+        half = b.ashr(k, self.c(k, 1))
+        return b.fmul(b.fmul(y, self.pow2(half)), self.pow2(b.sub(k, half)))
+
+    def _scalef(self, y: ir.Value, n: ir.Value) -> ir.Value:
+        """`scale` with AVX-512's vscalefps, 16 lanes at a time."""
+        b, lanes = self.b, lanes_of(y)
+        piece = ir.VectorType(F32, 16)
+        parts = []
+        for start in range(0, lanes, 16):
+            indices = ir.Constant(ir.VectorType(I32, 16), list(range(start, start + 16)))
+            sub_y = b.shuffle_vector(y, y, indices) if lanes > 16 else y
+            sub_n = b.shuffle_vector(n, n, indices) if lanes > 16 else n
+            fn = self.cg.declare("llvm.x86.avx512.mask.scalef.ps.512", piece, [piece, piece, piece, ir.IntType(16), I32])
+            parts.append(b.call(fn, [sub_y, sub_n, RawConstant(piece, "zeroinitializer"), ir.Constant(ir.IntType(16), -1), I32(4)]))
+        while len(parts) > 1:
+            joined = []
+            for a, c in zip(parts[::2], parts[1::2]):
+                width = a.type.count * 2
+                joined.append(b.shuffle_vector(a, c, ir.Constant(ir.VectorType(I32, width), list(range(width)))))
+            parts = joined
+        return parts[0]
 
     def reduce_ln2(self, x: ir.Value) -> tuple[ir.Value, ir.Value]:
-        """(n, r) with x = n ln2 + r, |r| <= ln2 / 2; n as i32."""
+        """(n, r) with x = n ln2 + r, |r| <= ln2 / 2; n an integral f32."""
         n = self.cg.intrinsic("roundeven", [self.b.fmul(x, self.c(x, LOG2E))])
         minus_n = self.b.fneg(n)
         r = self.fma(minus_n, self.c(x, LN2_HI), x)
         r = self.fma(minus_n, self.c(x, LN2_LO), r)
-        return self.b.fptosi(n, self.ints(x)), r
+        return n, r
 
     def expm1_core(self, r: ir.Value) -> ir.Value:
         """expm1(r) for |r| <= ln2 / 2."""
@@ -127,7 +150,7 @@ class F32Math:
         n = self.cg.intrinsic("roundeven", [xc])
         r = b.fmul(b.fsub(xc, n), self.c(x, 0.6931471805599453))
         y = b.fadd(self.expm1_core(r), self.c(x, 1.0))
-        return self.keep_nan(x, self.scale(y, b.fptosi(n, self.ints(x))))
+        return self.keep_nan(x, self.scale(y, n))
 
     def expm1(self, x: ir.Value) -> ir.Value:
         b = self.b
@@ -135,11 +158,12 @@ class F32Math:
         n, r = self.reduce_ln2(xc)
         e = self.expm1_core(r)
         # Small n: 2^n e + (2^n - 1), exact in its last step; large n: 2^n (1 + e) - 1.
-        small_n = self.cg.intrinsic("smax", [self.cg.intrinsic("smin", [n, self.c(n, 24)]), self.c(n, -24)])
-        t = self.pow2(small_n)
+        k = b.fptosi(n, self.ints(x))
+        small_k = self.cg.intrinsic("smax", [self.cg.intrinsic("smin", [k, self.c(k, 24)]), self.c(k, -24)])
+        t = self.pow2(small_k)
         near = self.fma(t, e, b.fsub(t, self.c(x, 1.0)))
         far = b.fsub(self.scale(b.fadd(e, self.c(x, 1.0)), n), self.c(x, 1.0))
-        is_near = b.icmp_signed("==", n, small_n)
+        is_near = b.icmp_signed("==", k, small_k)
         return self.keep_nan(x, b.select(is_near, near, far))
 
     def _log_parts(self, x: ir.Value) -> tuple[ir.Value, ir.Value]:

@@ -65,7 +65,12 @@ class LLVMTarget:
     def _emit(self, kernel: KernelOp, layouts: Sequence[BufferType], name: str, threads: bool) -> str:
         plan = plan_kernel(kernel, layouts, self.f32_lanes)
         emitter = KernelEmitter(
-            plan, name, triple=self.host.triple, threads=threads, parallel_threshold=self.parallel_threshold
+            plan,
+            name,
+            triple=self.host.triple,
+            threads=threads,
+            parallel_threshold=self.parallel_threshold,
+            avx512=self.f32_lanes == 16 and self.host.has("avx512f"),
         )
         return str(emitter.emit())
 

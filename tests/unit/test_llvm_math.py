@@ -189,3 +189,14 @@ def test_sigmoid_shape(target):
     out = torch.empty_like(x)
     run(target, kernel, [x], [out])
     check(out, torch.sigmoid(x.double()).float())
+
+
+@pytest.mark.parametrize("op", sorted(POLYNOMIAL))
+def test_polynomials_on_row_uniform_values(target, op):
+    """A value loaded once per row is computed as a scalar, outside the vector loop."""
+    reference, low, high = POLYNOMIAL[op]
+    column = dense(low, high, 500).reshape(-1, 1).expand(-1, 37)  # stride 0 along d1
+    kernel = parse_kernel(pointwise_kernel(f"[{column.shape[0]}, 37]", ["f32"], "f32", f"    %y = math.{op} %a0 : f32"))
+    out = torch.empty(column.shape)
+    run(target, kernel, [column], [out])
+    check(out, reference(column.double()).float())

@@ -35,6 +35,8 @@ class ImportContext:
     several results, a number or a size expression for a scalar."""
     fallback_ops: list[str] = field(default_factory=list)
     extern_ops: list[str] = field(default_factory=list)
+    output_examples: list[Any] = field(default_factory=list)
+    """The example value of each tensor result, for its layout."""
     node: fx.Node | None = None
     """The node being imported, for error messages."""
 

@@ -46,6 +46,7 @@ from permalloy.lowering.import_fx.errors import GraphImportError
 from permalloy.lowering.import_fx.fallback import import_fallback
 
 SYMBOL_ATTR = "ptensor.symbol"
+STRIDES_ATTR = "ptensor.strides"
 CONSTANT_ATTR = "ptensor.constant"
 RUNTIME_ASSERTIONS = frozenset(
     {
@@ -144,7 +145,7 @@ def import_graph(gm: fx.GraphModule, name: str = "forward") -> ImportResult:
 def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node):
     example = node.meta.get("val")
     if isinstance(example, torch.Tensor):
-        return signature.add(ctx.block, ctx.type_of(example), {})
+        return signature.add(ctx.block, ctx.type_of(example), _layout(ctx, example))
     if isinstance(example, torch.SymInt | int) and not isinstance(example, bool):
         expr = ctx.symbols.convert(example)
         signature.add(ctx.block, IndexType(), {SYMBOL_ATTR: SymExprAttr(expr)})
@@ -221,20 +222,47 @@ def _output(ctx: ImportContext, node: fx.Node) -> list[tuple[object, SSAValue | 
         imported = ctx.values.get(value) if isinstance(value, fx.Node) else value
         if isinstance(imported, SSAValue):
             described.append((TensorOutput(results), imported))
+            ctx.output_examples.append(ctx.meta(value))
             results += 1
         else:
             described.append((ValueOutput(ctx.scalar(imported)), None))
     return described
 
 
+def _layout(ctx: ImportContext, example: torch.Tensor) -> dict[str, Attribute]:
+    """`{ptensor.strides = ...}` for a tensor that is not dense row-major: the
+    layout a graph input arrives with, or a graph output must be returned in."""
+    sizes = ctx.shape(example.shape)
+    strides = [ctx.symbols.convert(s) for s in example.stride()]
+    dense: list[sympy.Expr] = []
+    running: sympy.Expr = sympy.Integer(1)
+    for size in reversed(sizes):
+        dense.append(running)
+        running = running * size
+    dense.reverse()
+    matters = [
+        not ptensor.sizes_equal(s, d) for s, d, n in zip(strides, dense, sizes) if n != 1
+    ]
+    if not any(matters):
+        return {}
+    return {STRIDES_ATTR: ptensor.SymListAttr(strides)}
+
+
 def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> ModuleOp:
     returned = [v for _, v in outputs if v is not None]
     ctx.block.add_op(func.ReturnOp(*returned))
+    result_layouts = [
+        _layout(ctx, example) if isinstance(example, torch.Tensor) else {}
+        for example in ctx.output_examples
+    ]
     function = func.FuncOp(
         name,
         ([a.type for a in ctx.block.args], [v.type for v in returned]),
         Region(ctx.block),
         arg_attrs=ArrayAttr([DictionaryAttr(a) for a in signature.attributes]),
+        res_attrs=ArrayAttr([DictionaryAttr(a) for a in result_layouts])
+        if any(result_layouts)
+        else None,
     )
     module = ModuleOp([function])
     try:

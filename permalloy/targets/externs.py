@@ -53,9 +53,8 @@ class _ReferenceCall:
         bindings = self.functions.bindings
         with bindings.scope():
             bindings.current.update(symbols)
-            return tuple(
-                self.implementation(self.functions, None, self.op, tuple(tensors))  # type: ignore[arg-type]
-            )
+            result = self.implementation(self.functions, None, self.op, tuple(tensors))  # type: ignore[arg-type]
+            return tuple(result.values)
 
 
 def extern_call(extern: ExternOp) -> ExternCall:

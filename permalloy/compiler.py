@@ -37,6 +37,7 @@ class CompileOptions:
     dump_dir: str | None = None
     fallback: str = "warn"
     mode: str = "default"
+    fusion: bool = True
 
 
 class StageDumper:
@@ -61,7 +62,9 @@ def _dumper(options: CompileOptions) -> StageDumper | None:
     return StageDumper(root) if root else None
 
 
-def lower_module(module: ModuleOp, dumper: StageDumper | None = None) -> ModuleOp:
+def lower_module(
+    module: ModuleOp, dumper: StageDumper | None = None, fusion: bool = True
+) -> ModuleOp:
     """Run the default pipeline on an imported module, dumping after each pass."""
     ctx = make_context()
 
@@ -69,7 +72,7 @@ def lower_module(module: ModuleOp, dumper: StageDumper | None = None) -> ModuleO
         if dumper is not None and previous is not None:
             dumper.write(f"after_{previous.name}.mlir", str(current))
 
-    pipeline = build_pipeline(pipeline_text(default_pipeline()), callback=after_pass)
+    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion)), callback=after_pass)
     pipeline.apply(ctx, module)
     module.verify()
     return module
@@ -107,7 +110,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     imported = import_graph(graph)
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
-    module = lower_module(imported.module, dumper)
+    module = lower_module(imported.module, dumper, options.fusion)
     target = kernel_target(options.target)
     if dumper is not None:
         dump_kernels(module, target, dumper)

@@ -4,7 +4,7 @@ The default pipelines, as plain lists of pass names.
 The torch.compile backend runs exactly these names through the same registry
 as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
-    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,convert-loop-to-buffer
+    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
 
+FUSION = ["fuse-loops", "cse", "dce"]
+"""Fusion into fewer kernels, and clean-up of the fused bodies."""
+
 BUFFER_LEVEL = ["convert-loop-to-buffer"]
 """The host program over buffers, with kernels as symbols."""
 
 
-def default_pipeline() -> list[str]:
+def default_pipeline(fusion: bool = True) -> list[str]:
     """The pass names that take an imported graph to a host program."""
-    return [*TENSOR_LEVEL, *LOOP_LEVEL, *BUFFER_LEVEL]
+    return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 
 def pipeline_text(names: list[str]) -> str:

@@ -41,6 +41,7 @@ from xdsl.irdl import (
     result_def,
     traits_def,
     var_operand_def,
+    var_result_def,
 )
 from xdsl.parser import Parser
 from xdsl.printer import Printer
@@ -541,13 +542,112 @@ class YieldOp(IRDLOperation):
         super().__init__(operands=[value])
 
 
+@irdl_op_definition
+class FusedOp(IRDLOperation):
+    """
+    Several loop ops computed by one kernel, in order: later members read the
+    results of earlier ones, and the results the group yields leave it. Members
+    over the same rows, reading each other only within a row, share the loop
+    over those rows; every other result of a member stays inside the kernel.
+
+    ```
+    %s, %y = loop.fused ins(%a = %x : !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 1], f32>, !ptensor.tensor<[4, 8], f32>) {
+      %m = loop.reduce max ins(%b = %a : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4, 1], f32> {...}
+      %e = loop.pointwise ins(%b = %a : ..., %c = %m : ...) -> !ptensor.tensor<[4, 8], f32> {...}
+      loop.fused_yield %m, %e : !ptensor.tensor<[4, 1], f32>, !ptensor.tensor<[4, 8], f32>
+    }
+    ```
+    """
+
+    name = "loop.fused"
+
+    inputs = var_operand_def(Attribute)
+    results_ = var_result_def(TensorType)
+    body = region_def("single_block")
+
+    traits = traits_def(IsolatedFromAbove(), Pure(), RecursiveMemoryEffect())
+
+    def __init__(
+        self, inputs: Sequence[SSAValue], result_types: Sequence[Attribute], body: Region
+    ):
+        super().__init__(operands=[inputs], result_types=[result_types], regions=[body])
+
+    @property
+    def members(self) -> list[LoopOp]:
+        return [op for op in self.body.block.ops if isinstance(op, LoopOp)]
+
+    def print(self, printer: Printer) -> None:
+        printer.print_string(" ")
+        _print_ins(printer, self.body.block, self.inputs)
+        printer.print_string(" -> (")
+        printer.print_list((r.type for r in self.results), printer.print_attribute)
+        printer.print_string(")")
+        printer.print_op_attributes(self.attributes, print_keyword=True)
+        printer.print_string(" ")
+        printer.print_region(self.body, print_entry_block_args=False)
+
+    @classmethod
+    def parse(cls, parser: Parser) -> FusedOp:
+        values, arguments = parse_ins(parser)
+        parser.parse_punctuation("->")
+        result_types = parser.parse_comma_separated_list(
+            parser.Delimiter.PAREN, parser.parse_type
+        )
+        attributes = parser.parse_optional_attr_dict_with_keyword()
+        body = parser.parse_region(arguments)
+        op = cls(values, result_types, body)
+        if attributes is not None:
+            op.attributes.update(attributes.data)
+        return op
+
+    def verify_(self) -> None:
+        block = self.body.block
+        _require(
+            len(block.args) == len(self.inputs),
+            "loop.fused: one body argument per input",
+        )
+        for op in block.ops:
+            _require(
+                isinstance(op, LoopOp | FusedYieldOp),
+                f"loop.fused holds loop ops only, not {op.name}",
+            )
+        terminator = block.last_op
+        _require(
+            isinstance(terminator, FusedYieldOp),
+            "loop.fused: the body must end with loop.fused_yield",
+        )
+        assert isinstance(terminator, FusedYieldOp)
+        _require(
+            tuple(v.type for v in terminator.values) == tuple(r.type for r in self.results),
+            "loop.fused: loop.fused_yield's types differ from the results'",
+        )
+
+
+@irdl_op_definition
+class FusedYieldOp(IRDLOperation):
+    """Ends a `loop.fused` with the member results that leave it."""
+
+    name = "loop.fused_yield"
+
+    values = var_operand_def(TensorType)
+
+    traits = traits_def(IsTerminator(), Pure(), HasParent(FusedOp))
+
+    assembly_format = "$values `:` type($values) attr-dict"
+
+    def __init__(self, values: Sequence[SSAValue]):
+        super().__init__(operands=[values])
+
+
 Loop = Dialect(
     "loop",
-    [PointwiseOp, ReduceOp, LoadOp, IndexOp, YieldOp],
+    [PointwiseOp, ReduceOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
     [],
 )
 
 __all__ = [
+    "FusedOp",
+    "FusedYieldOp",
     "IndexOp",
     "LoadOp",
     "Loop",

@@ -148,6 +148,20 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
     ) -> tuple[ReturnedValues, PythonValues]:
         return ReturnedValues(args), ()
 
+    @impl(loop.FusedOp)
+    def run_fused(
+        self, interpreter: Interpreter, op: loop.FusedOp, args: PythonValues
+    ) -> PythonValues:
+        """The members run in order; the yielded results leave."""
+        inputs = tuple(contents(a) for a in args)
+        return tuple(interpreter.run_ssacfg_region(op.body, inputs, op.name))
+
+    @impl_terminator(loop.FusedYieldOp)
+    def run_fused_yield(
+        self, interpreter: Interpreter, op: loop.FusedYieldOp, args: PythonValues
+    ) -> tuple[ReturnedValues, PythonValues]:
+        return ReturnedValues(args), ()
+
 
 def contents(value: Any) -> Tensor:
     """The tensor of an input: a tensor, or the elements of a buffer."""

@@ -80,6 +80,8 @@ class _KernelNames:
 
 
 def _describe(op: Operation) -> str:
+    if isinstance(op, loop.FusedOp):
+        return "fused_" + "_".join(dict.fromkeys(_describe(m) for m in op.members[:3]))
     if isinstance(op, loop.ReduceOp):
         return f"reduce_{op.kind.data.value}"
     math_ops = [o.name.split(".")[1] for o in op.walk() if o.name.startswith("math.")]
@@ -149,8 +151,8 @@ class _FunctionConversion:
         for op in list(block.ops):
             if isinstance(op, func.ReturnOp):
                 self._convert_return(op)
-            elif isinstance(op, loop.LoopOp):
-                self._convert_loop(op, returned.get(op.results[0]))
+            elif isinstance(op, loop.LoopOp | loop.FusedOp):
+                self._convert_loop(op, returned)
             elif isinstance(op, VIEW_OPS):
                 self._convert_view(op)
             else:
@@ -180,10 +182,26 @@ class _FunctionConversion:
         block.add_op(clone)
         return block, clone
 
-    def _convert_loop(self, op: loop.LoopOp, returned_at: int | None) -> None:
+    def _convert_loop(self, op: loop.LoopOp | loop.FusedOp, returned: dict[SSAValue, int]) -> None:
+        """A kernel holding the loop op (or the members of a `loop.fused`), an
+        allocation per result, and the launch."""
         inputs = list(dict.fromkeys(op.operands))
-        block, clone = self._outline(op, inputs)
-        block.add_op(buf.YieldOp(clone.results))
+        block = Block(arg_types=[_tensor_type(v) for v in inputs])
+        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+        if isinstance(op, loop.FusedOp):
+            mapping.update(zip(op.body.block.args, [mapping[v] for v in op.inputs]))
+            for member in op.members:
+                clone = member.clone(value_mapper=mapping)
+                block.add_op(clone)
+                mapping[member.result] = clone.results[0]
+            terminator = op.body.block.last_op
+            assert isinstance(terminator, loop.FusedYieldOp)
+            results = [mapping[v] for v in terminator.values]
+        else:
+            clone = op.clone(value_mapper=mapping)
+            block.add_op(clone)
+            results = list(clone.results)
+        block.add_op(buf.YieldOp(results))
         name = self.names.name_for(op)
         kernel = buf.KernelOp(
             name,
@@ -192,13 +210,16 @@ class _FunctionConversion:
             Region(block),
         )
         self.module.body.block.insert_op_before(kernel, self.function)
-        layout = self.result_layouts.get(returned_at) if returned_at is not None else None
-        alloc = self._insert(buf.AllocOp(_buffer_for(op.result.type, layout)), op)  # type: ignore[arg-type]
-        alloc.results[0].name_hint = op.results[0].name_hint
-        self._insert(
-            buf.LaunchOp(name, [self.buffers[v] for v in inputs], alloc.results), op
-        )
-        self._replace(op, alloc.results[0])
+        allocs = []
+        for result in op.results:
+            position = returned.get(result)
+            layout = self.result_layouts.get(position) if position is not None else None
+            alloc = self._insert(buf.AllocOp(_buffer_for(result.type, layout)), op)  # type: ignore[arg-type]
+            alloc.results[0].name_hint = result.name_hint
+            allocs.append(alloc.results[0])
+            self.buffers[result] = alloc.results[0]
+        self._insert(buf.LaunchOp(name, [self.buffers[v] for v in inputs], allocs), op)
+        self._erase(op)
 
     def _convert_extern(self, op: Operation) -> None:
         inputs = list(dict.fromkeys(op.operands))

@@ -55,6 +55,12 @@ def _convert_ptensor_to_loop() -> type[ModulePass]:
     return ConvertPtensorToLoopPass
 
 
+def _fuse_loops() -> type[ModulePass]:
+    from permalloy.passes.fuse_loops import FuseLoopsPass
+
+    return FuseLoopsPass
+
+
 def _convert_loop_to_buffer() -> type[ModulePass]:
     from permalloy.lowering.convert_loop_to_buffer import ConvertLoopToBufferPass
 
@@ -77,6 +83,7 @@ def all_passes() -> dict[str, PassFactory]:
         "cse": _cse,
         "dce": _dce,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
+        "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
     }
 

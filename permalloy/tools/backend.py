@@ -14,7 +14,9 @@ Options (`torch.compile(..., options={...})`):
 - `dump_dir`: a folder receiving, for each graph, one file per stage: the
   imported IR, the IR after each pass, the kernels and the host program
   (the environment variable PERMALLOY_DUMP_DIR does the same);
-- `fallback`: "warn" or "raise".
+- `fallback`: "warn" or "raise";
+- `fusion`: True (the default) or False, to compile every loop op as its own
+  kernel.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ VALID_OPTIONS = {
     "target": "kernel target: " + ", ".join(sorted(available_targets())),
     "dump_dir": "folder for the IR of every stage",
     "fallback": "'warn' (run eagerly) or 'raise' when a graph cannot compile",
+    "fusion": "True (default) or False: fuse loops into fewer kernels",
 }
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VALID_FALLBACKS = ("warn", "raise")
@@ -69,12 +72,16 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         raise PermalloyOptionError(
             f"unknown fallback {fallback!r}; valid values: {', '.join(VALID_FALLBACKS)}"
         )
+    fusion = options.get("fusion", True)
+    if not isinstance(fusion, bool):
+        raise PermalloyOptionError(f"option 'fusion' takes True or False, got {fusion!r}")
     dump_dir = options.get("dump_dir")
     return CompileOptions(
         target=target,
         dump_dir=None if dump_dir is None else str(dump_dir),
         fallback=fallback,
         mode=mode,
+        fusion=fusion,
     )
 
 

@@ -1,0 +1,95 @@
+"""The `fuse-loops` pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from permalloy.dialects import loop
+from permalloy.passes.fusion_grouping import find_groups, fuse_group, hoist_views
+from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
+
+
+@dataclass(frozen=True)
+class FuseLoopsPass(ModulePass):
+    """
+    Fuses loop ops into fewer kernels that move fewer bytes.
+
+    Expects the output of `convert-ptensor-to-loop`. Two steps:
+
+    1. Vertical: a `loop.pointwise` producer is inlined at the loads that read
+       it, in pointwise and reduction readers alike (a reduction's prologue),
+       through any index expression (views do not block it). A producer whose
+       elements are read more than `max-recompute` times in all, or that is
+       also read by the host program, is inlined only when it is cheap (a few
+       scalar ops, no `math`); no body grows past `max-kernel-size` ops.
+    2. Grouping: consecutive loop ops over the same rows, reading each other
+       only at their own row or sharing inputs, become one `loop.fused` (one
+       kernel with several outputs): a reduction with its pointwise epilogue,
+       sibling reductions (softmax, layer norm), horizontal neighbours.
+
+    `inline=false` or `group=false` turns a step off.
+
+    Before:
+    ```
+    %e = loop.pointwise ins(%a = %x : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+      %v = loop.load %a[d0, d1] : f32
+      %r = math.exp %v : f32
+      loop.yield %r : f32
+    }
+    %s = loop.reduce sum ins(%b = %e : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4], f32> {
+      %v = loop.load %b[d0, r0] : f32
+      loop.yield %v : f32
+    }
+    ```
+    After:
+    ```
+    %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4], f32> {
+      %v = loop.load %a[d0, r0] : f32
+      %r = math.exp %v : f32
+      loop.yield %r : f32
+    }
+    ```
+    """
+
+    name = "fuse-loops"
+
+    max_kernel_size: int = 96
+    max_recompute: int = 2
+    inline: bool = True
+    group: bool = True
+    max_group_size: int = 8
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            if self.inline:
+                self._inline(function)
+            if self.group:
+                hoist_views(function)
+                for members in find_groups(function, self.max_group_size):
+                    fuse_group(members)
+
+    def _inline(self, function: func.FuncOp) -> None:
+        cost = InliningCost(self.max_kernel_size, self.max_recompute)
+        changed = True
+        while changed:
+            changed = False
+            for reader in [o for o in function.body.block.ops if isinstance(o, loop.LoopOp)]:
+                for position, value in enumerate(reader.inputs):
+                    producer = value.owner
+                    if (
+                        isinstance(producer, loop.PointwiseOp)
+                        and can_inline(reader, producer)
+                        and cost.allows(producer, reader)
+                    ):
+                        inline_producer(reader, position)
+                        changed = True
+                        break
+            for producer in [o for o in function.body.block.ops if isinstance(o, loop.PointwiseOp)]:
+                if not producer.result.uses:
+                    producer.detach()
+                    producer.erase()

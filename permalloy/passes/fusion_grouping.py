@@ -1,0 +1,114 @@
+"""
+Kernel fusion by grouping: consecutive loop ops over the same rows become one
+`loop.fused`, one kernel with several outputs.
+
+This is how a reduction's pointwise epilogue, sibling reductions over the same
+domain (softmax's max and sum, layer norm's mean and variance) and independent
+computations sharing inputs end up in one kernel. Legality comes from the index
+expressions: a member joins a group when it reads the group's results only at
+its own row (the leading index of each such load is its own `d0` over the same
+size) or shares an input with a member over the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from xdsl.dialects import func
+from xdsl.ir import Block, Operation, Region, SSAValue
+
+from permalloy.dialects import loop
+from permalloy.dialects.ptensor import VIEW_OPS, TensorType, sizes_equal
+from permalloy.dialects.sym import parallel_index
+
+
+def _rows(op: loop.LoopOp):
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    return result_type.sizes[0] if result_type.rank else None
+
+
+def _reads_row_locally(reader: loop.LoopOp, producer: loop.LoopOp) -> bool:
+    """Whether every load of `producer`'s result in `reader` is at reader's own row."""
+    for argument, operand in zip(reader.body.block.args, reader.inputs):
+        if operand != producer.result:
+            continue
+        for use in argument.uses:
+            load = use.operation
+            if not isinstance(load, loop.LoadOp):
+                return False
+            if not load.indices.data or load.indices.data[0] != parallel_index(0):
+                return False
+    return True
+
+
+def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
+    """Whether `candidate` may run in the same kernel as `group`, row by row."""
+    rows = _rows(candidate)
+    if rows is None or any(_rows(m) is None or not sizes_equal(_rows(m), rows) for m in group):
+        return False
+    members = {m.result: m for m in group}
+    reads_members = [members[v] for v in candidate.inputs if v in members]
+    if reads_members:
+        return all(_reads_row_locally(candidate, m) for m in reads_members)
+    shared = {v for m in group for v in m.inputs}
+    return any(v in shared for v in candidate.inputs)
+
+
+def hoist_views(function: func.FuncOp) -> None:
+    """Move each view right after what it views, so views between loop ops do
+    not split groups."""
+    for op in list(function.body.block.ops):
+        if isinstance(op, VIEW_OPS):
+            source = op.operands[0]
+            owner = source.owner
+            op.detach()
+            if isinstance(owner, Operation):
+                owner.parent_block().insert_op_after(op, owner)  # type: ignore[union-attr]
+            else:
+                assert isinstance(owner, Block)
+                owner.insert_op_before(op, owner.first_op)  # type: ignore[arg-type]
+
+
+def find_groups(function: func.FuncOp, max_members: int) -> list[list[loop.LoopOp]]:
+    """Maximal runs of consecutive loop ops that may share a kernel."""
+    groups: list[list[loop.LoopOp]] = []
+    current: list[loop.LoopOp] = []
+    for op in function.body.block.ops:
+        if isinstance(op, loop.LoopOp) and current and len(current) < max_members and joins(current, op):
+            current.append(op)
+            continue
+        if len(current) > 1:
+            groups.append(current)
+        current = [op] if isinstance(op, loop.LoopOp) else []
+    if len(current) > 1:
+        groups.append(current)
+    return groups
+
+
+def fuse_group(members: list[loop.LoopOp]) -> loop.FusedOp:
+    """Replace consecutive loop ops by one `loop.fused` holding them."""
+    inside = {m.result for m in members}
+    inputs: list[SSAValue] = []
+    for member in members:
+        for value in member.inputs:
+            if value not in inside and value not in inputs:
+                inputs.append(value)
+    block = Block(arg_types=[v.type for v in inputs])
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    leaving = [m.result for m in members if any(u.operation not in members for u in m.result.uses)]
+    for member in members:
+        clone = member.clone(value_mapper=mapping)
+        block.add_op(clone)
+        mapping[member.result] = clone.results[0]
+    block.add_op(loop.FusedYieldOp([mapping[v] for v in leaving]))
+    fused = loop.FusedOp(inputs, [v.type for v in leaving], Region(block))
+    first = members[0]
+    first.parent_block().insert_op_before(fused, first)  # type: ignore[union-attr]
+    for old, new in zip(leaving, fused.results):
+        old.replace_all_uses_with(new)
+        new.name_hint = old.name_hint
+    for member in reversed(members):
+        member.detach()
+        member.erase()
+    return fused

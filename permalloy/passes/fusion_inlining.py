@@ -1,0 +1,204 @@
+"""
+Vertical fusion: a `loop.pointwise` producer's body inlined at its readers.
+
+A load of a producer's result at index `I` is replaced by the producer's body
+with its indices `d_i` replaced by `I[i]`: the producer's own loads read at
+composed index expressions (simplified in the reader's domain), so a permuted,
+broadcast or reshaped read does not block fusion. Whether to inline is a cost
+decision (`InliningCost`): inlining never duplicates a producer that is costly
+to recompute.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IntegerAttr
+from xdsl.ir import BlockArgument, Operation, SSAValue
+
+from permalloy.dialects import loop
+from permalloy.dialects.ptensor import TensorType, is_float
+from permalloy.dialects.sym import index_value, parallel_index, symbol_kind
+from permalloy.lowering.index_algebra import domain_bounds, simplify_index
+
+CHEAP_OPS = 6
+"""A producer body with at most this many scalar ops, none of them `math`,
+is cheap enough to recompute at each read."""
+
+
+def body_size(op: loop.LoopOp) -> int:
+    """The number of scalar ops in a loop op's body (loads and yield excluded)."""
+    return sum(
+        1
+        for o in op.body.block.ops
+        if not isinstance(o, loop.LoadOp | loop.YieldOp)
+    )
+
+
+def is_cheap(producer: loop.PointwiseOp) -> bool:
+    ops = list(producer.body.block.ops)
+    has_math = any(o.name.startswith("math.") for o in ops)
+    return not has_math and body_size(producer) <= CHEAP_OPS
+
+
+def _numel(op: loop.LoopOp) -> sympy.Expr:
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    total = result_type.numel()
+    for size in op.reduction_sizes:
+        total = total * size
+    return sympy.sympify(total)
+
+
+def reads_per_element(producer: loop.PointwiseOp) -> sympy.Expr | None:
+    """How many times the readers of `producer` read each of its elements, if
+    all its readers are loop ops (None when a host op or a result reads it)."""
+    total: sympy.Expr = sympy.Integer(0)
+    for use in producer.result.uses:
+        reader = use.operation
+        if not isinstance(reader, loop.LoopOp):
+            return None
+        argument = reader.body.block.args[use.index]
+        loads = [u.operation for u in argument.uses if isinstance(u.operation, loop.LoadOp)]
+        total = total + len(loads) * _numel(reader) / _numel(producer)
+    return sympy.simplify(total)
+
+
+@dataclass(frozen=True)
+class InliningCost:
+    """When a producer may be inlined into its readers."""
+
+    max_kernel_size: int
+    max_recompute: int
+
+    def allows(self, producer: loop.PointwiseOp, reader: loop.LoopOp) -> bool:
+        if body_size(reader) + body_size(producer) > self.max_kernel_size:
+            return False
+        if is_cheap(producer):
+            return True
+        reads = reads_per_element(producer)
+        # reads == 1: every element computed once, wherever it is read; a few
+        # recomputations cost less than writing the producer and reading it back
+        return reads is not None and bool(reads <= self.max_recompute)
+
+
+def inline_producer(reader: loop.LoopOp, position: int) -> None:
+    """Inline the pointwise producing `reader`'s input `position` at every load
+    of it in `reader`'s body, then drop that input if nothing reads it."""
+    producer = reader.inputs[position].owner
+    assert isinstance(producer, loop.PointwiseOp)
+    argument = reader.body.block.args[position]
+    bounds = domain_bounds(reader.result.type.sizes, reader.reduction_sizes)  # type: ignore[union-attr]
+    for use in list(argument.uses):
+        load = use.operation
+        if isinstance(load, loop.LoadOp):
+            _inline_at(reader, producer, load, bounds)
+    if not argument.uses:
+        _remove_input(reader, position)
+
+
+def _input_argument(reader: loop.LoopOp, value: SSAValue) -> BlockArgument:
+    """The body argument standing for `value`, added if it is a new input."""
+    for operand, argument in zip(reader.inputs, reader.body.block.args):
+        if operand == value:
+            return argument
+    block = reader.body.block
+    argument = block.insert_arg(value.type, len(block.args))
+    reader.operands = [*reader.operands, value]
+    return argument
+
+
+def _remove_input(reader: loop.LoopOp, position: int) -> None:
+    operands = list(reader.operands)
+    del operands[position]
+    reader.operands = operands
+    reader.body.block.erase_arg(reader.body.block.args[position])
+
+
+def _inline_at(reader: loop.LoopOp, producer: loop.PointwiseOp, load: loop.LoadOp, bounds) -> None:
+    block = load.parent_block()
+    assert block is not None
+    index = load.indices.data
+    substitution = {parallel_index(i): e for i, e in enumerate(index)}
+    mapping: dict[SSAValue, SSAValue] = {}
+    for producer_arg, operand in zip(producer.body.block.args, producer.inputs):
+        mapping[producer_arg] = _input_argument(reader, operand)
+    value: SSAValue | None = None
+    for op in producer.body.block.ops:
+        if isinstance(op, loop.YieldOp):
+            value = mapping[op.value]
+            break
+        for new in _translate(op, mapping, substitution, load, bounds):
+            block.insert_op_before(new, load)
+        mapping.update(zip(op.results, new.results))
+    assert value is not None
+    if load.mask is not None:
+        zero = _zero(value)
+        block.insert_op_before(zero, load)
+        select = arith.SelectOp(load.mask, value, zero.results[0])
+        block.insert_op_before(select, load)
+        value = select.results[0]
+    load.result.replace_all_uses_with(value)
+    load.detach()
+    load.erase()
+
+
+def _zero(value: SSAValue) -> Operation:
+    """The constant zero of a value's type: what a masked-off load gives."""
+    if is_float(value.type):
+        return arith.ConstantOp(FloatAttr(0.0, value.type))  # type: ignore[arg-type]
+    return arith.ConstantOp(IntegerAttr(0, value.type))  # type: ignore[arg-type]
+
+
+def _translate(op: Operation, mapping, substitution, at: loop.LoadOp, bounds) -> list[Operation]:
+    """Copies of a producer body op for the reader's body, at the load `at`;
+    the last one stands for `op`."""
+    if isinstance(op, loop.LoadOp):
+        own_values = [mapping[v] for v in op.index_values]
+        shift = len(at.index_values)
+        renumber = {index_value(k): index_value(shift + k) for k in range(len(own_values))}
+        indices = [
+            simplify_index(e.xreplace(renumber).xreplace(substitution), bounds)
+            for e in op.indices.data
+        ]
+        used, indices = _keep_used_values(indices, [*at.index_values, *own_values])
+        # The reader's mask guards the whole inlined body: where it is false
+        # the body's value is replaced by zero, and its loads must not read.
+        extra: list[Operation] = []
+        mask = at.mask
+        if op.mask is not None:
+            mask = mapping[op.mask]
+            if at.mask is not None:
+                extra.append(arith.AndIOp(mask, at.mask))
+                mask = extra[-1].results[0]
+        source = mapping[op.source]
+        return [*extra, loop.LoadOp(source, indices, op.result.type, used, mask)]
+    if isinstance(op, loop.IndexOp):
+        return [loop.IndexOp(simplify_index(op.expr.expr.xreplace(substitution), bounds))]
+    return [op.clone(value_mapper=mapping)]
+
+
+def _keep_used_values(indices, values):
+    used = sorted(
+        {int(s.name[1:]) for e in indices for s in e.free_symbols if symbol_kind(s) == "v"}
+    )
+    renumber = {index_value(old): index_value(new) for new, old in enumerate(used)}
+    return [values[old] for old in used], [e.xreplace(renumber) for e in indices]
+
+
+def can_inline(reader: loop.LoopOp, producer: loop.PointwiseOp) -> bool:
+    """Structural conditions: the producer's `loop.index` ops need indices the
+    reader can express (no index values)."""
+    has_index = any(isinstance(o, loop.IndexOp) for o in producer.body.block.ops)
+    if not has_index:
+        return True
+    for argument, operand in zip(reader.body.block.args, reader.inputs):
+        if operand != producer.result:
+            continue
+        for use in argument.uses:
+            load = use.operation
+            if isinstance(load, loop.LoadOp) and load.index_values:
+                return False
+    return True

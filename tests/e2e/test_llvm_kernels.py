@@ -131,17 +131,19 @@ CASES = [c for c in getattr(DIFFERENTIAL, "ALL_CASES", []) if not c.known_bug]
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_lowered_programs_match_the_ptensor_interpreter(target, case):
-    """Every differential case of the lowering, its kernels compiled by this target."""
+    """Every differential case of the lowering, unfused and fused, its kernels
+    compiled by this target."""
     from permalloy.interpreter import run_function
     from permalloy.targets.host import build_host_program
 
     d = DIFFERENTIAL
     torch.manual_seed(0)
     levels = d.Levels(d.parse(case.ir))
-    program = build_host_program(levels.buffer.clone(), target)
-    for sizes in case.sizes:
-        args = d.make_inputs(levels.ptensor, case, sizes)
-        reference = run_function(levels.ptensor, [d.clone(a) for a in args])
-        results = program(*[d.clone(a) for a in args])
-        for i, (r, e) in enumerate(zip(results, reference, strict=True)):
-            d.assert_same(r, e, f"{case.name} result {i} at {sizes}")
+    for level in ("buffer", "fused_buffer"):
+        program = build_host_program(getattr(levels, level).clone(), target)
+        for sizes in case.sizes:
+            args = d.make_inputs(levels.ptensor, case, sizes)
+            reference = run_function(levels.ptensor, [d.clone(a) for a in args])
+            results = program(*[d.clone(a) for a in args])
+            for i, (r, e) in enumerate(zip(results, reference, strict=True)):
+                d.assert_same(r, e, f"{case.name} ({level}) result {i} at {sizes}")

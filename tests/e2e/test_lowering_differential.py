@@ -793,15 +793,20 @@ def assert_same(actual: Tensor, expected: Tensor, what: str) -> None:
 
 @dataclass
 class Levels:
-    """A module at the three levels."""
+    """A module at the three levels, and at the loop and buffer levels after
+    fusion."""
 
     ptensor: ModuleOp
     loop: ModuleOp = field(init=False)
     buffer: ModuleOp = field(init=False)
+    fused: ModuleOp = field(init=False)
+    fused_buffer: ModuleOp = field(init=False)
 
     def __post_init__(self) -> None:
         self.loop = lower(self.ptensor, "convert-ptensor-to-loop")
         self.buffer = lower(self.loop, "convert-loop-to-buffer")
+        self.fused = lower(self.loop, "cse,fuse-loops,cse,dce")
+        self.fused_buffer = lower(self.fused, "convert-loop-to-buffer")
 
     def check(self, args: list, expected: Sequence[Tensor] | None = None) -> None:
         """Run the three levels on `args` and compare them (and `expected`)."""
@@ -809,7 +814,7 @@ class Levels:
         if expected is not None:
             for i, (r, e) in enumerate(zip(reference, expected, strict=True)):
                 assert_close_to_eager(r, e, f"ptensor result {i} vs eager")
-        for level in ("loop", "buffer"):
+        for level in ("loop", "buffer", "fused", "fused_buffer"):
             results = run_module_function(getattr(self, level), [clone(a) for a in args])
             assert len(results) == len(reference)
             for i, (r, e) in enumerate(zip(results, reference)):

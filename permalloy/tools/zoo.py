@@ -194,6 +194,33 @@ def _bert_block(size: ZooSize) -> nn.Module:
     return FirstOutput(BertLayer(config))
 
 
+VIT_PATCH = 4
+"""Side of a ViT patch, in pixels: a `ZooSize.image` side gives `(image // 4)**2 + 1` tokens."""
+
+
+def _vit_block(size: ZooSize) -> nn.Module:
+    from transformers import ViTConfig
+    from transformers.models.vit.modeling_vit import ViTLayer
+
+    config = ViTConfig(
+        hidden_size=size.hidden,
+        num_hidden_layers=size.layers,
+        num_attention_heads=size.heads,
+        intermediate_size=4 * size.hidden,
+        image_size=_vit_patches(size) * VIT_PATCH,
+        patch_size=VIT_PATCH,
+        hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )
+    config._attn_implementation = "sdpa"
+    return FirstOutput(ViTLayer(config))
+
+
+def _vit_patches(size: ZooSize) -> int:
+    """Patches along one side of the image (at least one)."""
+    return max(size.image // VIT_PATCH, 1)
+
+
 def _sequence(size: ZooSize) -> torch.Tensor:
     return torch.randn(size.batch, size.seq, size.hidden)
 
@@ -251,6 +278,12 @@ def conv_bn_relu(size: ZooSize) -> Case:
     return _case("conv_bn_relu", ConvBNReLU(size.channels), image)
 
 
+def vit_block(size: ZooSize) -> Case:
+    """One ViT encoder layer over the patch tokens of an image plus a class token."""
+    tokens = _vit_patches(size) ** 2 + 1
+    return _case("vit_block", _vit_block(size), torch.randn(size.batch, tokens, size.hidden))
+
+
 CASES: dict[str, Callable[[ZooSize], Case]] = {
     "pointwise_chain": pointwise_chain,
     "layer_norm": layer_norm,
@@ -263,6 +296,7 @@ CASES: dict[str, Callable[[ZooSize], Case]] = {
     "gpt2_block": gpt2_block,
     "bert_block": bert_block,
     "conv_bn_relu": conv_bn_relu,
+    "vit_block": vit_block,
 }
 """Every case, by name."""
 

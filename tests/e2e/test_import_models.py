@@ -23,6 +23,7 @@ EXPECTED_LIBRARY_OPS = {
     "gpt2_block": {"ptensor.addmm", "ptensor.attention"},
     "bert_block": {"ptensor.addmm", "ptensor.attention"},
     "conv_bn_relu": {"ptensor.convolution"},
+    "vit_block": {"ptensor.addmm", "ptensor.attention"},
 }
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
+from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy.compiler import CompileOptions, boxed, compile_graph
 from permalloy.lowering.decompositions import decomposition_table
@@ -109,7 +110,10 @@ def compile_forward(options: CompileOptions) -> Callable:
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         try:
-            compiled = compile_graph(graph, options)
+            # AOTAutograd calls this under its fake mode; the graph's constants
+            # (get_attr tensors) are real and are read as real tensors.
+            with unset_fake_temporarily():
+                compiled = compile_graph(graph, options)
             runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
             if options.fallback == "raise":

@@ -118,6 +118,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     if dumper is not None:
         dumper.write("host.py", program.source)
     stats = GraphStats(
+        peak_intermediate_bytes=_planned_peak(module),
         target=options.target,
         kernels=program.kernel_count,
         extern_calls=program.extern_count,
@@ -125,6 +126,19 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
         compile_seconds=time.perf_counter() - start,
     )
     return CompiledGraph(program, stats, list(imported.outputs), list(imported.constants))
+
+
+def _planned_peak(module: ModuleOp) -> int | None:
+    from xdsl.dialects import func
+    from xdsl.dialects.builtin import IntegerAttr
+
+    from permalloy.passes.plan_memory import PEAK_ATTR
+
+    for function in module.ops:
+        if isinstance(function, func.FuncOp):
+            peak = function.attributes.get(PEAK_ATTR)
+            return peak.value.data if isinstance(peak, IntegerAttr) else None
+    return None
 
 
 def boxed(program: Callable[..., Any]) -> Callable[..., Any]:

@@ -4,7 +4,7 @@ The default pipelines, as plain lists of pass names.
 The torch.compile backend runs exactly these names through the same registry
 as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
-    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer
+    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer,plan-memory
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 FUSION = ["fuse-loops", "cse", "dce"]
 """Fusion into fewer kernels, and clean-up of the fused bodies."""
 
-BUFFER_LEVEL = ["convert-loop-to-buffer"]
-"""The host program over buffers, with kernels as symbols."""
+BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
+"""The host program over buffers, with kernels as symbols, and its memory plan."""
 
 
 def default_pipeline(fusion: bool = True) -> list[str]:

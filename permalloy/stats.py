@@ -21,6 +21,9 @@ class GraphStats:
     extern_calls: int = 0
     fallback_ops: list[str] = field(default_factory=list)
     compile_seconds: float = 0.0
+    peak_intermediate_bytes: int | None = None
+    """The planned peak of bytes the compiled program allocates (None when
+    sizes are symbolic)."""
     compiled: bool = True
     """False when the graph fell back to eager as a whole."""
     reason: str = ""

@@ -61,6 +61,12 @@ def _fuse_loops() -> type[ModulePass]:
     return FuseLoopsPass
 
 
+def _plan_memory() -> type[ModulePass]:
+    from permalloy.passes.plan_memory import PlanMemoryPass
+
+    return PlanMemoryPass
+
+
 def _convert_loop_to_buffer() -> type[ModulePass]:
     from permalloy.lowering.convert_loop_to_buffer import ConvertLoopToBufferPass
 
@@ -85,6 +91,7 @@ def all_passes() -> dict[str, PassFactory]:
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
+        "plan-memory": _plan_memory,
     }
 
 

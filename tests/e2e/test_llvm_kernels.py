@@ -139,7 +139,7 @@ def test_lowered_programs_match_the_ptensor_interpreter(target, case):
     d = DIFFERENTIAL
     torch.manual_seed(0)
     levels = d.Levels(d.parse(case.ir))
-    for level in ("buffer", "fused_buffer"):
+    for level in ("buffer", "fused_buffer", "fused_planned"):
         program = build_host_program(getattr(levels, level).clone(), target)
         for sizes in case.sizes:
             args = d.make_inputs(levels.ptensor, case, sizes)

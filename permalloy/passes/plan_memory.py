@@ -1,0 +1,235 @@
+"""The `plan-memory` pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+
+from permalloy.dialects import buffer as buf
+from permalloy.dialects import loop
+from permalloy.dialects.sym import parallel_index
+from permalloy.dtypes import torch_dtype
+
+PEAK_ATTR = "permalloy.peak_intermediate_bytes"
+"""Function attribute: the planned peak of bytes held by the buffers the
+program allocates (a constant; absent when sizes are symbolic)."""
+
+
+@dataclass(frozen=True)
+class PlanMemoryPass(ModulePass):
+    """
+    Plans the memory of host programs: liveness, reuse, in-place updates, frees.
+
+    Expects buffer-level functions (the output of `convert-loop-to-buffer`).
+    Walking each function in order, with the last use of every allocation known
+    (uses through views included):
+    - a pointwise kernel whose input buffer dies at its launch, and which reads
+      that input only at the position it writes, writes its result in place;
+    - otherwise a `buffer.alloc` takes the memory of a dead allocation of the
+      same element type that is large enough (the smallest such), as a
+      `buffer.view` of it;
+    - an allocation is freed (`buffer.dealloc`) right after its last use.
+    Graph inputs are never written or reused, and buffers the function returns
+    live to its end. The planned peak of allocated bytes is recorded on the
+    function as `permalloy.peak_intermediate_bytes` when sizes are constants.
+    `reuse=false` and `in-place=false` turn those decisions off.
+
+    Before:
+    ```
+    %a = buffer.alloc : !buffer.buffer<[64], f32>
+    buffer.launch @neg ins(%x : ...) outs(%a : ...)
+    %b = buffer.alloc : !buffer.buffer<[64], f32>
+    buffer.launch @exp ins(%a : ...) outs(%b : ...)
+    ```
+    After:
+    ```
+    %a = buffer.alloc : !buffer.buffer<[64], f32>
+    buffer.launch @neg ins(%x : ...) outs(%a : ...)
+    buffer.launch @exp ins(%a : ...) outs(%a : ...)
+    ```
+    """
+
+    name = "plan-memory"
+
+    reuse: bool = True
+    in_place: bool = True
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, buf.KernelOp)}
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if function.body.blocks:
+                _Planner(function, kernels, self.reuse, self.in_place).run()
+
+
+def _root(value: SSAValue) -> SSAValue:
+    """The allocation (or argument) whose memory a buffer value uses."""
+    while isinstance(value.owner, buf.ViewOp):
+        value = value.owner.source
+    return value
+
+
+def _bytes(layout: buf.BufferType) -> sympy.Expr:
+    import torch
+
+    item = torch.empty((), dtype=torch_dtype(layout.element_type)).element_size()
+    extent: sympy.Expr = sympy.Integer(1)
+    for size, stride in zip(layout.sizes, layout.strides.data):
+        extent = extent + (size - 1) * stride
+    return sympy.expand((extent + layout.offset.expr) * item)
+
+
+def _at_least(a: sympy.Expr, b: sympy.Expr) -> bool:
+    difference = sympy.expand(a - b)
+    return bool(difference.is_nonnegative) or (difference.is_Integer and int(difference) >= 0)
+
+
+@dataclass
+class _Planner:
+    """The state of planning one function."""
+
+    function: func.FuncOp
+    kernels: dict[str, buf.KernelOp]
+    reuse: bool
+    in_place: bool
+    last_use: dict[SSAValue, int] = field(default_factory=dict)
+    free: list[SSAValue] = field(default_factory=list)
+
+    def run(self) -> None:
+        ops = list(self.function.body.block.ops)
+        self._liveness(ops)
+        for position, op in enumerate(ops):
+            if isinstance(op, buf.AllocOp):
+                self._place(op, position, ops)
+            self.free.extend(
+                root
+                for root, last in self.last_use.items()
+                if last == position and self._owned(root) and root not in self.free
+            )
+        self._insert_frees(ops)
+        self._record_peak()
+
+    def _return(self) -> func.ReturnOp:
+        terminator = self.function.body.block.last_op
+        assert isinstance(terminator, func.ReturnOp)
+        return terminator
+
+    def _liveness(self, ops: list[Operation]) -> None:
+        for position, op in enumerate(ops):
+            for value in op.operands:
+                if isinstance(value.type, buf.BufferType):
+                    self.last_use[_root(value)] = position
+            for result in op.results:
+                if isinstance(result.type, buf.BufferType):
+                    self.last_use.setdefault(_root(result), position)
+        end = len(ops)
+        for value in self._return().arguments:
+            self.last_use[_root(value)] = end
+
+    def _owned(self, root: SSAValue) -> bool:
+        return isinstance(root.owner, buf.AllocOp | buf.ExternOp)
+
+    def _place(self, alloc: buf.AllocOp, position: int, ops: list[Operation]) -> None:
+        result = alloc.result
+        target = self._in_place_target(alloc, position, ops) if self.in_place else None
+        if target is not None:
+            result.replace_all_uses_with(target)
+            self.last_use[_root(target)] = max(self.last_use[_root(target)], self.last_use.pop(result))
+            alloc.detach()
+            alloc.erase()
+            return
+        donor = self._donor(buf.buffer_type(result)) if self.reuse else None
+        if donor is None:
+            return
+        view = buf.ViewOp(donor, buf.buffer_type(result))
+        alloc.parent_block().insert_op_before(view, alloc)  # type: ignore[union-attr]
+        view.result.name_hint = result.name_hint
+        result.replace_all_uses_with(view.result)
+        self.last_use[donor] = self.last_use.pop(result)
+        self.free.remove(donor)
+        alloc.detach()
+        alloc.erase()
+
+    def _donor(self, layout: buf.BufferType) -> SSAValue | None:
+        """The smallest dead allocation that can hold `layout`."""
+        needed = _bytes(layout)
+        fitting = [
+            d
+            for d in self.free
+            if buf.buffer_type(d).element_type == layout.element_type
+            and _at_least(_bytes(buf.buffer_type(d)), needed)
+        ]
+        if not fitting:
+            return None
+        return min(fitting, key=lambda d: sympy.default_sort_key(_bytes(buf.buffer_type(d))))
+
+    def _in_place_target(self, alloc: buf.AllocOp, position: int, ops: list[Operation]) -> SSAValue | None:
+        """An input of the launch writing `alloc` that dies there and that its
+        pointwise kernel reads only where it writes."""
+        launch = ops[position + 1] if position + 1 < len(ops) else None
+        if not isinstance(launch, buf.LaunchOp) or list(launch.outputs) != [alloc.result]:
+            return None
+        kernel = self.kernels.get(launch.kernel.root_reference.data)
+        if kernel is None:
+            return None
+        layout = buf.buffer_type(alloc.result)
+        for index, value in enumerate(launch.inputs):
+            root = _root(value)
+            if (
+                self._owned(root)
+                and self.last_use.get(root) == position + 1
+                and value.type == layout
+                and list(launch.inputs).count(value) == 1
+                and _reads_only_where_it_writes(kernel, index)
+            ):
+                return value
+        return None
+
+    def _insert_frees(self, ops: list[Operation]) -> None:
+        """Free each allocation right after its last use; returned buffers and
+        inputs are the caller's."""
+        for root, last in self.last_use.items():
+            if self._owned(root) and last < len(ops):
+                ops[last].parent_block().insert_op_after(buf.DeallocOp(root), ops[last])  # type: ignore[union-attr]
+
+    def _record_peak(self) -> None:
+        live: dict[SSAValue, sympy.Expr] = {}
+        peak: sympy.Expr = sympy.Integer(0)
+        for op in self.function.body.block.ops:
+            for result in op.results:
+                if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
+                    live[result] = _bytes(buf.buffer_type(result))
+            if isinstance(op, buf.DeallocOp):
+                live.pop(op.buffer, None)
+            total = sympy.expand(sum(live.values(), sympy.Integer(0)))
+            if total.is_Integer and peak.is_Integer:
+                peak = max(peak, total)
+            else:
+                return
+        self.function.attributes[PEAK_ATTR] = IntegerAttr(int(peak), 64)
+
+
+def _reads_only_where_it_writes(kernel: buf.KernelOp, index: int) -> bool:
+    """Whether the kernel is one pointwise op that reads its argument `index`
+    only at the point it computes (so writing that point over it is safe)."""
+    members = [op for op in kernel.body.block.ops if not isinstance(op, buf.YieldOp)]
+    if len(members) != 1 or not isinstance(members[0], loop.PointwiseOp):
+        return False
+    pointwise = members[0]
+    argument = kernel.body.block.args[index]
+    identity = tuple(parallel_index(i) for i in range(pointwise.parallel_rank))
+    for operand, inner in zip(pointwise.inputs, pointwise.body.block.args):
+        if operand != argument:
+            continue
+        for use in inner.uses:
+            load = use.operation
+            if not isinstance(load, loop.LoadOp) or load.mask is not None or load.index_values:
+                return False
+            if tuple(load.indices.data) != identity:
+                return False
+    return True

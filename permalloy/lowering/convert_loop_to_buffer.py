@@ -13,7 +13,7 @@ from xdsl.rewriter import Rewriter
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType
+from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
 from permalloy.lowering.view_layouts import view_layout
 
 STRIDES_ATTR = "ptensor.strides"
@@ -115,6 +115,15 @@ def _buffer_for(tensor: Attribute, strides: SymListAttr | None) -> Attribute:
         return tensor
     return buf.BufferType(
         tensor.sizes, tensor.element_type, None if strides is None else strides.data
+    )
+
+
+def _dense_up_to_unit_dims(layout: buf.BufferType) -> bool:
+    """Whether a layout is row-major, ignoring the strides of size-1 dimensions."""
+    dense = buf.contiguous_strides(layout.sizes)
+    return all(
+        sizes_equal(size, 1) or sizes_equal(stride, expected)
+        for size, stride, expected in zip(layout.sizes, layout.strides.data, dense)
     )
 
 
@@ -251,14 +260,17 @@ class _FunctionConversion:
         self._replace(op, view.results[0])
 
     def _convert_return(self, op: func.ReturnOp) -> None:
-        """Return each result in the layout its `ptensor.strides` asks for
-        (copying when it differs), or else in the layout it has: a returned view
-        stays a view, aliasing its source as eager's would."""
+        """Return each result in the layout its `ptensor.strides` asks for, or
+        else dense row-major, copying when it differs. A returned view that is
+        already dense stays a view (with its offset), aliasing its source as
+        eager's would."""
         values = []
         for i, value in enumerate(op.arguments):
             result = self.buffers[value]
             wanted = self.result_layouts.get(i)
             result_type = buf.buffer_type(result)
+            if wanted is None and not _dense_up_to_unit_dims(result_type):
+                wanted = SymListAttr(buf.contiguous_strides(result_type.sizes))
             if wanted is not None and (
                 tuple(wanted.data) != tuple(result_type.strides.data)
                 or result_type.offset.expr != 0

@@ -1,0 +1,163 @@
+"""
+The backends a case runs under: eager PyTorch (the model itself), Inductor and
+permalloy through `torch.compile`. Each adapter compiles a model and, around a
+case (`session`), collects what its compiler reports: kernel counts, extern
+calls, fallback ops.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import warnings
+from collections.abc import Callable, Iterator
+from typing import Any
+from unittest import mock
+
+import torch
+
+import permalloy
+from permalloy.targets.registry import available_targets
+
+BACKENDS = ("eager", "inductor", "permalloy")
+"""The backends `--backends` accepts, in table order."""
+
+
+class BenchError(Exception):
+    """A problem with the benchmark's set-up that the user can fix."""
+
+
+class Eager:
+    """Eager PyTorch: the model itself, the reference of every comparison."""
+
+    name = "eager"
+    compiles = False
+
+    def compile(self, model: torch.nn.Module) -> Callable[..., Any]:
+        return model
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        yield
+
+    def kernel_info(self) -> dict[str, Any]:
+        return {}
+
+
+class Inductor:
+    """
+    `torch.compile(model)` with Inductor. Each case compiles with empty caches (a
+    fresh cache folder), so compile times are cold compiles. Kernels are counted
+    in the generated code (`kernels`) and by Inductor's own metric
+    (`generated_kernel_count`, which on CPU counts each vectorized and scalar
+    loop nest of a kernel).
+    """
+
+    name = "inductor"
+    compiles = True
+    _KERNEL_DEFINITION = re.compile(r"^\s*\w+ = async_compile\.\w+\(", re.MULTILINE)
+
+    def __init__(self) -> None:
+        self._codes: list[str] = []
+
+    def compile(self, model: torch.nn.Module) -> Callable[..., Any]:
+        return torch.compile(model, backend="inductor")
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        from torch._inductor import metrics
+        from torch._inductor.graph import GraphLowering
+
+        self._codes = []
+        metrics.reset()
+        with _fresh_inductor_cache(), mock.patch.object(
+            GraphLowering, "save_output_code", self._codes.append
+        ):
+            yield
+
+    def kernel_info(self) -> dict[str, Any]:
+        from torch._inductor import metrics
+
+        return {
+            "graphs": len(self._codes),
+            "kernels": sum(len(self._KERNEL_DEFINITION.findall(c)) for c in self._codes),
+            "generated_kernel_count": metrics.generated_kernel_count,
+        }
+
+
+class Permalloy:
+    """`torch.compile(model, backend="permalloy")` for the device's kernel target."""
+
+    name = "permalloy"
+    compiles = True
+
+    def __init__(self, device: str) -> None:
+        self.device = device
+        self._warnings: list[str] = []
+
+    def compile(self, model: torch.nn.Module) -> Callable[..., Any]:
+        target = permalloy_target(self.device)
+        return torch.compile(model, backend="permalloy", options={"target": target})
+
+    @contextlib.contextmanager
+    def session(self) -> Iterator[None]:
+        permalloy.reset_stats()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                self._warnings = sorted({str(w.message) for w in caught if _ours(w)})
+
+    def kernel_info(self) -> dict[str, Any]:
+        records = permalloy.stats()
+        fell_back = [r for r in records if not r["compiled"]]
+        return {
+            "graphs": len(records),
+            "kernels": sum(r["kernels"] for r in records),
+            "extern_calls": sum(r["extern_calls"] for r in records),
+            "fallback_ops": sorted({op for r in records for op in r["fallback_ops"]}),
+            "graphs_fell_back": len(fell_back),
+            "fell_back_reasons": [r["reason"] for r in fell_back],
+            "compile_s": sum(r["compile_seconds"] for r in records),
+            "warnings": list(self._warnings),
+        }
+
+
+def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:
+    """The adapter of backend `name` for `device`."""
+    if name == "eager":
+        return Eager()
+    if name == "inductor":
+        return Inductor()
+    if name == "permalloy":
+        return Permalloy(device)
+    raise BenchError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
+
+
+def permalloy_target(device: str) -> str:
+    """permalloy's kernel target for tensors on `device`."""
+    targets = available_targets()
+    wanted = {"cpu": "llvm", "cuda": "triton"}.get(device)
+    if wanted not in targets:
+        raise BenchError(
+            f"permalloy has no kernel target for {device} tensors "
+            f"(available targets: {', '.join(sorted(targets))})"
+        )
+    return wanted
+
+
+@contextlib.contextmanager
+def _fresh_inductor_cache() -> Iterator[None]:
+    """Inductor's on-disk and in-memory caches emptied for the block."""
+    try:
+        from torch._inductor.utils import fresh_cache
+    except ImportError:  # older torch
+        from torch._inductor.utils import fresh_inductor_cache as fresh_cache
+    with fresh_cache():
+        yield
+
+
+def _ours(warning: warnings.WarningMessage) -> bool:
+    """Whether a caught warning is one of permalloy's (fallbacks, unknown ops)."""
+    return "permalloy" in str(warning.message) or "permalloy" in (warning.filename or "")

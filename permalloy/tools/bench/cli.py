@@ -1,0 +1,143 @@
+"""
+`permalloy-bench`: the built-in model zoo under eager PyTorch, Inductor and
+permalloy, side by side.
+
+    permalloy-bench                                  # every case, every backend, on CPU
+    permalloy-bench --quick                          # tiny sizes, few repetitions (CI)
+    permalloy-bench --cases layer_norm,mlp --backends eager,permalloy
+    permalloy-bench --device cuda --json results.json --plot speedups.png
+    permalloy-bench --quick --json -                 # JSON only, on stdout
+
+Progress goes to stderr, the table to stdout. `--json -` prints only the JSON
+on stdout and no progress.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import sys
+from collections.abc import Sequence
+
+from permalloy.tools.bench.backends import BACKENDS, BenchError
+from permalloy.tools.bench.profiles import DEVICES, profile_for
+from permalloy.tools.bench.progress import Progress
+from permalloy.tools.bench.runner import BenchConfig
+from permalloy.tools.zoo import CASES
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command line of permalloy-bench."""
+    parser = argparse.ArgumentParser(
+        prog="permalloy-bench",
+        description="Time the built-in model zoo under eager PyTorch, Inductor and permalloy.",
+        epilog=f"cases: {', '.join(CASES)}; backends: {', '.join(BACKENDS)}",
+    )
+    parser.add_argument(
+        "--device",
+        default="cpu",
+        help=f"where to run: {' or '.join(DEVICES)} (cuda runs larger sizes); default cpu",
+    )
+    parser.add_argument(
+        "--cases", default=None, metavar="A,B", help="comma-separated cases (default: all)"
+    )
+    parser.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        metavar="A,B",
+        help=f"comma-separated backends among {', '.join(BACKENDS)} (default: all)",
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="tiny sizes and few repetitions, for CI"
+    )
+    parser.add_argument(
+        "--json",
+        default=None,
+        metavar="FILE",
+        help="write the results as JSON to FILE ('-': to stdout, with no table and no progress)",
+    )
+    parser.add_argument(
+        "--plot", default=None, metavar="FILE.png", help="draw the speedups (needs matplotlib)"
+    )
+    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    return parser
+
+
+def parse_list(text: str, valid: Sequence[str], what: str) -> tuple[str, ...]:
+    """Comma-separated names, each one of `valid`, duplicates dropped, in order."""
+    names = [n.strip() for n in text.split(",")]
+    if not all(names):
+        raise BenchError(f"empty {what} name in {text!r}; valid {what}s: {', '.join(valid)}")
+    unknown = [n for n in names if n not in valid]
+    if unknown:
+        listed = ", ".join(repr(n) for n in unknown)
+        raise BenchError(f"unknown {what} {listed}; valid {what}s: {', '.join(valid)}")
+    return tuple(dict.fromkeys(names))
+
+
+def parse_config(args: argparse.Namespace) -> BenchConfig:
+    """The run the flags describe; a `BenchError` names what is wrong and what is valid."""
+    if args.device not in DEVICES:
+        raise BenchError(f"unknown device {args.device!r}; valid devices: {', '.join(DEVICES)}")
+    cases = parse_list(args.cases, list(CASES), "case") if args.cases is not None else tuple(CASES)
+    backends = parse_list(args.backends, BACKENDS, "backend")
+    ordered = tuple(b for b in BACKENDS if b in backends)
+    if args.plot is not None:
+        from permalloy.tools.bench.plot import plot_baseline, require_matplotlib
+
+        require_matplotlib()
+        plot_baseline(ordered)
+    return BenchConfig(args.device, cases, ordered, profile_for(args.device, args.quick))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmark the flags describe; 0 on success, 2 on a bad flag, 1 on a set-up error."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(CASES))
+        return 0
+    try:
+        config = parse_config(args)
+    except BenchError as error:
+        parser.error(str(error))
+    json_to_stdout = args.json == "-"
+    progress = Progress(None if json_to_stdout else sys.stderr, len(config.cases))
+    try:
+        report = _run(config, progress, quiet_stdout=json_to_stdout)
+    except BenchError as error:
+        print(f"permalloy-bench: error: {error}", file=sys.stderr)
+        return 1
+    _write_outputs(report, args, json_to_stdout)
+    return 0
+
+
+def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool):
+    """Run the benchmark; with `quiet_stdout` whatever it prints goes to stderr, so
+    that stdout holds the JSON alone."""
+    from permalloy.tools.bench.runner import run_benchmark
+
+    redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    with redirect:
+        return run_benchmark(config, progress)
+
+
+def _write_outputs(report, args: argparse.Namespace, json_to_stdout: bool) -> None:
+    """The JSON (file or stdout), the plot, and unless JSON goes to stdout, the table."""
+    from permalloy.tools.bench.report import format_table, to_json
+
+    if json_to_stdout:
+        sys.stdout.write(to_json(report) + "\n")
+    else:
+        print(format_table(report))
+        if args.json is not None:
+            with open(args.json, "w", encoding="utf-8") as out:
+                out.write(to_json(report) + "\n")
+    if args.plot is not None:
+        from permalloy.tools.bench.plot import write_plot
+
+        write_plot(report, args.plot)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

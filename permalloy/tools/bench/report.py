@@ -1,0 +1,269 @@
+"""
+The results for people (a table with geometric means of the speedups) and for
+machines (JSON).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from permalloy.tools.bench.runner import BackendResult, BenchReport, CaseResult
+
+SCHEMA_VERSION = 1
+NOTE_CHARS = 70
+"""Errors in the table's notes column are cut to this many characters."""
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    """The geometric mean of positive values; None when there are none."""
+    values = [v for v in values if v is not None and v > 0]
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def geomeans(report: BenchReport) -> dict[str, dict[str, float | None]]:
+    """Per backend: geometric means of its speedups over eager and over Inductor,
+    over the cases where both it and the baseline ran."""
+    means = {}
+    for backend in report.config.backends:
+        results = [c.results[backend] for c in report.cases if backend in c.results]
+        means[backend] = {
+            "speedup_vs_eager": geomean(r.speedup_vs_eager for r in results),
+            "speedup_vs_inductor": geomean(r.speedup_vs_inductor for r in results),
+            "cases": sum(r.timing is not None for r in results),
+        }
+    return means
+
+
+def to_dict(report: BenchReport) -> dict[str, Any]:
+    """The whole report as JSON-ready data."""
+    config = report.config
+    return {
+        "schema": SCHEMA_VERSION,
+        "machine": report.machine,
+        "config": {
+            "device": config.device,
+            "cases": list(config.cases),
+            "backends": list(config.backends),
+            "profile": config.profile.as_dict(),
+        },
+        "copy_bandwidth": None if report.copy is None else report.copy.as_dict(),
+        "first_use_s": report.first_use_s,
+        "cases": [c.as_dict() for c in report.cases],
+        "geomean": geomeans(report),
+    }
+
+
+def to_json(report: BenchReport) -> str:
+    """The report as indented JSON text (no NaN or infinity: those become null)."""
+    return json.dumps(_finite(to_dict(report)), indent=2, allow_nan=False)
+
+
+def _finite(value: Any) -> Any:
+    """`value` with every NaN or infinite float replaced by None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+# The table -----------------------------------------------------------------------
+
+_SHORT = {"eager": "eager", "inductor": "ind", "permalloy": "perm"}
+
+
+def format_table(report: BenchReport) -> str:
+    """The results as a plain-text table, one row per case, geometric means last."""
+    columns = _columns(report.config.backends)
+    rows = [[title for title, _ in columns]]
+    rows += [[cell(case) for _, cell in columns] for case in report.cases]
+    rows.append(_geomean_row(report, columns))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(columns))]
+    lines = [_format_row(row, widths) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines.insert(-1, lines[1])
+    return "\n".join([_header(report), "", *lines, "", *_legend(report.config.backends)])
+
+
+def _columns(backends: tuple[str, ...]) -> list[tuple[str, Callable[[CaseResult], str]]]:
+    """(title, cell function) of every column, for the backends that ran."""
+    compiled = [b for b in backends if b != "eager"]
+    columns: list[tuple[str, Callable[[CaseResult], str]]] = [("case", lambda c: c.case)]
+    columns += [(f"{_SHORT[b]} ms", _time_cell(b)) for b in backends]
+    if "eager" in backends:
+        columns += [(f"{_SHORT[b]}/eager", _speedup_cell(b, "eager")) for b in compiled]
+    if "inductor" in backends:
+        others = [b for b in compiled if b != "inductor"]
+        columns += [(f"{_SHORT[b]}/ind", _speedup_cell(b, "inductor")) for b in others]
+    columns += [(f"{_SHORT[b]} compile s", _compile_cell(b)) for b in compiled]
+    columns += [(f"{_SHORT[b]} kernels", _kernels_cell(b)) for b in compiled]
+    columns += [(f"{_SHORT[b]} rel err", _accuracy_cell(b)) for b in compiled]
+    if "permalloy" in backends:
+        columns.append(("perm BW/copy", _bandwidth_cell("permalloy")))
+    columns.append(("notes", _notes_cell))
+    return columns
+
+
+def _result_cell(backend: str, show: Callable[[BackendResult], str]) -> Callable[[CaseResult], str]:
+    """A cell showing `show(result)`, or `-` where the backend has no result."""
+
+    def cell(case: CaseResult) -> str:
+        result = case.results.get(backend)
+        return "-" if result is None else show(result)
+
+    return cell
+
+
+def _time_cell(backend: str) -> Callable[[CaseResult], str]:
+    def show(r: BackendResult) -> str:
+        if r.timing is None:
+            return "error" if r.error else "-"
+        return f"{r.timing.median_s * 1e3:.3f}"
+
+    return _result_cell(backend, show)
+
+
+def _speedup_cell(backend: str, baseline: str) -> Callable[[CaseResult], str]:
+    attribute = f"speedup_vs_{baseline}"
+    return _result_cell(backend, lambda r: _ratio(getattr(r, attribute)))
+
+
+def _compile_cell(backend: str) -> Callable[[CaseResult], str]:
+    return _result_cell(backend, lambda r: "-" if r.compile_s is None else f"{r.compile_s:.2f}")
+
+
+def _kernels_cell(backend: str) -> Callable[[CaseResult], str]:
+    def show(r: BackendResult) -> str:
+        k = r.kernels
+        if "kernels" not in k:
+            return "-"
+        if backend == "permalloy":
+            return f"{k['kernels']} +{k['extern_calls']} ext"
+        if "generated_kernel_count" in k:
+            return f"{k['kernels']} [{k['generated_kernel_count']}]"
+        return str(k["kernels"])
+
+    return _result_cell(backend, show)
+
+
+def _accuracy_cell(backend: str) -> Callable[[CaseResult], str]:
+    def show(r: BackendResult) -> str:
+        if r.accuracy is None:
+            return "-"
+        mark = "" if r.accuracy.passed else " FAIL"
+        return f"{r.accuracy.relative_error:.1e}{mark}"
+
+    return _result_cell(backend, show)
+
+
+def _bandwidth_cell(backend: str) -> Callable[[CaseResult], str]:
+    def show(r: BackendResult) -> str:
+        fraction = r.bandwidth_fraction_of_copy
+        return "-" if fraction is None else f"{fraction:.0%}"
+
+    return _result_cell(backend, show)
+
+
+def _notes_cell(case: CaseResult) -> str:
+    """Errors, eager fallbacks and fallback ops, shortest first."""
+    if case.error:
+        return _cut(f"case: {case.error}")
+    notes = []
+    for backend, r in case.results.items():
+        short, eager_graphs = _SHORT[backend], r.kernels.get("graphs_fell_back")
+        if r.error:
+            notes.append(f"{short}: {r.error}")
+        if eager_graphs:
+            notes.append(f"{short}: {eager_graphs} graph(s) ran eagerly")
+        if r.kernels.get("fallback_ops"):
+            notes.append(f"{short} fallback ops: {', '.join(r.kernels['fallback_ops'])}")
+        if r.accuracy is not None and not r.accuracy.passed:
+            notes.append(f"{short}: outputs differ from eager")
+    return "; ".join(_cut(n) for n in notes)
+
+
+def _geomean_row(report: BenchReport, columns: list[tuple[str, Any]]) -> list[str]:
+    """The geometric means under the speedup columns, blanks elsewhere."""
+    means = geomeans(report)
+    row = []
+    for title, _ in columns:
+        row.append(_geomean_cell(title, means))
+    row[0] = "geomean"
+    return row
+
+
+def _geomean_cell(title: str, means: dict[str, dict[str, float | None]]) -> str:
+    for backend, short in _SHORT.items():
+        for baseline, suffix in (("eager", "/eager"), ("inductor", "/ind")):
+            if title == short + suffix and backend in means:
+                return _ratio(means[backend][f"speedup_vs_{baseline}"])
+    return ""
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}x"
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= NOTE_CHARS else text[: NOTE_CHARS - 3] + "..."
+
+
+def _format_row(row: list[str], widths: list[int]) -> str:
+    """Case and notes left-aligned, numbers right-aligned."""
+    cells = [
+        cell.ljust(width) if i in (0, len(row) - 1) else cell.rjust(width)
+        for i, (cell, width) in enumerate(zip(row, widths))
+    ]
+    return "  ".join(cells).rstrip()
+
+
+def _header(report: BenchReport) -> str:
+    """Where the run happened and the copy bandwidth it is measured against."""
+    m, profile = report.machine, report.config.profile
+    size = profile.size
+    device = m.get("gpu", f"{m['cpu']}, {m['cpu_count']} cores, {m['torch_threads']} torch threads")
+    if m.get("load_average"):
+        device += ", load average " + " ".join(f"{x:.2f}" for x in m["load_average"])
+    lines = [
+        f"permalloy-bench on {report.config.device}: {device}",
+        f"torch {m['torch']}, permalloy {m['permalloy']}, python {m['python']}, {m['platform']}",
+        f"profile {profile.name}: batch {size.batch}, seq {size.seq}, hidden {size.hidden}, "
+        f"heads {size.heads}, channels {size.channels}, image {size.image}",
+    ]
+    if report.copy is not None:
+        copy = report.copy
+        lines.append(
+            f"copy bandwidth ({copy.nbytes / 2**20:.0f} MiB read+written): "
+            f"{copy.median_bytes_per_s / 1e9:.1f} GB/s median, "
+            f"{copy.best_bytes_per_s / 1e9:.1f} GB/s best"
+        )
+    return "\n".join(lines)
+
+
+def _legend(backends: tuple[str, ...]) -> list[str]:
+    """What the columns mean."""
+    lines = [
+        "times: median of the timed calls in ms (min and IQR in the JSON); x/eager, x/ind: "
+        "speedup of x over eager, over Inductor",
+        "compile s: first call, Dynamo included; rel err: ||out - eager|| / ||eager|| "
+        "(FAIL above 1e-4 for float32)",
+    ]
+    if "permalloy" in backends:
+        lines.append(
+            "perm kernels: generated kernels + library (extern) calls; perm BW/copy: "
+            "bytes of inputs read once and outputs written once over the median time, "
+            "as a fraction of copy bandwidth (memory-bound cases)"
+        )
+    if "inductor" in backends:
+        lines.append(
+            "ind kernels: kernels in Inductor's generated code "
+            "[torch._inductor.metrics.generated_kernel_count]"
+        )
+    return lines

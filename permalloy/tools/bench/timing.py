@@ -1,0 +1,141 @@
+"""
+Wall-clock measurement: warm-up, then many timed calls summarized by their
+median, best and interquartile range; and the bandwidth of a large tensor copy,
+the yardstick of memory-bound kernels. On CUDA every timed call is bracketed by
+`torch.cuda.synchronize()`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+import torch
+
+from permalloy.tools.bench.profiles import Profile
+
+Sync = Callable[[], None]
+
+
+def synchronizer(device: str) -> Sync:
+    """What waits for the device's queued work: `torch.cuda.synchronize` on CUDA."""
+    if device == "cuda":
+        return torch.cuda.synchronize
+    return lambda: None
+
+
+def timed(fn: Callable[[], Any], sync: Sync) -> tuple[Any, float]:
+    """Call `fn` once; its result and the seconds it took, device work included."""
+    sync()
+    start = time.perf_counter()
+    result = fn()
+    sync()
+    return result, time.perf_counter() - start
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """A summary of the timed calls of one function."""
+
+    median_s: float
+    min_s: float
+    q1_s: float
+    q3_s: float
+    runs: int
+    warmup: int
+
+    @property
+    def iqr_s(self) -> float:
+        """The interquartile range: how spread the middle half of the runs is."""
+        return self.q3_s - self.q1_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "median_s": self.median_s,
+            "min_s": self.min_s,
+            "q1_s": self.q1_s,
+            "q3_s": self.q3_s,
+            "iqr_s": self.iqr_s,
+            "runs": self.runs,
+            "warmup": self.warmup,
+        }
+
+
+def summarize(times: list[float], warmup: int) -> TimingStats:
+    """Median, best and quartiles of `times` (at least one)."""
+    ordered = sorted(times)
+    if len(ordered) > 1:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+    else:
+        q1 = q3 = ordered[0]
+    return TimingStats(statistics.median(ordered), ordered[0], q1, q3, len(ordered), warmup)
+
+
+def choose_runs(estimate_s: float, profile: Profile) -> int:
+    """How many timed calls fit the profile's budget, within its bounds."""
+    wanted = math.ceil(profile.budget_s / max(estimate_s, 1e-9))
+    return max(profile.min_runs, min(profile.max_runs, wanted))
+
+
+def measure(call: Callable[[int], Any], sync: Sync, profile: Profile) -> TimingStats:
+    """
+    Time `call(i)` for i = 0, 1, 2, ... (the caller rotates its inputs by `i`):
+    `profile.warmup` untimed calls, then as many timed ones as the budget allows.
+    """
+    estimate = math.inf
+    for i in range(profile.warmup):
+        estimate = min(estimate, timed(lambda i=i: call(i), sync)[1])
+    if profile.warmup == 0:
+        estimate = timed(lambda: call(0), sync)[1]
+    runs = choose_runs(estimate, profile)
+    offset = profile.warmup
+    times = [timed(lambda i=i: call(offset + i), sync)[1] for i in range(runs)]
+    return summarize(times, profile.warmup)
+
+
+@dataclass(frozen=True)
+class CopyBandwidth:
+    """`dst.copy_(src)` on a large tensor: bytes read plus bytes written, over time."""
+
+    nbytes: int
+    timing: TimingStats
+
+    @property
+    def median_bytes_per_s(self) -> float:
+        return self.nbytes / self.timing.median_s
+
+    @property
+    def best_bytes_per_s(self) -> float:
+        return self.nbytes / self.timing.min_s
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "bytes": self.nbytes,
+            "median_gb_per_s": self.median_bytes_per_s / 1e9,
+            "best_gb_per_s": self.best_bytes_per_s / 1e9,
+            "time": self.timing.as_dict(),
+        }
+
+
+def copy_bandwidth(device: str, profile: Profile) -> CopyBandwidth:
+    """The bandwidth of copying `profile.copy_numel` float32 elements on `device`."""
+    src = torch.randn(profile.copy_numel, device=device)
+    dst = torch.empty_like(src)
+    sync = synchronizer(device)
+    copy_profile = _copy_profile(profile)
+    timing = measure(lambda _: dst.copy_(src), sync, copy_profile)
+    return CopyBandwidth(2 * src.nbytes, timing)
+
+
+def _copy_profile(profile: Profile) -> Profile:
+    """The profile's copy repetitions as a fixed number of timed runs."""
+    return replace(
+        profile,
+        warmup=max(profile.warmup, 1),
+        min_runs=profile.copy_runs,
+        max_runs=profile.copy_runs,
+    )

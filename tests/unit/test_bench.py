@@ -1,0 +1,146 @@
+"""
+permalloy-bench: flags, the JSON it writes, failures reported rather than raised,
+clear errors for bad flags. Runs use `--quick` on the smallest case.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+import torch
+
+from permalloy.tools.bench import cli, report
+from permalloy.tools.bench.backends import Permalloy
+from permalloy.tools.bench.profiles import QUICK
+from permalloy.tools.zoo import CASES
+
+QUICK_POINTWISE = ["--quick", "--cases", "pointwise_chain", "--backends", "eager,permalloy"]
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    """Run the CLI with `--json -` and parse what it printed."""
+    assert cli.main([*argv, "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    return json.loads(captured.out)
+
+
+def test_cli_parses_flags() -> None:
+    argv = ["--device", "cpu", "--cases", "mlp,layer_norm,mlp", "--backends", "permalloy,eager"]
+    args = cli.build_parser().parse_args([*argv, "--quick"])
+    config = cli.parse_config(args)
+    assert config.device == "cpu"
+    assert config.cases == ("mlp", "layer_norm")
+    assert config.backends == ("eager", "permalloy")
+    assert config.profile == QUICK
+
+
+def test_cli_defaults_to_every_case_and_backend() -> None:
+    config = cli.parse_config(cli.build_parser().parse_args([]))
+    assert config.cases == tuple(CASES)
+    assert "vit_block" in config.cases
+    assert config.backends == ("eager", "inductor", "permalloy")
+    assert config.profile.name == "cpu"
+
+
+def test_quick_json_has_every_field(capsys: pytest.CaptureFixture[str]) -> None:
+    data = run_json(QUICK_POINTWISE, capsys)
+    assert data["config"]["backends"] == ["eager", "permalloy"]
+    assert data["copy_bandwidth"]["median_gb_per_s"] > 0
+    assert data["machine"]["torch_threads"] >= 1
+    (case,) = data["cases"]
+    assert case["case"] == "pointwise_chain" and case["memory_bound"]
+    assert case["traffic_bytes"] > 0 and case["input_sets"] >= 2
+    eager, ours = case["results"]["eager"], case["results"]["permalloy"]
+    assert eager["ok"] and eager["speedup_vs_eager"] == 1.0
+    assert ours["ok"] and ours["error"] is None
+    assert ours["compile_s"] > 0
+    assert ours["accuracy"]["passed"] and ours["accuracy"]["tolerance"] == 1e-4
+    assert ours["accuracy"]["relative_error"] < 1e-4 and ours["accuracy"]["max_abs_error"] < 1e-4
+    timing = ours["time"]
+    assert 0 < timing["min_s"] <= timing["median_s"] and timing["iqr_s"] >= 0
+    assert timing["runs"] >= QUICK.min_runs
+    assert ours["speedup_vs_eager"] > 0 and ours["speedup_vs_inductor"] is None
+    assert ours["kernels"]["kernels"] >= 1 and ours["kernels"]["fallback_ops"] == []
+    assert 0 < ours["bandwidth_fraction_of_copy"]
+    assert data["geomean"]["permalloy"]["speedup_vs_eager"] > 0
+
+
+def test_failing_backend_is_reported_not_raised(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def broken(self, model):
+        raise RuntimeError("lowering exploded\nwith a long traceback")
+
+    monkeypatch.setattr(Permalloy, "compile", broken)
+    data = run_json(QUICK_POINTWISE, capsys)
+    results = data["cases"][0]["results"]
+    assert results["eager"]["ok"] and results["eager"]["time"]["median_s"] > 0
+    failed = results["permalloy"]
+    assert not failed["ok"] and failed["time"] is None
+    assert failed["error"] == "RuntimeError: lowering exploded"
+    assert data["geomean"]["permalloy"]["speedup_vs_eager"] is None
+
+
+def test_table_shows_errors_and_geomeans(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(Permalloy, "compile", lambda self, model: 1 / 0)
+    assert cli.main(QUICK_POINTWISE) == 0
+    captured = capsys.readouterr()
+    assert "perm: ZeroDivisionError: division by zero" in captured.out
+    assert "geomean" in captured.out and "copy bandwidth" in captured.out
+    assert "pointwise_chain / permalloy" in captured.err
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--cases", "resnet"], "unknown case 'resnet'; valid cases: pointwise_chain, layer_norm"),
+        (["--cases", "mlp,,gpt2_block"], "empty case name"),
+        (["--backends", "eager,tvm"], "unknown backend 'tvm'; valid backends: eager, inductor"),
+        (["--device", "tpu"], "unknown device 'tpu'; valid devices: cpu, cuda"),
+    ],
+)
+def test_bad_flags_list_valid_values(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_plot_without_matplotlib_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # `import matplotlib` fails
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main([*QUICK_POINTWISE, "--plot", "out.png"])
+    assert exit_info.value.code == 2
+    assert "pip install 'permalloy[plot]'" in capsys.readouterr().err
+
+
+def test_geomean() -> None:
+    assert report.geomean([2.0, 8.0]) == pytest.approx(4.0)
+    assert report.geomean([None, 3.0]) == pytest.approx(3.0)
+    assert report.geomean([]) is None
+
+
+def test_plot_draws_speedups_and_failures(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytest.importorskip("matplotlib")
+    monkeypatch.setattr(Permalloy, "compile", lambda self, model: 1 / 0)
+    path = tmp_path / "speedups.png"
+    assert cli.main([*QUICK_POINTWISE, "--plot", str(path), "--json", "-"]) == 0
+    assert path.read_bytes().startswith(b"\x89PNG")
+    capsys.readouterr()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without CUDA")
+def test_cuda_without_cuda_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--device", "cuda", "--quick", "--cases", "mlp"]) == 1
+    assert "CUDA is not available" in capsys.readouterr().err

@@ -13,8 +13,20 @@ from xdsl.passes import ModulePass
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
+from permalloy.dialects import ptensor as pt
 from permalloy.dialects.sym import parallel_index
 from permalloy.dtypes import torch_dtype
+
+FRESH_RESULT_OPS: tuple[type[Operation], ...] = (
+    *pt.LIBRARY_OPS,
+    pt.ConstantOp,
+    pt.FullOp,
+    pt.IotaOp,
+    pt.RandOp,
+)
+"""Ops whose extern call gives a new tensor. Other externs (fallbacks run any
+ATen op) may return a view of an input, so their results are never written
+over or handed to another allocation."""
 
 PEAK_ATTR = "permalloy.peak_intermediate_bytes"
 """Function attribute: the planned peak of bytes held by the buffers the
@@ -35,9 +47,11 @@ class PlanMemoryPass(ModulePass):
       same element type that is large enough (the smallest such), as a
       `buffer.view` of it;
     - an allocation is freed (`buffer.dealloc`) right after its last use.
-    Graph inputs are never written or reused, and buffers the function returns
-    live to its end. The planned peak of allocated bytes is recorded on the
-    function as `permalloy.peak_intermediate_bytes` when sizes are constants.
+    Graph inputs are never written or reused, nor are the results of extern
+    calls that may alias their inputs (fallbacks); an in-place update needs the
+    only input using that memory. Buffers the function returns live to its
+    end. The planned peak of allocated bytes is recorded on the function as
+    `permalloy.peak_intermediate_bytes` when sizes are constants.
     `reuse=false` and `in-place=false` turn those decisions off.
 
     Before:
@@ -109,7 +123,7 @@ class _Planner:
             self.free.extend(
                 root
                 for root, last in self.last_use.items()
-                if last == position and self._owned(root) and root not in self.free
+                if last == position and self._writable(root) and root not in self.free
             )
         self._insert_frees(ops)
         self._record_peak()
@@ -133,6 +147,14 @@ class _Planner:
 
     def _owned(self, root: SSAValue) -> bool:
         return isinstance(root.owner, buf.AllocOp | buf.ExternOp)
+
+    def _writable(self, root: SSAValue) -> bool:
+        """Whether the program may write over `root` once its value is dead:
+        its own allocations and the new tensors of extern calls."""
+        owner = root.owner
+        if isinstance(owner, buf.ExternOp):
+            return isinstance(owner.library_op, FRESH_RESULT_OPS)
+        return isinstance(owner, buf.AllocOp)
 
     def _place(self, alloc: buf.AllocOp, position: int, ops: list[Operation]) -> None:
         result = alloc.result
@@ -178,13 +200,14 @@ class _Planner:
         if kernel is None:
             return None
         layout = buf.buffer_type(alloc.result)
+        roots = [_root(v) for v in launch.inputs]
         for index, value in enumerate(launch.inputs):
-            root = _root(value)
+            root = roots[index]
             if (
-                self._owned(root)
+                self._writable(root)
                 and self.last_use.get(root) == position + 1
                 and value.type == layout
-                and list(launch.inputs).count(value) == 1
+                and roots.count(root) == 1
                 and _reads_only_where_it_writes(kernel, index)
             ):
                 return value

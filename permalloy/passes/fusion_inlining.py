@@ -80,8 +80,10 @@ class InliningCost:
             return True
         reads = reads_per_element(producer)
         # reads == 1: every element computed once, wherever it is read; a few
-        # recomputations cost less than writing the producer and reading it back
-        return reads is not None and bool(reads <= self.max_recompute)
+        # recomputations cost less than writing the producer and reading it back.
+        # A count over size symbols (a broadcast over s0 rows) must be provably
+        # small: s0 may be large.
+        return reads is not None and bool(sympy.expand(self.max_recompute - reads).is_nonnegative)
 
 
 def inline_producer(reader: loop.LoopOp, position: int) -> None:

@@ -67,7 +67,7 @@ def compare(outputs: Sequence[Any], references: Sequence[Any]) -> Accuracy:
 def _errors(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, float, float]:
     """Squared norm of the difference, squared norm of eager's, largest absolute
     difference; NaNs and infinities where eager has the same count as equal."""
-    a, e = actual.detach().double().cpu(), expected.detach().double().cpu()
+    a, e = actual.detach().double(), expected.detach().to(actual.device).double()
     same = (a == e) | (torch.isnan(a) & torch.isnan(e))
     diff = torch.where(same, torch.zeros_like(a), a - e)
     diff = torch.nan_to_num(diff, nan=float("inf"))

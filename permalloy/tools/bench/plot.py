@@ -7,6 +7,7 @@ optional `plot` extra: `pip install 'permalloy[plot]'`.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from permalloy.tools.bench.backends import BenchError
@@ -49,6 +50,7 @@ def write_plot(report: BenchReport, path: str) -> None:
     figure, axes = plt.subplots(figsize=(max(8.0, 0.9 * len(labels) + 2), 4.8))
     _draw_bars(axes, labels, values, bars)
     _decorate(axes, report, baseline, len(labels))
+    _scale(axes, [v for series in values.values() for v in series if v is not None])
     figure.tight_layout()
     figure.savefig(path, dpi=120)
     plt.close(figure)
@@ -91,18 +93,36 @@ def _draw_bars(
                       fontsize=7, rotation=90)
 
 
+def _scale(axes: Any, speedups: list[float]) -> None:
+    """A log scale around 1x with room for the bars' labels, ticks written as `2x`."""
+    from matplotlib.ticker import FuncFormatter
+
+    axes.set_yscale("log")
+    top, bottom = max([1.0, *speedups]), min([1.0, *speedups])
+    axes.set_ylim(bottom / 4, top * 4)
+    axes.yaxis.set_major_formatter(FuncFormatter(lambda value, _: f"{value:g}x"))
+    axes.yaxis.set_minor_formatter(FuncFormatter(_minor_label))
+
+
+def _minor_label(value: float, _position: Any) -> str:
+    """Minor ticks labelled at 2x, 5x, 0.2x, ... only, so labels never crowd."""
+    if value <= 0:
+        return ""
+    leading = value / 10 ** math.floor(math.log10(value))
+    return f"{value:g}x" if round(leading) in (2, 5) else ""
+
+
 def _decorate(axes: Any, report: BenchReport, baseline: str, count: int) -> None:
     """Axes, the 1x line, the legend and a title naming the machine."""
-    axes.set_yscale("log")
     axes.axhline(1.0, color="black", linewidth=0.8)
     axes.axvline(count - 1.5, color="grey", linewidth=0.5, linestyle=":")
     axes.set_xticks(range(count))
     axes.set_xticklabels([c.case for c in report.cases] + ["geomean"], rotation=30, ha="right")
     axes.set_ylabel(f"speedup over {baseline} (log scale)")
     machine = report.machine.get("gpu", report.machine["cpu"])
-    title = f"permalloy-bench, {report.config.device} ({report.config.profile.name}): {machine}"
+    quick = " --quick" if report.config.profile.name == "quick" else ""
+    title = f"permalloy-bench --device {report.config.device}{quick}: {machine}"
     axes.set_title(title, fontsize=10)
     _handles, names = axes.get_legend_handles_labels()
     if names:
         axes.legend(loc="upper left", fontsize=8)
-    axes.margins(y=0.2)

@@ -1,7 +1,8 @@
 """
 The progress display on stderr: which case, which backend, what is happening and
-for how long. On a terminal one line is rewritten in place while a phase runs;
-otherwise each phase prints one line when it starts. Disabled, it prints nothing.
+for how long. On a terminal one status line is rewritten in place as the phases run and
+tick; otherwise each phase prints one line when it starts. Disabled, it prints
+nothing.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ class Progress:
     def note(self, text: str) -> None:
         """One line of information, such as the measured copy bandwidth."""
         if self._stream is not None:
-            self._stream.write(f"[{self._elapsed():7.1f}s] {text}\n")
+            self._stream.write(f"{self._clear()}[{self._elapsed():7.1f}s] {text}\n")
+            self._stream.flush()
+
+    def finish(self) -> None:
+        """Clear the status line, once the run is over."""
+        if self._stream is not None and self._live:
+            self._stream.write(self._clear())
             self._stream.flush()
 
     @contextlib.contextmanager
@@ -56,7 +63,7 @@ class Progress:
 
         def draw() -> None:
             seconds = time.perf_counter() - started
-            self._stream.write(f"\r\033[K[{self._elapsed():7.1f}s] {label} {seconds:5.1f}s")
+            self._stream.write(f"{self._clear()}[{self._elapsed():7.1f}s] {label} {seconds:5.1f}s")
             self._stream.flush()
 
         def tick() -> None:
@@ -72,8 +79,10 @@ class Progress:
             stop.set()
             thread.join()
             draw()
-            self._stream.write("\n")
-            self._stream.flush()
+
+    def _clear(self) -> str:
+        """What returns to the start of an emptied status line, on a terminal."""
+        return "\r\033[K" if self._live else ""
 
     def _elapsed(self) -> float:
         return time.perf_counter() - self._start

@@ -142,7 +142,7 @@ def _compile_cell(backend: str) -> Callable[[CaseResult], str]:
 def _kernels_cell(backend: str) -> Callable[[CaseResult], str]:
     def show(r: BackendResult) -> str:
         k = r.kernels
-        if "kernels" not in k:
+        if "kernels" not in k or not k.get("graphs"):
             return "-"
         if backend == "permalloy":
             return f"{k['kernels']} +{k['extern_calls']} ext"

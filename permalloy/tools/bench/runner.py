@@ -137,6 +137,7 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
         first_use = {b: _first_use(b, config.device, progress) for b in config.backends}
         cases = [_run_case(i, name, config, copy, progress) for i, name in enumerate(config.cases)]
+    progress.finish()
     return BenchReport(config, machine, copy, first_use, cases)
 
 
@@ -173,7 +174,7 @@ def _first_use(backend: str, device: str, progress: Progress) -> float | str:
     adapter = make_backend(backend, device)
     if not adapter.compiles:
         return 0.0
-    progress.note(f"starting {backend}")
+    progress.note(f"starting {backend} (one-time costs, not charged to the cases)")
     x = torch.randn(8, device=device)
     torch._dynamo.reset()  # noqa: SLF001
     try:
@@ -331,7 +332,8 @@ def add_bandwidth(case: CaseResult, copy: CopyBandwidth) -> None:
 def short_error(error: BaseException) -> str:
     """`Type: first line of the message`, cut to `ERROR_CHARS`."""
     lines = str(error).strip().splitlines()
-    text = f"{type(error).__name__}: {lines[0] if lines else ''}".rstrip(": ")
+    first = lines[0] if lines else ""
+    text = first if isinstance(error, BenchError) else f"{type(error).__name__}: {first}".rstrip(": ")
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
 
 

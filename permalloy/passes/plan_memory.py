@@ -174,6 +174,9 @@ class _Planner:
         result.replace_all_uses_with(view.result)
         self.last_use[donor] = self.last_use.pop(result)
         self.free.remove(donor)
+        # the view stands where the allocation was (an unused allocation's
+        # last use is there), so a free after it has a place to go
+        ops[position] = view
         alloc.detach()
         alloc.erase()
 

@@ -35,6 +35,8 @@ def test_cli_parses_flags() -> None:
     assert config.cases == ("mlp", "layer_norm")
     assert config.backends == ("eager", "permalloy")
     assert config.profile == QUICK
+    assert config.threads is None
+    assert cli.parse_config(cli.build_parser().parse_args(["--threads", "1"])).threads == 1
 
 
 def test_cli_defaults_to_every_case_and_backend() -> None:
@@ -102,6 +104,7 @@ def test_table_shows_errors_and_geomeans(
         (["--cases", "mlp,,gpt2_block"], "empty case name"),
         (["--backends", "eager,tvm"], "unknown backend 'tvm'; valid backends: eager, inductor"),
         (["--device", "tpu"], "unknown device 'tpu'; valid devices: cpu, cuda"),
+        (["--threads", "0"], "--threads takes a positive integer, not '0'"),
     ],
 )
 def test_bad_flags_list_valid_values(

@@ -7,6 +7,7 @@ permalloy, side by side.
     permalloy-bench --cases layer_norm,mlp --backends eager,permalloy
     permalloy-bench --device cuda --json results.json --plot speedups.png
     permalloy-bench --quick --json -                 # JSON only, on stdout
+    permalloy-bench --threads 1                      # steadier on a busy machine
 
 Progress goes to stderr, the table to stdout. `--json -` prints only the JSON
 on stdout and no progress.
@@ -59,6 +60,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--plot", default=None, metavar="FILE.png", help="draw the speedups (needs matplotlib)"
     )
+    parser.add_argument(
+        "--threads",
+        default=None,
+        metavar="N",
+        help="CPU threads of torch and of permalloy's kernels (default: torch's); "
+        "1 gives steadier timings on a busy machine",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser
 
@@ -87,7 +95,17 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
 
         require_matplotlib()
         plot_baseline(ordered)
-    return BenchConfig(args.device, cases, ordered, profile_for(args.device, args.quick))
+    profile = profile_for(args.device, args.quick)
+    return BenchConfig(args.device, cases, ordered, profile, parse_threads(args.threads))
+
+
+def parse_threads(text: str | None) -> int | None:
+    """The `--threads` value: a positive integer, or None when not given."""
+    if text is None:
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise BenchError(f"--threads takes a positive integer, not {text!r}")
+    return int(text)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -42,12 +42,13 @@ class Progress:
             self._stream.flush()
 
     @contextlib.contextmanager
-    def phase(self, index: int, case: str, backend: str, what: str) -> Iterator[None]:
-        """Show `what` is being done to case number `index` under `backend`."""
+    def phase(self, index: int, case: str, backend: str | None, what: str) -> Iterator[None]:
+        """Show `what` is being done to case number `index` (under `backend`, if any)."""
         if self._stream is None:
             yield
             return
-        label = f"[{index + 1}/{self._total}] {case} / {backend}: {what}"
+        subject = case if backend is None else f"{case} / {backend}"
+        label = f"[{index + 1}/{self._total}] {subject}: {what}"
         if not self._live:
             self.note(label)
             yield

@@ -15,6 +15,9 @@ from permalloy.tools.bench.runner import BackendResult, BenchReport, CaseResult
 SCHEMA_VERSION = 1
 NOTE_CHARS = 70
 """Errors in the table's notes column are cut to this many characters."""
+NOISY_IQR = 0.25
+"""A time whose interquartile range exceeds this fraction of its median is
+marked noisy (`~`) in the table."""
 
 
 def geomean(values: Iterable[float]) -> float | None:
@@ -125,7 +128,8 @@ def _time_cell(backend: str) -> Callable[[CaseResult], str]:
     def show(r: BackendResult) -> str:
         if r.timing is None:
             return "error" if r.error else "-"
-        return f"{r.timing.median_s * 1e3:.3f}"
+        noisy = r.timing.iqr_s > NOISY_IQR * r.timing.median_s
+        return f"{'~' if noisy else ''}{r.timing.median_s * 1e3:.3f}"
 
     return _result_cell(backend, show)
 
@@ -250,8 +254,9 @@ def _header(report: BenchReport) -> str:
 def _legend(backends: tuple[str, ...]) -> list[str]:
     """What the columns mean."""
     lines = [
-        "times: median of the timed calls in ms (min and IQR in the JSON); x/eager, x/ind: "
-        "speedup of x over eager, over Inductor",
+        "times: median of the timed calls in ms (min and IQR in the JSON), ~ where the IQR "
+        f"exceeds {NOISY_IQR:.0%} of the median; x/eager, x/ind: speedup of x over eager, "
+        "over Inductor",
         "compile s: first call, Dynamo included; rel err: ||out - eager|| / ||eager|| "
         "(FAIL above 1e-4 for float32)",
     ]

@@ -8,10 +8,11 @@ and the run goes on.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import platform
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -49,6 +50,9 @@ class BenchConfig:
     cases: tuple[str, ...]
     backends: tuple[str, ...]
     profile: Profile
+    threads: int | None = None
+    """torch's intra-op threads (which permalloy's CPU kernels use too); None
+    leaves torch's default."""
 
 
 @dataclass
@@ -131,14 +135,26 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
     """Measure every case of `config` under every backend of it."""
     if config.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
-    machine = machine_description(config.device)
-    with torch.no_grad():
+    with torch.no_grad(), _threads(config.threads):
+        machine = machine_description(config.device)
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
         first_use = {b: _first_use(b, config.device, progress) for b in config.backends}
         cases = [_run_case(i, name, config, copy, progress) for i, name in enumerate(config.cases)]
     progress.finish()
     return BenchReport(config, machine, copy, first_use, cases)
+
+
+@contextlib.contextmanager
+def _threads(count: int | None) -> Iterator[None]:
+    """torch's intra-op threads set to `count` for the block (unchanged if None)."""
+    previous = torch.get_num_threads()
+    if count is not None:
+        torch.set_num_threads(count)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
 
 
 def machine_description(device: str) -> dict[str, Any]:
@@ -193,7 +209,7 @@ def _run_case(
     """Build case `name`, run it eagerly, then under each backend."""
     result = CaseResult(name, memory_bound=name in MEMORY_BOUND_CASES)
     try:
-        with progress.phase(index, name, "eager", "building inputs"):
+        with progress.phase(index, name, None, "building inputs and eager references"):
             case = make_case(name, config.profile.size)
             model = case.model.to(config.device)
             inputs = _prepare_inputs(name, case.inputs, model, config)
@@ -330,10 +346,12 @@ def add_bandwidth(case: CaseResult, copy: CopyBandwidth) -> None:
 
 
 def short_error(error: BaseException) -> str:
-    """`Type: first line of the message`, cut to `ERROR_CHARS`."""
+    """`Type: first line of the message` (the message alone for the benchmark's
+    own errors), cut to `ERROR_CHARS`."""
     lines = str(error).strip().splitlines()
-    first = lines[0] if lines else ""
-    text = first if isinstance(error, BenchError) else f"{type(error).__name__}: {first}".rstrip(": ")
+    text = lines[0] if lines else ""
+    if not isinstance(error, BenchError):
+        text = f"{type(error).__name__}: {text}".rstrip(": ")
     return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
 
 

@@ -105,6 +105,7 @@ def test_table_shows_errors_and_geomeans(
         (["--backends", "eager,tvm"], "unknown backend 'tvm'; valid backends: eager, inductor"),
         (["--device", "tpu"], "unknown device 'tpu'; valid devices: cpu, cuda"),
         (["--threads", "0"], "--threads takes a positive integer, not '0'"),
+        (["--json", "/no/such/folder/out.json"], "folder /no/such/folder does not exist"),
     ],
 )
 def test_bad_flags_list_valid_values(

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -95,8 +96,19 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
 
         require_matplotlib()
         plot_baseline(ordered)
+    for flag, path in (("--json", args.json), ("--plot", args.plot)):
+        check_output_path(flag, path)
     profile = profile_for(args.device, args.quick)
     return BenchConfig(args.device, cases, ordered, profile, parse_threads(args.threads))
+
+
+def check_output_path(flag: str, path: str | None) -> None:
+    """Fail before the run, not after it, when an output file's folder is missing."""
+    if path in (None, "-"):
+        return
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise BenchError(f"{flag} {path}: folder {folder} does not exist")
 
 
 def parse_threads(text: str | None) -> int | None:

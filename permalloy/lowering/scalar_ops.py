@@ -214,9 +214,8 @@ class BodyBuilder:
             positive = self.add(arith.CmpfOp(x, zero, "ogt"))
             negative = self.add(arith.CmpfOp(x, zero, "olt"))
             as_float = lambda flag: self.add(arith.UIToFPOp(flag, x.type))  # noqa: E731
-            signum = self.add(arith.SubfOp(as_float(positive), as_float(negative)))
-            is_nan = self.add(arith.CmpfOp(x, x, "uno"))
-            return self.add(arith.SelectOp(is_nan, x, signum))
+            # Ordered comparisons are false for NaN: sign(NaN) is 0, as in torch.
+            return self.add(arith.SubfOp(as_float(positive), as_float(negative)))
         predicate = "ugt" if is_unsigned(element_type) else "sgt"
         positive = self.add(arith.CmpiOp(x, zero, predicate))
         negative = self.add(arith.CmpiOp(x, zero, "slt"))

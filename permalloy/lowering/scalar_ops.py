@@ -263,7 +263,24 @@ class BodyBuilder:
             return self._adjust_remainder(self.add(arith.RemSIOp(a, b)), b, is_float_type=False)
         if kind == BinaryKind.REMAINDER:
             return self.add(arith.RemUIOp(a, b))
+        if kind in (BinaryKind.SHIFT_LEFT, BinaryKind.SHIFT_RIGHT) and not is_bool(a.type):
+            return self._shift(kind, a, b, unsigned)
         raise UnsupportedScalarOp(f"ptensor.binary {kind} on {element_type}")
+
+    def _shift(self, kind: BinaryKind, a: SSAValue, b: SSAValue, unsigned: bool) -> SSAValue:
+        """torch's shifts: an amount that is negative or not below the width
+        gives 0, or the sign for a right shift of a signed value. arith's shifts
+        are poison there, so such amounts never reach them."""
+        assert isinstance(a.type, IntegerType)
+        bits = a.type.width.data
+        out_of_range = self.add(arith.CmpiOp(b, self.constant(bits, a.type), "uge"))
+        if kind == BinaryKind.SHIFT_RIGHT and not unsigned:
+            amount = self.add(arith.SelectOp(out_of_range, self.constant(bits - 1, a.type), b))
+            return self.add(arith.ShRSIOp(a, amount))
+        zero = self.constant(0, a.type)
+        amount = self.add(arith.SelectOp(out_of_range, zero, b))
+        shift = arith.ShLIOp if kind == BinaryKind.SHIFT_LEFT else arith.ShRUIOp
+        return self.add(arith.SelectOp(out_of_range, zero, self.add(shift(a, amount))))
 
     def _adjust_remainder(
         self, remainder: SSAValue, divisor: SSAValue, is_float_type: bool
@@ -359,7 +376,6 @@ _BINARY_COMMON_INT_OPS = {
     BinaryKind.LOGICAL_AND: arith.AndIOp,
     BinaryKind.LOGICAL_OR: arith.OrIOp,
     BinaryKind.LOGICAL_XOR: arith.XOrIOp,
-    BinaryKind.SHIFT_LEFT: arith.ShLIOp,
 }
 
 _BINARY_SIGNED_OPS = {
@@ -369,7 +385,6 @@ _BINARY_SIGNED_OPS = {
     BinaryKind.FMOD: arith.RemSIOp,
     BinaryKind.MAXIMUM: arith.MaxSIOp,
     BinaryKind.MINIMUM: arith.MinSIOp,
-    BinaryKind.SHIFT_RIGHT: arith.ShRSIOp,
 }
 
 _BINARY_UNSIGNED_OPS = {
@@ -379,7 +394,6 @@ _BINARY_UNSIGNED_OPS = {
     BinaryKind.FMOD: arith.RemUIOp,
     BinaryKind.MAXIMUM: arith.MaxUIOp,
     BinaryKind.MINIMUM: arith.MinUIOp,
-    BinaryKind.SHIFT_RIGHT: arith.ShRUIOp,
 }
 
 _BOOL_AS_LOGIC = {

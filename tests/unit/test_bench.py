@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from permalloy.tools.bench import cli, report
+from permalloy.tools.bench import cli, report, timing
 from permalloy.tools.bench.backends import Permalloy
 from permalloy.tools.bench.profiles import QUICK
 from permalloy.tools.zoo import CASES
@@ -148,3 +148,21 @@ def test_plot_draws_speedups_and_failures(
 def test_cuda_without_cuda_is_a_clear_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main(["--device", "cuda", "--quick", "--cases", "mlp"]) == 1
     assert "CUDA is not available" in capsys.readouterr().err
+
+
+def test_interleaved_timing_drops_a_failing_function() -> None:
+    calls = []
+
+    def fine(i: int) -> None:
+        calls.append(("fine", i))
+
+    def breaks_later(i: int) -> None:
+        calls.append(("breaks", i))
+        if i >= QUICK.warmup + 1:
+            raise RuntimeError("second timed call")
+
+    result = timing.measure_interleaved({"fine": fine, "breaks": breaks_later}, lambda: None, QUICK)
+    assert isinstance(result["breaks"], RuntimeError)
+    assert result["fine"].runs == QUICK.max_runs
+    timed_calls = [c for c in calls if c[1] >= QUICK.warmup]
+    assert timed_calls[:4] == [("fine", 1), ("breaks", 1), ("fine", 2), ("breaks", 2)]

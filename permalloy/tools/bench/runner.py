@@ -1,9 +1,10 @@
 """
 Running the benchmark: each case is built at the profile's size, run eagerly for
 reference outputs, then under each backend: compiled (the first call, Dynamo
-included, is the compile time), checked against eager, and timed over rotating
-fresh random inputs. A backend that fails on a case is recorded with its error
-and the run goes on.
+included, is the compile time) and checked against eager. Then the backends are
+timed in turn, one call of each per round, over rotating fresh random inputs, so
+that a busy machine slows them alike. A backend that fails on a case is recorded
+with its error and the run goes on.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from permalloy.tools.bench.timing import (
     CopyBandwidth,
     TimingStats,
     copy_bandwidth,
-    measure,
+    measure_interleaved,
     synchronizer,
     timed,
 )
@@ -220,8 +221,12 @@ def _run_case(
     result.input_sets = len(inputs.sets)
     result.traffic_bytes = traffic_bytes(model, inputs.sets[0], inputs.references[0])
     run = _CaseRun(index, name, model, inputs, config, progress, synchronizer(config.device))
-    for backend in config.backends:
-        result.results[backend] = _run_backend(run, backend)
+    torch._dynamo.reset()  # noqa: SLF001
+    try:
+        compiled = _prepare_backends(run, result.results)
+        _time_backends(run, compiled, result.results)
+    finally:
+        torch._dynamo.reset()  # noqa: SLF001
     add_speedups(result.results)
     add_bandwidth(result, copy)
     return result
@@ -240,8 +245,8 @@ class _CaseRun:
     progress: Progress
     sync: Callable[[], None]
 
-    def phase(self, backend: str, what: str) -> Any:
-        """The progress display of one step of this case under `backend`."""
+    def phase(self, backend: str | None, what: str) -> Any:
+        """The progress display of one step of this case (under `backend`, if any)."""
         return self.progress.phase(self.index, self.name, backend, what)
 
 
@@ -285,35 +290,63 @@ def traffic_bytes(model: torch.nn.Module, inputs: Sequence[torch.Tensor], output
     return read + sum(t.nbytes for t in flatten_tensors(outputs))
 
 
-def _run_backend(run: _CaseRun, backend: str) -> BackendResult:
-    """Compile, check and time one case under one backend; errors are recorded."""
+def _prepare_backends(
+    run: _CaseRun, results: dict[str, BackendResult]
+) -> dict[str, Callable[..., Any]]:
+    """Compile and check the case under each backend, recording into `results`;
+    the compiled models of the backends that got through."""
+    compiled = {}
+    for backend in run.config.backends:
+        results[backend], model = _prepare_backend(run, backend)
+        if model is not None:
+            compiled[backend] = model
+    return compiled
+
+
+def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
+    """Compile and check one backend; its result, and its compiled model or None."""
     result = BackendResult(backend)
     adapter = make_backend(backend, run.config.device)
-    torch._dynamo.reset()  # noqa: SLF001
     try:
         with adapter.session():
             try:
-                _compile_check_time(run, adapter, result)
+                return result, _compile_and_check(run, adapter, result)
             finally:
                 result.kernels = adapter.kernel_info()
     except Exception as error:  # noqa: BLE001 - the failure is the result
         result.ok, result.error = False, short_error(error)
-    finally:
-        torch._dynamo.reset()  # noqa: SLF001
-    return result
+        return result, None
 
 
-def _compile_check_time(run: _CaseRun, adapter: Any, result: BackendResult) -> None:
-    """The three steps of one backend on one case, recorded into `result`."""
+def _compile_and_check(run: _CaseRun, adapter: Any, result: BackendResult) -> Any:
+    """Compile (timing the first call), compare with eager; the compiled model."""
     sets, references = run.inputs.sets, run.inputs.references
     with run.phase(adapter.name, "compiling" if adapter.compiles else "first call"):
         compiled, seconds = timed(lambda: _compile_and_call(adapter, run.model, sets[0]), run.sync)
     if adapter.compiles:
         result.compile_s = seconds
         result.accuracy = compare([compiled(*s) for s in sets[: len(references)]], references)
-    with run.phase(adapter.name, "timing"):
-        call = lambda i: compiled(*sets[i % len(sets)])  # noqa: E731
-        result.timing = measure(call, run.sync, run.config.profile)
+    return compiled
+
+
+def _time_backends(
+    run: _CaseRun, compiled: dict[str, Callable[..., Any]], results: dict[str, BackendResult]
+) -> None:
+    """Time the compiled models in turn, over the rotating input sets."""
+    sets = run.inputs.sets
+    calls = {b: _rotating_call(model, sets) for b, model in compiled.items()}
+    with run.phase(None, f"timing {', '.join(calls)} in turn"):
+        timings = measure_interleaved(calls, run.sync, run.config.profile)
+    for backend, timing in timings.items():
+        if isinstance(timing, Exception):
+            results[backend].ok, results[backend].error = False, short_error(timing)
+        else:
+            results[backend].timing = timing
+
+
+def _rotating_call(model: Callable[..., Any], sets: list[tuple[torch.Tensor, ...]]) -> Callable:
+    """`call(i)` runs `model` on input set `i` modulo their number."""
+    return lambda i: model(*sets[i % len(sets)])
 
 
 def _compile_and_call(adapter: Any, model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Any:

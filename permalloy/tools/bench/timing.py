@@ -86,15 +86,46 @@ def measure(call: Callable[[int], Any], sync: Sync, profile: Profile) -> TimingS
     Time `call(i)` for i = 0, 1, 2, ... (the caller rotates its inputs by `i`):
     `profile.warmup` untimed calls, then as many timed ones as the budget allows.
     """
-    estimate = math.inf
-    for i in range(profile.warmup):
-        estimate = min(estimate, timed(lambda i=i: call(i), sync)[1])
-    if profile.warmup == 0:
-        estimate = timed(lambda: call(0), sync)[1]
-    runs = choose_runs(estimate, profile)
-    offset = profile.warmup
-    times = [timed(lambda i=i: call(offset + i), sync)[1] for i in range(runs)]
-    return summarize(times, profile.warmup)
+    result = measure_interleaved({"call": call}, sync, profile)["call"]
+    if isinstance(result, Exception):
+        raise result
+    return result
+
+
+def measure_interleaved(
+    calls: dict[str, Callable[[int], Any]], sync: Sync, profile: Profile
+) -> dict[str, TimingStats | Exception]:
+    """
+    Time several functions in turn, one call of each per round, so that whatever
+    else the machine does slows them alike. Each first gets `profile.warmup`
+    untimed calls; the number of rounds fits the budget to the slowest one. A
+    function that raises is dropped from later rounds and gets its exception.
+    """
+    outcome: dict[str, TimingStats | Exception] = {}
+    estimates = {name: _warm_up(call, sync, profile.warmup) for name, call in calls.items()}
+    for name, estimate in estimates.items():
+        if isinstance(estimate, Exception):
+            outcome[name] = estimate
+    live = {name: calls[name] for name in calls if name not in outcome}
+    runs = choose_runs(max([estimates[n] for n in live], default=0.0), profile)
+    times: dict[str, list[float]] = {name: [] for name in live}
+    for i in range(runs):
+        for name in [n for n in live if n not in outcome]:
+            try:
+                times[name].append(timed(lambda: live[name](profile.warmup + i), sync)[1])
+            except Exception as error:  # noqa: BLE001 - the caller reports it
+                outcome[name] = error
+    for name in live:
+        outcome.setdefault(name, summarize(times[name], profile.warmup))
+    return {name: outcome[name] for name in calls}
+
+
+def _warm_up(call: Callable[[int], Any], sync: Sync, warmup: int) -> float | Exception:
+    """The fastest of `warmup` untimed calls (at least one), or what one raised."""
+    try:
+        return min(timed(lambda i=i: call(i), sync)[1] for i in range(max(warmup, 1)))
+    except Exception as error:  # noqa: BLE001 - the caller reports it
+        return error
 
 
 @dataclass(frozen=True)

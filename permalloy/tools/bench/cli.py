@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from permalloy.tools.bench.backends import BACKENDS, BenchError
 from permalloy.tools.bench.profiles import DEVICES, profile_for
 from permalloy.tools.bench.progress import Progress
-from permalloy.tools.bench.runner import BenchConfig
+from permalloy.tools.bench.results import BenchConfig, BenchReport
 from permalloy.tools.zoo import CASES
 
 
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
-def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool):
+def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool) -> BenchReport:
     """Run the benchmark; with `quiet_stdout` whatever it prints goes to stderr, so
     that stdout holds the JSON alone."""
     from permalloy.tools.bench.runner import run_benchmark
@@ -152,7 +152,7 @@ def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool):
         return run_benchmark(config, progress)
 
 
-def _write_outputs(report, args: argparse.Namespace, json_to_stdout: bool) -> None:
+def _write_outputs(report: BenchReport, args: argparse.Namespace, json_to_stdout: bool) -> None:
     """The JSON (file or stdout), the plot, and unless JSON goes to stdout, the table."""
     from permalloy.tools.bench.report import format_table, to_json
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from permalloy.tools.bench.backends import BenchError
 from permalloy.tools.bench.report import geomeans
-from permalloy.tools.bench.runner import BenchReport
+from permalloy.tools.bench.results import BenchReport
 
 COLORS = {"inductor": "#4c72b0", "permalloy": "#dd8452", "eager": "#8c8c8c"}
 

@@ -10,7 +10,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from permalloy.tools.bench.runner import BackendResult, BenchReport, CaseResult
+from permalloy.tools.bench.results import BackendResult, BenchReport, CaseResult
 
 SCHEMA_VERSION = 1
 NOTE_CHARS = 70

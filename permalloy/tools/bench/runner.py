@@ -11,21 +11,28 @@ from __future__ import annotations
 
 import contextlib
 import math
-import os
-import platform
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import torch
 
-from permalloy.tools.bench.accuracy import Accuracy, compare, flatten_tensors
+from permalloy.tools.bench.accuracy import compare, flatten_tensors
 from permalloy.tools.bench.backends import BenchError, make_backend
+from permalloy.tools.bench.machine import machine_description
 from permalloy.tools.bench.profiles import Profile
 from permalloy.tools.bench.progress import Progress
+from permalloy.tools.bench.results import (
+    BackendResult,
+    BenchConfig,
+    BenchReport,
+    CaseResult,
+    add_bandwidth,
+    add_speedups,
+    short_error,
+)
 from permalloy.tools.bench.timing import (
     CopyBandwidth,
-    TimingStats,
     copy_bandwidth,
     measure_interleaved,
     synchronizer,
@@ -38,90 +45,6 @@ MEMORY_BOUND_CASES = frozenset(
 )
 """Cases with no library call, whose speed is limited by memory traffic: their
 achieved bandwidth is reported as a fraction of the copy bandwidth."""
-
-ERROR_CHARS = 200
-"""Errors are kept to their first line, at most this long."""
-
-
-@dataclass(frozen=True)
-class BenchConfig:
-    """What to run: the device, the cases and backends (in order), the profile."""
-
-    device: str
-    cases: tuple[str, ...]
-    backends: tuple[str, ...]
-    profile: Profile
-    threads: int | None = None
-    """torch's intra-op threads (which permalloy's CPU kernels use too); None
-    leaves torch's default."""
-
-
-@dataclass
-class BackendResult:
-    """One case under one backend; filled as far as the backend got."""
-
-    backend: str
-    ok: bool = True
-    error: str | None = None
-    compile_s: float | None = None
-    accuracy: Accuracy | None = None
-    timing: TimingStats | None = None
-    kernels: dict[str, Any] = field(default_factory=dict)
-    speedup_vs_eager: float | None = None
-    speedup_vs_inductor: float | None = None
-    bandwidth_gb_per_s: float | None = None
-    bandwidth_fraction_of_copy: float | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "ok": self.ok,
-            "error": self.error,
-            "compile_s": self.compile_s,
-            "accuracy": None if self.accuracy is None else self.accuracy.as_dict(),
-            "time": None if self.timing is None else self.timing.as_dict(),
-            "speedup_vs_eager": self.speedup_vs_eager,
-            "speedup_vs_inductor": self.speedup_vs_inductor,
-            "kernels": self.kernels,
-            "bandwidth_gb_per_s": self.bandwidth_gb_per_s,
-            "bandwidth_fraction_of_copy": self.bandwidth_fraction_of_copy,
-        }
-
-
-@dataclass
-class CaseResult:
-    """Every backend's result on one case."""
-
-    case: str
-    memory_bound: bool
-    input_shapes: list[list[int]] = field(default_factory=list)
-    traffic_bytes: int | None = None
-    input_sets: int = 0
-    error: str | None = None
-    """Set when the case itself could not be built or run eagerly."""
-    results: dict[str, BackendResult] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "case": self.case,
-            "memory_bound": self.memory_bound,
-            "input_shapes": self.input_shapes,
-            "traffic_bytes": self.traffic_bytes,
-            "input_sets": self.input_sets,
-            "error": self.error,
-            "results": {name: r.as_dict() for name, r in self.results.items()},
-        }
-
-
-@dataclass
-class BenchReport:
-    """A whole run: where and how it ran, the copy bandwidth, every case."""
-
-    config: BenchConfig
-    machine: dict[str, Any]
-    copy: CopyBandwidth | None
-    first_use_s: dict[str, float | str]
-    cases: list[CaseResult]
 
 
 @dataclass(frozen=True)
@@ -156,30 +79,6 @@ def _threads(count: int | None) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def machine_description(device: str) -> dict[str, Any]:
-    """The machine, the software versions and the threads, for the report."""
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        permalloy_version = version("permalloy")
-    except PackageNotFoundError:
-        permalloy_version = "unknown"
-    machine = {
-        "device": device,
-        "cpu": _cpu_name(),
-        "cpu_count": _cpu_count(),
-        "torch_threads": torch.get_num_threads(),
-        "load_average": _load_average(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "permalloy": permalloy_version,
-    }
-    if device == "cuda" and torch.cuda.is_available():
-        machine["gpu"] = torch.cuda.get_device_name()
-    return machine
 
 
 def _first_use(backend: str, device: str, progress: Progress) -> float | str:
@@ -354,64 +253,3 @@ def _compile_and_call(adapter: Any, model: torch.nn.Module, inputs: Sequence[tor
     compiled = adapter.compile(model)
     compiled(*inputs)
     return compiled
-
-
-def add_speedups(results: dict[str, BackendResult]) -> None:
-    """Each timed backend's speedup over eager and over Inductor, where those ran."""
-    for baseline, attribute in (("eager", "speedup_vs_eager"), ("inductor", "speedup_vs_inductor")):
-        base = results.get(baseline)
-        if base is None or base.timing is None:
-            continue
-        for result in results.values():
-            if result.timing is not None:
-                setattr(result, attribute, base.timing.median_s / result.timing.median_s)
-
-
-def add_bandwidth(case: CaseResult, copy: CopyBandwidth) -> None:
-    """On a memory-bound case, each backend's bytes per second and its fraction of copy's."""
-    if not case.memory_bound or case.traffic_bytes is None:
-        return
-    for result in case.results.values():
-        if result.timing is not None:
-            achieved = case.traffic_bytes / result.timing.median_s
-            result.bandwidth_gb_per_s = achieved / 1e9
-            result.bandwidth_fraction_of_copy = achieved / copy.median_bytes_per_s
-
-
-def short_error(error: BaseException) -> str:
-    """`Type: first line of the message` (the message alone for the benchmark's
-    own errors), cut to `ERROR_CHARS`."""
-    lines = str(error).strip().splitlines()
-    text = lines[0] if lines else ""
-    if not isinstance(error, BenchError):
-        text = f"{type(error).__name__}: {text}".rstrip(": ")
-    return text if len(text) <= ERROR_CHARS else text[: ERROR_CHARS - 3] + "..."
-
-
-def _cpu_name() -> str:
-    """The processor's model name, from /proc/cpuinfo where there is one."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def _load_average() -> list[float] | None:
-    """The 1, 5 and 15 minute load averages at the start: other work on the
-    machine makes timings noisy."""
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
-def _cpu_count() -> int:
-    """The cores this process may run on."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:
-        return os.cpu_count() or 1

@@ -50,6 +50,10 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]
     if reads_members:
+        # over a single row (keepdim reductions of the leading dimension),
+        # every read of a member is at that row, whatever its index says
+        if sizes_equal(rows, 1):
+            return True
         return all(_reads_row_locally(candidate, m) for m in reads_members)
     shared = {v for m in group for v in m.inputs}
     return any(v in shared for v in candidate.inputs)

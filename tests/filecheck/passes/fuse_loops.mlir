@@ -632,6 +632,41 @@ func.func @reduction_read_in_row(%x: !ptensor.tensor<[4, 4, 8], f32>) -> !ptenso
 
 // -----
 
+// Column reductions with keepdim have a single row: the sum reads the max at
+// row 0, the only row, so they share a kernel (a softmax along dimension 0).
+// CHECK-LABEL: func.func @column_reductions(
+// CHECK-NEXT:    %m, %s = loop.fused ins(%[[X:.+]] = %x : !ptensor.tensor<[8, 16], f32>) -> (!ptensor.tensor<[1, 16], f32>, !ptensor.tensor<[1, 16], f32>) {
+// CHECK-NEXT:      %[[M:.+]] = loop.reduce max ins(%{{.+}} = %[[X]] : !ptensor.tensor<[8, 16], f32>) over [8] -> !ptensor.tensor<[1, 16], f32> {
+// CHECK:           %[[S:.+]] = loop.reduce sum ins(%{{.+}} = %[[X]] : !ptensor.tensor<[8, 16], f32>, %[[MA:.+]] = %[[M]] : !ptensor.tensor<[1, 16], f32>) over [8] -> !ptensor.tensor<[1, 16], f32> {
+// CHECK:             loop.load %[[MA]][0, d1] : f32
+// CHECK:           loop.fused_yield %[[M]], %[[S]]
+// CHECK:         %y = loop.pointwise
+func.func @column_reductions(%x: !ptensor.tensor<[8, 16], f32>) -> !ptensor.tensor<[8, 16], f32> {
+  %m = loop.reduce max ins(%0 = %x : !ptensor.tensor<[8, 16], f32>) over [8] -> !ptensor.tensor<[1, 16], f32> {
+    %1 = loop.load %0[r0, d1] : f32
+    loop.yield %1 : f32
+  }
+  %s = loop.reduce sum ins(%0 = %x : !ptensor.tensor<[8, 16], f32>, %1 = %m : !ptensor.tensor<[1, 16], f32>) over [8] -> !ptensor.tensor<[1, 16], f32> {
+    %2 = loop.load %0[r0, d1] : f32
+    %3 = loop.load %1[0, d1] : f32
+    %4 = arith.subf %2, %3 : f32
+    %5 = math.exp %4 : f32
+    loop.yield %5 : f32
+  }
+  %y = loop.pointwise ins(%0 = %x : !ptensor.tensor<[8, 16], f32>, %1 = %m : !ptensor.tensor<[1, 16], f32>, %2 = %s : !ptensor.tensor<[1, 16], f32>) -> !ptensor.tensor<[8, 16], f32> {
+    %3 = loop.load %0[d0, d1] : f32
+    %4 = loop.load %1[0, d1] : f32
+    %5 = arith.subf %3, %4 : f32
+    %6 = math.exp %5 : f32
+    %7 = loop.load %2[0, d1] : f32
+    %8 = arith.divf %6, %7 : f32
+    loop.yield %8 : f32
+  }
+  func.return %y : !ptensor.tensor<[8, 16], f32>
+}
+
+// -----
+
 // A cat reads its first operand under a mask: the inlined exp reads under
 // the same mask, and its value is zero where the mask is false.
 // CHECK-LABEL: func.func @cat(

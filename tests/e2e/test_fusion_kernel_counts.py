@@ -1,0 +1,258 @@
+"""
+Fusion and memory planning through `torch.compile(backend="permalloy")`: how
+many kernels common blocks compile to (`permalloy.stats()`), how many buffers
+an unfused chain allocates (the dumped final IR), and that results match eager
+PyTorch with fusion on and off, for these blocks and for the model zoo.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+import torch
+from torch import nn
+
+import permalloy
+from permalloy.tools.zoo import CASES, make_case
+
+REL_TOL = 1e-4
+
+
+@pytest.fixture(autouse=True)
+def _fresh():
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    yield
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+
+
+def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    difference = (actual.double() - expected.double()).norm().item()
+    return difference / max(expected.double().norm().item(), 1e-30)
+
+
+def compile_and_compare(
+    fn: Callable,
+    inputs: Sequence[torch.Tensor],
+    fusion: bool,
+    dump_dir: Path | None = None,
+    **compile_kwargs: Any,
+) -> dict[str, Any]:
+    """Compile `fn`, check its result against eager's, give the one graph's stats."""
+    options: dict[str, Any] = {"fallback": "raise", "fusion": fusion}
+    if dump_dir is not None:
+        options["dump_dir"] = str(dump_dir)
+    compiled = torch.compile(fn, backend="permalloy", options=options, fullgraph=True, **compile_kwargs)
+    with torch.no_grad():
+        expected = fn(*[x.clone() for x in inputs])
+        given = [x.clone() for x in inputs]
+        actual = compiled(*given)
+    assert actual.shape == expected.shape and actual.dtype == expected.dtype
+    error = relative_error(actual, expected)
+    assert error < REL_TOL, f"relative error {error:.3g} (fusion={fusion})"
+    for after, before in zip(given, inputs, strict=True):
+        assert torch.equal(after, before), "the compiled program changed an input"
+    records = permalloy.stats()
+    assert len(records) == 1, records
+    (record,) = records
+    assert record["compiled"], record["reason"]
+    return record
+
+
+def final_ir(dump_dir: Path) -> str:
+    """The host program after plan-memory, as dumped for the one graph."""
+    (path,) = sorted(dump_dir.glob("graph_000/*_after_plan-memory.mlir"))
+    return path.read_text()
+
+
+def forward_function(ir: str) -> str:
+    return ir[ir.index("func.func @") :]
+
+
+# --------------------------------------------------------------------------
+# Kernel counts
+# --------------------------------------------------------------------------
+
+
+def softmax(x):
+    return torch.softmax(x, dim=-1)
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_softmax_is_one_kernel(fusion):
+    record = compile_and_compare(softmax, [torch.randn(8, 32)], fusion)
+    # max, subtract, exp, sum, divide: five loop ops unfused
+    assert record["kernels"] == (1 if fusion else 5)
+    assert record["extern_calls"] == 0
+
+
+def test_an_mlp_has_kernels_only_for_its_activation(tmp_path):
+    # Linear, GELU, Linear: the linears are addmm library calls (with their
+    # bias); GELU is five pointwise ops (x * 0.5, x * 0.7071..., erf, + 1,
+    # the product), one kernel fused
+    zoo = make_case("mlp")
+    fused = compile_and_compare(zoo.model, zoo.inputs, fusion=True, dump_dir=tmp_path / "fused")
+    assert (fused["kernels"], fused["extern_calls"]) == (1, 2)
+    ir = forward_function(final_ir(tmp_path / "fused"))
+    assert len(re.findall(r"buffer\.launch @pointwise_erf_\d+ ", ir)) == 1
+    assert ir.count("ptensor.addmm") == 2
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    unfused = compile_and_compare(zoo.model, zoo.inputs, fusion=False)
+    assert (unfused["kernels"], unfused["extern_calls"]) == (5, 2)
+    # fused: the first linear's result and the activation's; unfused, one more
+    hidden_bytes = 2 * 8 * 128 * 4
+    assert fused["peak_intermediate_bytes"] == 2 * hidden_bytes
+    assert unfused["peak_intermediate_bytes"] == 3 * hidden_bytes
+
+
+# --------------------------------------------------------------------------
+# Memory of unfused chains
+# --------------------------------------------------------------------------
+
+
+def ten_pointwise_ops(x):
+    y = torch.exp(x)
+    y = y * 2.0
+    y = torch.tanh(y)
+    y = y + 1.0
+    y = torch.sigmoid(y)
+    y = y - 0.5
+    y = torch.sin(y)
+    y = y.abs()
+    y = torch.sqrt(y)
+    return -y
+
+
+def ten_transposing_ops(x):
+    y = x
+    for i in range(10):
+        y = torch.exp(y.t()) if i % 2 else torch.sin(y.t())
+    return y
+
+
+def test_an_unfused_chain_of_ten_pointwise_ops_runs_in_one_buffer(tmp_path):
+    x = torch.randn(64, 32)
+    record = compile_and_compare(ten_pointwise_ops, [x], fusion=False, dump_dir=tmp_path)
+    assert record["kernels"] == 10
+    ir = forward_function(final_ir(tmp_path))
+    # every kernel writes over its dying input: one allocation, the result
+    assert ir.count("buffer.alloc") == 1
+    assert ir.count("buffer.view") == 0
+    assert len(re.findall(r"buffer\.launch @\w+ ins\(%(\d+) .*outs\(%\1 ", ir)) == 9
+    assert record["peak_intermediate_bytes"] == x.numel() * 4
+
+
+def test_an_unfused_chain_reading_transposed_uses_two_buffers(tmp_path):
+    # a transposing kernel cannot write over its input: the chain alternates
+    # between two allocations, later launches writing into views of them
+    x = torch.randn(32, 32)
+    record = compile_and_compare(ten_transposing_ops, [x], fusion=False, dump_dir=tmp_path)
+    assert record["kernels"] == 10
+    ir = forward_function(final_ir(tmp_path))
+    assert ir.count("buffer.alloc") == 2
+    assert ir.count("buffer.view") == 8
+    assert record["peak_intermediate_bytes"] == 2 * x.numel() * 4
+
+
+@pytest.mark.parametrize("fn", [ten_pointwise_ops, ten_transposing_ops])
+def test_fused_chains_are_one_kernel_and_one_buffer(fn):
+    x = torch.randn(32, 32)
+    record = compile_and_compare(fn, [x], fusion=True)
+    assert record["kernels"] == 1
+    assert record["peak_intermediate_bytes"] == x.numel() * 4
+
+
+# --------------------------------------------------------------------------
+# Cases where planning or fusion must hold back
+# --------------------------------------------------------------------------
+
+
+def exp_of_unfold(x):
+    # aten.unfold runs as a fallback, whose result is a view of x
+    return torch.exp(x.unfold(0, 4, 4))
+
+
+@pytest.mark.filterwarnings("ignore:permalloy runs these ATen ops with torch")
+@pytest.mark.parametrize("fusion", [True, False])
+def test_a_fallback_view_of_an_input_is_never_written_over(fusion):
+    record = compile_and_compare(exp_of_unfold, [torch.randn(16)], fusion)
+    assert record["fallback_ops"] == ["aten.unfold.default"]
+
+
+def bias_exp(x, b):
+    return x * torch.exp(b)
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_a_broadcast_transcendental_over_dynamic_rows(fusion):
+    # the exp of b is read s0 times per element: with s0 unknown it is not
+    # recomputed in the kernel over x's rows
+    compiled = torch.compile(
+        bias_exp, backend="permalloy", options={"fallback": "raise", "fusion": fusion}, dynamic=True
+    )
+    b = torch.randn(8)
+    for rows in (3, 5):
+        x = torch.randn(rows, 8)
+        error = relative_error(compiled(x, b), bias_exp(x, b))
+        assert error < REL_TOL
+    records = permalloy.stats()
+    assert len(records) == 1 and records[0]["compiled"], records
+    assert records[0]["kernels"] == 2
+    assert records[0]["peak_intermediate_bytes"] is None
+
+
+class TwoSoftmaxes(nn.Module):
+    """A softmax along rows, then one along columns."""
+
+    def forward(self, x):
+        return torch.softmax(torch.softmax(x, dim=-1), dim=0)
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_softmaxes_over_rows_and_columns(fusion):
+    # fused: the row max and sum; the column max and sum (one row of 16:
+    # keepdim reductions of the leading dimension); the final division, which
+    # needs whole columns first. Unfused: five loop ops per softmax.
+    record = compile_and_compare(TwoSoftmaxes(), [torch.randn(8, 16)], fusion)
+    assert record["kernels"] == (3 if fusion else 10)
+
+
+# --------------------------------------------------------------------------
+# The zoo, fused and not
+# --------------------------------------------------------------------------
+
+
+KERNELS = {
+    # mean, centre, square, mean, add eps, rsqrt, scale, weight, bias, then
+    # GELU's 0.5 * x * (1 + erf(x / sqrt 2)) and the residual add
+    "layer_norm_gelu_residual": (1, 17),
+    # square, mean, add eps, rsqrt, two multiplies, weight, SiLU's sigmoid
+    # and multiply, the product
+    "rms_norm_silu": (1, 10),
+    "layer_norm": (1, 11),
+    "masked_softmax": (1, 7),
+    "pointwise_chain": (1, 9),
+    # the mlp's activation (see above)
+    "mlp": (1, 5),
+}
+"""(fused, unfused) kernel counts of the zoo's normalizations and activations."""
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_zoo_matches_eager_fused_and_unfused(name):
+    zoo = make_case(name)
+    fused = compile_and_compare(zoo.model, zoo.inputs, fusion=True)
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    unfused = compile_and_compare(zoo.model, zoo.inputs, fusion=False)
+    if name in KERNELS:
+        assert (fused["kernels"], unfused["kernels"]) == KERNELS[name]
+    assert fused["extern_calls"] == unfused["extern_calls"]
+    assert fused["kernels"] <= unfused["kernels"]
+    assert fused["peak_intermediate_bytes"] <= unfused["peak_intermediate_bytes"]

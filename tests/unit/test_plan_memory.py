@@ -255,7 +255,8 @@ func.func @f(%x: {B('4, 4')}) {{
 
 
 def _chain(count: int, shape: str = "64") -> str:
-    """A host program of `count` transposing-free copies, each read once."""
+    """A host program of `count` negations, each reading the previous result
+    reversed (so never in place)."""
     lines = []
     source = "%x"
     for i in range(count):
@@ -356,10 +357,13 @@ def test_plan_memory_preserves_results(name, options):
     function = next(op for op in before.ops if isinstance(op, func.FuncOp))
     inputs = _inputs(function)
     expected = run_module_function(before, [x.clone() for x in inputs])
-    interpreted = run_module_function(after, [x.clone() for x in inputs])
+    runs = {"interpreted": run_module_function(after, [x.clone() for x in inputs])}
     given = [x.clone() for x in inputs]
-    compiled = build_host_program(after, kernel_target("llvm"))(*given)
-    for label, results in (("interpreted", interpreted), ("compiled", compiled)):
+    if not options:
+        # compiled kernels write where the plan says: a buffer written over
+        # while still to be read shows here, not in the interpreter
+        runs["compiled"] = build_host_program(after, kernel_target("llvm"))(*given)
+    for label, results in runs.items():
         assert len(results) == len(expected)
         for i, (a, e) in enumerate(zip(results, expected, strict=True)):
             torch.testing.assert_close(a, e, rtol=1e-5, atol=1e-6, msg=lambda m: f"{label} {i}: {m}")

@@ -1,0 +1,163 @@
+"""
+Shared pieces of the end-to-end tests of the torch.compile backend.
+
+`backend_check` (a fixture) compiles a function with
+`torch.compile(fn, backend="permalloy")`, runs it and eager PyTorch on the same
+inputs, and checks that the results agree:
+
+- floats: relative error `||out - ref|| / ||ref||` below the dtype's bound AND
+  `torch.testing.assert_close` element by element at the dtype's tolerance
+  (float32 and float64: rtol 1e-4, atol 1e-5; float16: rtol 1e-2, atol 1e-3;
+  bfloat16: rtol 2e-2, atol 1e-2); NaNs and infinities must be where eager has
+  them;
+- integers and bools exactly;
+- every output's type, shape, dtype and strides equal to eager's;
+- inputs left as eager leaves them (unchanged, or mutated alike);
+
+and that `permalloy.stats()` has one record per compiled graph, compiled for the
+requested target, with exactly the expected fallback ops (none by default).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+
+import permalloy
+
+TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
+    torch.float32: (1e-4, 1e-5),
+    torch.float64: (1e-4, 1e-5),
+    torch.float16: (1e-2, 1e-3),
+    torch.bfloat16: (2e-2, 1e-2),
+}
+"""(rtol, atol) by float dtype; rtol also bounds the relative error of the whole tensor."""
+
+
+def flatten_outputs(value: Any) -> list[Any]:
+    """The leaves of nested tuples and lists of outputs, in order."""
+    if isinstance(value, tuple | list):
+        return [leaf for item in value for leaf in flatten_outputs(item)]
+    return [value]
+
+
+def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
+    """`||actual - expected|| / ||expected||` over the finite values of `expected`."""
+    finite = torch.isfinite(expected)
+    a = actual[finite].double()
+    e = expected[finite].double()
+    denominator = e.norm().item()
+    difference = (a - e).norm().item()
+    if denominator == 0.0:
+        return difference
+    return difference / denominator
+
+
+def assert_tensor_matches(actual: torch.Tensor, expected: torch.Tensor, where: str) -> None:
+    """One output against eager's: metadata exactly, values at the dtype's tolerance."""
+    assert isinstance(actual, torch.Tensor), f"{where}: got {type(actual).__name__}"
+    assert actual.shape == expected.shape, f"{where}: shape {actual.shape} != {expected.shape}"
+    assert actual.dtype == expected.dtype, f"{where}: dtype {actual.dtype} != {expected.dtype}"
+    assert actual.stride() == expected.stride(), (
+        f"{where}: strides {actual.stride()} != eager's {expected.stride()}"
+    )
+    if expected.dtype in TOLERANCES:
+        rtol, atol = TOLERANCES[expected.dtype]
+        error = relative_error(actual, expected)
+        assert error < rtol, f"{where}: relative error {error:.3g} >= {rtol}"
+        torch.testing.assert_close(
+            actual, expected, rtol=rtol, atol=atol, equal_nan=True, msg=lambda m: f"{where}: {m}"
+        )
+    else:
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0, msg=lambda m: f"{where}: {m}")
+
+
+def assert_outputs_match(actual: Any, expected: Any) -> None:
+    """Every output of a compiled function against eager's."""
+    assert type(actual) is type(expected), f"{type(actual).__name__} != {type(expected).__name__}"
+    actual_leaves, expected_leaves = flatten_outputs(actual), flatten_outputs(expected)
+    assert len(actual_leaves) == len(expected_leaves)
+    for index, (a, e) in enumerate(zip(actual_leaves, expected_leaves, strict=True)):
+        where = f"output {index}"
+        if isinstance(e, torch.Tensor):
+            assert_tensor_matches(a, e, where)
+        else:
+            assert a == e, f"{where}: {a!r} != {e!r}"
+
+
+def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
+    return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
+
+
+def assert_stats(target: str, fallback_ops: Sequence[str] = (), graphs: int | None = 1) -> None:
+    """The stats log: `graphs` compiled graphs (any number if None), all for
+    `target`, with exactly `fallback_ops` among them."""
+    records = permalloy.stats()
+    assert records, "no graph was compiled"
+    if graphs is not None:
+        assert len(records) == graphs, records
+    for record in records:
+        assert record["compiled"], record["reason"]
+        assert record["target"] == target
+    found = sorted(op for record in records for op in record["fallback_ops"])
+    assert found == sorted(fallback_ops), f"fallback ops {found}, expected {sorted(fallback_ops)}"
+
+
+@dataclass
+class BackendCheck:
+    """Compiles functions with the permalloy backend and compares them with eager."""
+
+    assert_outputs_match = staticmethod(assert_outputs_match)
+    assert_tensor_matches = staticmethod(assert_tensor_matches)
+    assert_stats = staticmethod(assert_stats)
+
+    def compile(
+        self, fn: Callable, target: str = "llvm", fullgraph: bool = True, **options: Any
+    ) -> Callable:
+        options = {"target": target, "fallback": "raise", **options}
+        return torch.compile(fn, backend="permalloy", options=options, fullgraph=fullgraph)
+
+    def __call__(
+        self,
+        fn: Callable,
+        inputs: Sequence[Any] | Callable[[], Sequence[Any]],
+        target: str = "llvm",
+        fallback_ops: Sequence[str] = (),
+        graphs: int | None = 1,
+    ) -> Any:
+        """Compile `fn`, run it on `inputs`, compare with eager and check the stats.
+        `inputs` is a list (cloned for each run) or a function making fresh ones
+        (which keeps views and their layouts as they are). With `graphs=None`
+        Dynamo may split `fn` into any number of graphs; otherwise `fn` is one
+        Dynamo graph (fullgraph) and the stats log has exactly `graphs` records."""
+        permalloy.reset_stats()
+        make = inputs if callable(inputs) else lambda: clone_inputs(inputs)
+        eager_inputs = make()
+        expected = fn(*eager_inputs)
+        given = make()
+        actual = self.compile(fn, target, fullgraph=graphs is not None)(*given)
+        assert_outputs_match(actual, expected)
+        for index, (after, eager_after) in enumerate(zip(given, eager_inputs, strict=True)):
+            if isinstance(eager_after, torch.Tensor):
+                assert_tensor_matches(after, eager_after, f"input {index} after the call")
+        assert_stats(target, fallback_ops, graphs)
+        return actual
+
+
+@pytest.fixture
+def fresh_backend():
+    """A test that starts with no compiled code in Dynamo and an empty stats log."""
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    yield
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+
+
+@pytest.fixture
+def backend_check(fresh_backend) -> BackendCheck:
+    return BackendCheck()

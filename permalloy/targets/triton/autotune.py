@@ -1,0 +1,99 @@
+"""
+Choosing a kernel's launch configuration by timing the candidates.
+
+On the first call of a kernel for given sizes on a GPU, every candidate
+configuration runs on scratch copies of the tensors it writes (so that
+in-place kernels do not change their inputs) and the fastest, by median time,
+is kept: in memory, and on disk under `<cache>/triton/autotune/`, keyed by the
+kernel's source, the device name and the sizes, so a later process starts
+with it. Candidates that fail to compile (too many registers, shared memory)
+are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from permalloy.targets.triton.configs import Config
+from permalloy.targets.triton.loader import cache_dir, source_hash, write_atomically
+
+Launch = Callable[[Sequence, Sequence[int], dict], None]
+
+
+class Autotuner:
+    """Picks and remembers the fastest configuration of each kernel and size."""
+
+    def __init__(self, directory: Path | None = None, warmup_ms: int = 5, repeat_ms: int = 25):
+        self.directory = (directory or cache_dir()) / "triton" / "autotune"
+        self.warmup_ms = warmup_ms
+        self.repeat_ms = repeat_ms
+        self.chosen: dict[str, Config] = {}
+
+    def choose(
+        self, source: str, launch: Launch, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int], outputs_from: int
+    ) -> Config:
+        """The best of `candidates` for these tensors and sizes."""
+        if len(candidates) == 1:
+            return candidates[0]
+        import torch
+
+        device = torch.cuda.get_device_name(tensors[0].device)
+        key = source_hash(source, device, repr(tuple(symbols)), repr([tuple(t.shape) for t in tensors]))
+        if key in self.chosen:
+            return self.chosen[key]
+        config = self._read(key, candidates)
+        if config is None:
+            config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
+            write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
+        self.chosen[key] = config
+        return config
+
+    def _read(self, key: str, candidates: Sequence[Config]) -> Config | None:
+        path = self.directory / f"{key}.json"
+        try:
+            config = Config.from_dict(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError):
+            return None
+        return config if config in candidates else None
+
+    def _benchmark(self, launch: Launch, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int], outputs_from: int) -> Config:
+        from triton.testing import do_bench
+
+        scratch = scratch_tensors(tensors, outputs_from)
+        timings: list[tuple[float, int]] = []
+        for position, config in enumerate(candidates):
+            values = config.as_dict()
+            try:
+                launch(scratch, symbols, values)
+                time = do_bench(
+                    lambda values=values: launch(scratch, symbols, values),
+                    warmup=self.warmup_ms,
+                    rep=self.repeat_ms,
+                    return_mode="median",
+                )
+            except Exception:  # noqa: BLE001 - a configuration that does not compile is skipped
+                continue
+            timings.append((float(time), position))
+        if not timings:
+            return candidates[0]
+        return candidates[min(timings)[1]]
+
+
+def scratch_tensors(tensors: Sequence, outputs_from: int) -> list:
+    """`tensors` with every output, and every input sharing memory with one,
+    replaced by a fresh tensor of the same layout (inputs keep their values)."""
+    import torch
+
+    written = {t.untyped_storage().data_ptr() for t in tensors[outputs_from:]}
+    result = []
+    for position, tensor in enumerate(tensors):
+        if position >= outputs_from or tensor.untyped_storage().data_ptr() in written:
+            copy = torch.empty_strided(tensor.size(), tensor.stride(), dtype=tensor.dtype, device=tensor.device)
+            if position < outputs_from:
+                copy.copy_(tensor)
+            result.append(copy)
+        else:
+            result.append(tensor)
+    return result

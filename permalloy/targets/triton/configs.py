@@ -1,0 +1,147 @@
+"""
+Launch configurations: block sizes, warps and pipeline stages.
+
+`candidates(plan, sizes, mode, interpret)` lists the configurations worth
+benchmarking for a kernel at the given values of its size symbols, best
+guess first; `max-autotune` widens the list. Under Triton's interpreter only
+one is used, with large blocks (each program costs Python work there) but
+small enough tiles for the reductions it runs element by element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import sympy
+
+from permalloy.dialects.sym import symbol
+from permalloy.targets.triton.plan import FLAT, TILED, KernelPlan
+
+TILE_ELEMENTS = 4096
+"""Elements of one program's `[XBLOCK, inner]` tile that fit registers comfortably."""
+INTERPRETER_TILE = 1 << 14
+
+
+@dataclass(frozen=True)
+class Config:
+    """One launch configuration of a kernel."""
+
+    XBLOCK: int
+    RBLOCK: int = 0
+    num_warps: int = 4
+    num_stages: int = 1
+
+    def as_dict(self) -> dict[str, int]:
+        return {"XBLOCK": self.XBLOCK, "RBLOCK": self.RBLOCK, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    @staticmethod
+    def from_dict(values: dict[str, int]) -> Config:
+        return Config(values["XBLOCK"], values.get("RBLOCK", 0), values["num_warps"], values["num_stages"])
+
+
+@dataclass(frozen=True)
+class Extents:
+    """A kernel's work at given sizes: the most rows of a group, the widest
+    persistent block, and the longest inner axis walked in chunks."""
+
+    rows: int
+    block: int
+    chunked: int
+
+    @staticmethod
+    def of(plan: KernelPlan, sizes: Mapping[str, int]) -> Extents:
+        values = {symbol(name): value for name, value in sizes.items()}
+
+        def evaluate(expr: sympy.Expr) -> int:
+            return int(sympy.sympify(expr).xreplace(values))
+
+        rows = max(evaluate(g.rows.numel) for g in plan.groups)
+        block = max(g.widest_block for g in plan.groups)
+        chunked = max(
+            (evaluate(s.inner.numel) for g in plan.groups for s in g.stages if s.inner.dims and (s.block is None or g.mode == TILED)),
+            default=0,
+        )
+        return Extents(max(rows, 1), block, chunked)
+
+
+def _pow2_ceil(n: int) -> int:
+    return 1 << (max(n, 1) - 1).bit_length()
+
+
+def _pow2_floor(n: int) -> int:
+    return 1 << (max(n, 1).bit_length() - 1)
+
+
+def _warps(tile: int) -> int:
+    return max(1, min(8, tile // 256))
+
+
+def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False) -> list[Config]:
+    """The configurations to try for `plan` at `sizes`, the default first."""
+    extents = Extents.of(plan, sizes)
+    if interpret:
+        return [_interpreter_config(plan, extents)]
+    wide = mode.startswith("max-autotune")
+    if all(g.mode == FLAT for g in plan.groups):
+        found = _flat(extents, wide)
+    elif any(g.mode == TILED for g in plan.groups):
+        found = _tiled(wide)
+    else:
+        found = _rows(plan, extents, wide)
+    unique: list[Config] = []
+    for config in found:
+        if config not in unique:
+            unique.append(config)
+    return unique
+
+
+def _interpreter_config(plan: KernelPlan, extents: Extents) -> Config:
+    looped = any(g.looped for g in plan.groups)
+    rblock = min(_pow2_ceil(extents.chunked), 256) if looped else 0
+    if all(g.mode == FLAT for g in plan.groups):
+        return Config(min(_pow2_ceil(extents.rows), INTERPRETER_TILE), rblock)
+    inner = max(extents.block, rblock, 1)
+    xblock = max(1, min(_pow2_floor(INTERPRETER_TILE // inner), _pow2_ceil(extents.rows)))
+    return Config(xblock, rblock)
+
+
+def _flat(extents: Extents, wide: bool) -> list[Config]:
+    sizes = [(1024, 4), (512, 4), (2048, 8), (256, 4)]
+    if wide:
+        sizes += [(4096, 8), (128, 4), (1024, 8)]
+    configs = []
+    for xblock, warps in sizes:
+        xblock = min(xblock, max(16, _pow2_ceil(extents.rows)))
+        configs.append(Config(xblock, 0, min(warps, max(1, xblock // 128)), 1))
+    return configs
+
+
+def _tiled(wide: bool) -> list[Config]:
+    sizes = [(32, 32, 4), (64, 64, 4), (16, 128, 4), (128, 16, 4)]
+    if wide:
+        sizes += [(64, 32, 2), (32, 64, 8), (128, 64, 8)]
+    return [Config(x, r, w, 1) for x, r, w in sizes]
+
+
+def _rows(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
+    looped = any(g.looped for g in plan.groups)
+    row_cap = _pow2_ceil(extents.rows)
+    if looped:
+        longest = _pow2_ceil(extents.chunked)
+        chunks = sorted({min(c, longest) for c in ([1024, 2048, 512] + ([256, 4096] if wide else []))}, reverse=True)
+    else:
+        chunks = [0]
+    configs = []
+    for rblock in chunks:
+        inner = max(extents.block, rblock, 1)
+        most = max(1, min(_pow2_floor(TILE_ELEMENTS // inner), row_cap))
+        xblocks = [most, max(1, most // 4), 1]
+        if wide:
+            xblocks += [max(1, most // 2), max(1, min(2 * most, row_cap, _pow2_floor(2 * TILE_ELEMENTS // inner)))]
+        for xblock in xblocks:
+            tile = xblock * inner
+            configs.append(Config(xblock, rblock, _warps(tile), 1))
+            if wide:
+                configs.append(Config(xblock, rblock, max(1, _warps(tile) // 2), 2))
+    return configs

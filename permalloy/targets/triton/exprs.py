@@ -1,0 +1,118 @@
+"""
+Integer expressions (sympy, from `#sym.expr`) as Triton index arithmetic.
+
+`TritonExpr.text(expr)` writes an expression over loop variables, size symbols
+and index values as Triton source, with the names `names` gives. Triton's
+integer `//` and `%` truncate towards zero, so `floordiv` and `mod` use them
+only where sympy proves both operands non-negative, and call the module's
+`_floordiv` helper elsewhere. `split_affine` and `depends_on` are the small
+analyses the planner needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+
+import sympy
+
+from permalloy.dialects.sym import CeilDiv, FloorDiv
+from permalloy.targets.triton.types import UnsupportedKernelError
+
+
+def split_affine(expr: sympy.Expr, var: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """`(rest, coefficient)` with `expr == rest + coefficient * var`, when the
+    expression is affine in `var` with a coefficient free of loop variables."""
+    expr = sympy.expand(expr)
+    coefficient = sympy.expand(sympy.diff(expr, var)) if var in expr.free_symbols else sympy.Integer(0)
+    if var in coefficient.free_symbols or any(s.name[0] in "drv" for s in coefficient.free_symbols):
+        return None
+    rest = sympy.expand(expr - coefficient * var)
+    if var in rest.free_symbols:
+        return None
+    if any(isinstance(a, FloorDiv | CeilDiv | sympy.Mod | sympy.Min | sympy.Max) and var in a.free_symbols
+           for a in sympy.preorder_traversal(expr)):  # fmt: skip
+        return None
+    return rest, coefficient
+
+
+def is_nonnegative(expr: sympy.Expr) -> bool:
+    """Whether sympy proves `expr >= 0` (loop indices non-negative, sizes positive)."""
+    return bool(sympy.sympify(expr).is_nonnegative)
+
+
+class TritonExpr:
+    """Writes integer expressions as Triton source, naming symbols with `names`."""
+
+    def __init__(self, names: Mapping[str, str] | Callable[[str], str], helpers: set[str]):
+        self.lookup = names if callable(names) else names.__getitem__
+        self.helpers = helpers
+
+    def text(self, expr: sympy.Expr | int) -> str:
+        return self._emit(sympy.sympify(expr))
+
+    def atom(self, expr: sympy.Expr | int) -> str:
+        """The expression as an operand of `*`, `//` or `%` (parenthesized if needed)."""
+        return self._atom(sympy.sympify(expr))
+
+    def _emit(self, e: sympy.Expr) -> str:
+        if e.is_Integer:
+            return str(int(e))
+        if e.is_Symbol:
+            try:
+                return self.lookup(e.name)
+            except KeyError:
+                raise UnsupportedKernelError(f"symbol {e.name} is unbound in a Triton kernel") from None
+        if e.is_Add:
+            return self._sum(e)
+        if e.is_Mul:
+            return self._product(e)
+        if e.is_Pow and e.exp.is_Integer and int(e.exp) > 0:
+            return "(" + " * ".join([self._atom(e.base)] * int(e.exp)) + ")"
+        if isinstance(e, FloorDiv | sympy.Mod):
+            return self._division(e)
+        if isinstance(e, CeilDiv):
+            num, den = e.args
+            return f"(-{self._division(FloorDiv(-num, den))})"
+        if isinstance(e, sympy.Min | sympy.Max):
+            function = "tl.minimum" if isinstance(e, sympy.Min) else "tl.maximum"
+            args = [self._emit(a) for a in e.args]
+            result = args[0]
+            for arg in args[1:]:
+                result = f"{function}({result}, {arg})"
+            return result
+        raise UnsupportedKernelError(f"cannot write '{e}' as Triton index arithmetic")
+
+    def _atom(self, e: sympy.Expr) -> str:
+        text = self._emit(e)
+        return text if e.is_Symbol or (e.is_Integer and int(e) >= 0) or text.startswith("(") else f"({text})"
+
+    def _sum(self, e: sympy.Expr) -> str:
+        terms = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
+        pieces: list[str] = []
+        for term in terms:
+            coefficient, _ = term.as_coeff_Mul()
+            negative = coefficient.is_negative
+            text = self._emit(-term if negative else term)
+            if not pieces:
+                pieces.append(f"-{text}" if negative else text)
+            else:
+                pieces.append(f" - {text}" if negative else f" + {text}")
+        return "(" + "".join(pieces) + ")"
+
+    def _product(self, e: sympy.Expr) -> str:
+        coefficient, rest = e.as_coeff_Mul()
+        if coefficient == -1:
+            return f"(-{self._atom(rest)})"
+        factors = [self._atom(f) for f in sympy.Mul.make_args(rest)]
+        if coefficient != 1:
+            factors.append(self._atom(coefficient))
+        return " * ".join(factors)
+
+    def _division(self, e: sympy.Expr) -> str:
+        num, den = e.args
+        operator = "//" if isinstance(e, FloorDiv) else "%"
+        if is_nonnegative(num) and bool(sympy.sympify(den).is_positive):
+            return f"({self._atom(num)} {operator} {self._atom(den)})"
+        helper = "_floordiv" if isinstance(e, FloorDiv) else "_floormod"
+        self.helpers.add(helper)
+        return f"{helper}({self._emit(num)}, {self._emit(den)})"

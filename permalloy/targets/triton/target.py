@@ -1,0 +1,100 @@
+"""
+The Triton target: kernels compiled to generated Triton modules and launched
+with the configuration the autotuner picks.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.targets.triton.autotune import Autotuner
+from permalloy.targets.triton.configs import Config, candidates
+from permalloy.targets.triton.loader import ModuleLoader
+from permalloy.targets.triton.module import function_name, module_source
+from permalloy.targets.triton.plan import KernelPlan, plan_kernel
+
+
+def interpreter_enabled() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (`TRITON_INTERPRET=1`)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+class TritonKernel:
+    """A compiled kernel: its generated module, candidate configurations and tuner."""
+
+    def __init__(self, plan: KernelPlan, source: str, module, mode: str, tuner: Autotuner | None, interpret: bool):
+        self.plan = plan
+        self.source = source
+        self.module = module
+        self.mode = mode
+        self.tuner = tuner
+        self.interpret = interpret
+        self.outputs_from = len(plan.inputs)
+        self.configs: dict[tuple[int, ...], list[Config]] = {}
+
+    def candidates(self, symbols: Sequence[int]) -> list[Config]:
+        """The configurations to try at these sizes (computed once per sizes)."""
+        key = tuple(int(s) for s in symbols)
+        found = self.configs.get(key)
+        if found is None:
+            found = candidates(self.plan, dict(zip(self.plan.symbols, key)), self.mode, self.interpret)
+            self.configs[key] = found
+        return found
+
+    def __call__(self, tensors: Sequence, symbols: Sequence[int]) -> None:
+        if not self.interpret and tensors and not tensors[0].is_cuda:
+            raise RuntimeError(
+                f"the triton target runs kernels on CUDA tensors; @{self.plan.kernel.sym_name.data} got "
+                f"{tensors[0].device} tensors (set TRITON_INTERPRET=1 to run Triton's CPU interpreter)"
+            )
+        configs = self.candidates(symbols)
+        config = configs[0]
+        if self.tuner is not None and not self.interpret:
+            config = self.tuner.choose(self.source, self.module.launch, configs, tensors, symbols, self.outputs_from)
+        self.module.launch(tensors, symbols, config.as_dict())
+
+
+class TritonTarget:
+    """
+    Compiles kernels to Triton. `interpret` (default: `TRITON_INTERPRET` is
+    set) writes kernels for Triton's CPU interpreter; `mode` is the
+    torch.compile mode (`max-autotune` tries more configurations); `autotune`
+    turns benchmarking off (the first candidate is used). Modules, tuned
+    configurations and Triton's binaries are cached on disk.
+    """
+
+    name = "triton"
+
+    def __init__(
+        self,
+        interpret: bool | None = None,
+        mode: str = "default",
+        autotune: bool = True,
+        cache: Path | None = None,
+    ):
+        self.interpret = interpreter_enabled() if interpret is None else interpret
+        self.mode = mode
+        self.loader = ModuleLoader(cache)
+        self.tuner = Autotuner(cache) if autotune else None
+        self.compiled: dict[tuple[str, tuple[str, ...]], TritonKernel] = {}
+
+    def plan(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> KernelPlan:
+        return plan_kernel(kernel, layouts, function_name(kernel.sym_name.data))
+
+    def compile_kernel(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> TritonKernel:
+        key = (str(kernel), tuple(str(layout) for layout in layouts))
+        compiled = self.compiled.get(key)
+        if compiled is None:
+            plan = self.plan(kernel, layouts)
+            source = module_source(plan, self.interpret)
+            module = self.loader.load(source, plan.name)
+            compiled = TritonKernel(plan, source, module, self.mode, self.tuner, self.interpret)
+            self.compiled[key] = compiled
+        return compiled
+
+    def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
+        """The Python module generated for `kernel`: its `@triton.jit` function and launcher."""
+        return module_source(self.plan(kernel, layouts), self.interpret)

@@ -11,6 +11,8 @@ end from token ids.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 from torch import nn
@@ -110,3 +112,73 @@ def test_gpt2_model_compiled_as_a_module(backend_check) -> None:
         backend_check.assert_tensor_matches(actual, expected, "last_hidden_state")
     backend_check.assert_stats("llvm", graphs=None)
     assert len(permalloy.stats()) == 1, "the second call recompiled"
+
+
+def test_llama_model_end_to_end(backend_check) -> None:
+    """LlamaModel (2 layers: RMS norm, rotary embeddings, grouped-query
+    attention, SiLU-gated MLP) from token ids. Its position ids come from a
+    cumulative sum, which runs through torch."""
+    from transformers import LlamaConfig, LlamaModel
+
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        vocab_size=53,
+        max_position_embeddings=32,
+        bos_token_id=0,
+        eos_token_id=0,
+        pad_token_id=0,
+    )
+    model = LlamaModel(config).eval()
+    ids = torch.randint(0, 53, (2, 9), generator=torch.Generator().manual_seed(3))
+
+    def hidden_states(ids):
+        with torch.no_grad():
+            return model(input_ids=ids, use_cache=False).last_hidden_state
+
+    backend_check(hidden_states, [ids], fallback_ops=["aten.cumsum.default"], graphs=None)
+
+
+def test_batch_norm_training_updates_running_stats(backend_check) -> None:
+    """A buffer mutation (running mean, variance and batch count) compiles
+    into the graph and lands in the module's buffers."""
+    torch.manual_seed(0)
+    eager = nn.BatchNorm2d(4).train()
+    compiled_module = copy.deepcopy(eager)
+    compiled = backend_check.compile(compiled_module)
+    x = torch.randn(3, 4, 5, 5)
+    for _ in range(2):
+        with torch.no_grad():
+            backend_check.assert_tensor_matches(compiled(x), eager(x), "output")
+    for name, buffer in eager.named_buffers():
+        backend_check.assert_tensor_matches(dict(compiled_module.named_buffers())[name], buffer, name)
+    backend_check.assert_stats("llvm")
+
+
+def test_optimizer_step_updates_parameters(backend_check) -> None:
+    """A whole training step (forward, backward, SGD with momentum) three times."""
+    torch.manual_seed(0)
+    eager = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3))
+    trained = copy.deepcopy(eager)
+    eager_optimizer = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
+    optimizer = torch.optim.SGD(trained.parameters(), lr=0.1, momentum=0.9)
+
+    def step(model, optimizer, x):
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        optimizer.step()
+        return loss.detach()
+
+    compiled_step = torch.compile(step, backend="permalloy", options={"fallback": "raise"})
+    x = torch.randn(5, 6)
+    for i in range(3):
+        expected = step(eager, eager_optimizer, x)
+        backend_check.assert_tensor_matches(compiled_step(trained, optimizer, x), expected, f"loss {i}")
+    for (name, p), q in zip(eager.named_parameters(), trained.parameters(), strict=True):
+        backend_check.assert_tensor_matches(q.detach(), p.detach(), name)
+    backend_check.assert_stats("llvm", graphs=None)

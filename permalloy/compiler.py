@@ -33,7 +33,8 @@ from permalloy.targets.registry import kernel_target
 class CompileOptions:
     """How to compile a graph; the backend builds it from the user's options."""
 
-    target: str = "llvm"
+    target: str | None = "llvm"
+    """A kernel target name; None (the backend's default) means by the inputs' device."""
     dump_dir: str | None = None
     fallback: str = "warn"
     mode: str = "default"
@@ -111,7 +112,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
     module = lower_module(imported.module, dumper, options.fusion)
-    target = kernel_target(options.target)
+    target = kernel_target(options.target, options.mode)
     if dumper is not None:
         dump_kernels(module, target, dumper)
     program = build_host_program(module, target)

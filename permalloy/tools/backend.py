@@ -9,8 +9,10 @@ eagerly after one warning (`fallback="warn"`, the default) or raises
 (`fallback="raise"`).
 
 Options (`torch.compile(..., options={...})`):
-- `target`: "llvm" (CPU kernels, the default) or "reference" (the loop
-  interpreter, for debugging);
+- `target`: "llvm" (CPU kernels), "triton" (GPU kernels; on CPU tensors
+  through Triton's interpreter when `TRITON_INTERPRET=1`) or "reference" (the
+  loop interpreter, for debugging); by default "triton" when the graph's
+  inputs are CUDA tensors and "llvm" otherwise;
 - `dump_dir`: a folder receiving, for each graph, one file per stage: the
   imported IR, the IR after each pass, the kernels and the host program
   (the environment variable PERMALLOY_DUMP_DIR does the same);
@@ -21,6 +23,7 @@ Options (`torch.compile(..., options={...})`):
 
 from __future__ import annotations
 
+import dataclasses
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -63,8 +66,8 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         raise PermalloyOptionError(
             f"unknown mode {mode!r}; valid modes: {', '.join(VALID_MODES)}"
         )
-    target = options.get("target", "llvm")
-    if target not in available_targets():
+    target = options.get("target")
+    if target is not None and target not in available_targets():
         raise PermalloyOptionError(
             f"unknown target {target!r}; valid targets: {', '.join(sorted(available_targets()))}"
         )
@@ -84,6 +87,30 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         mode=mode,
         fusion=fusion,
     )
+
+
+def default_target(example_inputs: Sequence[Any]) -> str:
+    """The target for a graph's inputs: "triton" for CUDA tensors, else "llvm"."""
+    for value in example_inputs:
+        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
+            return "triton"
+    return "llvm"
+
+
+def resolve_target(options: CompileOptions, example_inputs: Sequence[Any]) -> CompileOptions:
+    """`options` with a target: the user's, else the one for the inputs' device.
+    Triton on CPU tensors needs Triton's interpreter."""
+    if options.target is None:
+        options = dataclasses.replace(options, target=default_target(example_inputs))
+    if options.target == "triton" and default_target(example_inputs) != "triton":
+        from permalloy.targets.triton.target import interpreter_enabled
+
+        if any(isinstance(v, torch.Tensor) for v in example_inputs) and not interpreter_enabled():
+            raise PermalloyOptionError(
+                "target 'triton' runs on CUDA tensors; these inputs are on the CPU "
+                "(use target 'llvm', or set TRITON_INTERPRET=1 for Triton's CPU interpreter)"
+            )
+    return options
 
 
 def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequence):
@@ -109,11 +136,13 @@ def compile_forward(options: CompileOptions) -> Callable:
     """The forward compiler AOTAutograd calls for each graph."""
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        resolved = options
         try:
+            resolved = resolve_target(options, example_inputs)
             # AOTAutograd calls this under its fake mode; the graph's constants
             # (get_attr tensors) are real and are read as real tensors.
             with unset_fake_temporarily():
-                compiled = compile_graph(graph, options)
+                compiled = compile_graph(graph, resolved)
             runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
             if options.fallback == "raise":
@@ -123,7 +152,7 @@ def compile_forward(options: CompileOptions) -> Callable:
                 f"permalloy could not compile a graph and runs it eagerly: {reason}",
                 stacklevel=2,
             )
-            STATS_LOG.add(GraphStats(target=options.target, compiled=False, reason=reason))
+            STATS_LOG.add(GraphStats(target=resolved.target or "", compiled=False, reason=reason))
             if torch._dynamo.config.verbose:  # noqa: SLF001
                 traceback.print_exc()
             return boxed(graph)

@@ -50,7 +50,7 @@ TOOL_NAME = "permalloy-opt"
 
 TargetFactory = Callable[[], type[Target]]
 
-KERNEL_TARGETS = ("llvm",)
+KERNEL_TARGETS = ("llvm", "triton")
 """The kernel targets of `permalloy.targets.registry` that `-t` can name."""
 
 

@@ -10,7 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from permalloy.dialects import loop
-from permalloy.passes.fusion_grouping import find_groups, fuse_group, hoist_views
+from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
 from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
 
 
@@ -69,7 +69,7 @@ class FuseLoopsPass(ModulePass):
             if self.inline:
                 self._inline(function)
             if self.group:
-                hoist_views(function)
+                sink_views(function)
                 for members in find_groups(function, self.max_group_size):
                     fuse_group(members)
 

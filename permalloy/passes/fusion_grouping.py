@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from xdsl.dialects import func
-from xdsl.ir import Block, Operation, Region, SSAValue
+from xdsl.ir import Block, Region, SSAValue
 
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, sizes_equal
@@ -59,19 +59,18 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     return any(v in shared for v in candidate.inputs)
 
 
-def hoist_views(function: func.FuncOp) -> None:
-    """Move each view right after what it views, so views between loop ops do
-    not split groups."""
-    for op in list(function.body.block.ops):
-        if isinstance(op, VIEW_OPS):
-            source = op.operands[0]
-            owner = source.owner
-            op.detach()
-            if isinstance(owner, Operation):
-                owner.parent_block().insert_op_after(op, owner)  # type: ignore[union-attr]
-            else:
-                assert isinstance(owner, Block)
-                owner.insert_op_before(op, owner.first_op)  # type: ignore[arg-type]
+def sink_views(function: func.FuncOp) -> None:
+    """Move each view to just before its first user, so that views between
+    loop ops (of graph inputs, or of a member's result the host reads) do not
+    split groups: loop ops never read views, only host ops and returns do."""
+    block = function.body.block
+    for op in reversed(list(block.ops)):
+        if not isinstance(op, VIEW_OPS) or not op.results[0].uses:
+            continue
+        position = {o: i for i, o in enumerate(block.ops)}
+        first = min((u.operation for u in op.results[0].uses), key=position.__getitem__)
+        op.detach()
+        block.insert_op_before(op, first)
 
 
 def find_groups(function: func.FuncOp, max_members: int) -> list[list[loop.LoopOp]]:

@@ -52,9 +52,11 @@ def compile_and_compare(
         expected = fn(*[x.clone() for x in inputs])
         given = [x.clone() for x in inputs]
         actual = compiled(*given)
-    assert actual.shape == expected.shape and actual.dtype == expected.dtype
-    error = relative_error(actual, expected)
-    assert error < REL_TOL, f"relative error {error:.3g} (fusion={fusion})"
+    pairs = zip(actual, expected, strict=True) if isinstance(expected, tuple) else [(actual, expected)]
+    for a, e in pairs:
+        assert a.shape == e.shape and a.dtype == e.dtype and a.stride() == e.stride()
+        error = relative_error(a, e)
+        assert error < REL_TOL, f"relative error {error:.3g} (fusion={fusion})"
     for after, before in zip(given, inputs, strict=True):
         assert torch.equal(after, before), "the compiled program changed an input"
     records = permalloy.stats()
@@ -89,6 +91,16 @@ def test_softmax_is_one_kernel(fusion):
     # max, subtract, exp, sum, divide: five loop ops unfused
     assert record["kernels"] == (1 if fusion else 5)
     assert record["extern_calls"] == 0
+
+
+def softmax_and_transposed_exp(x):
+    e = torch.exp(x - x.amax(-1, keepdim=True))
+    return e / e.sum(-1, keepdim=True), e.t()
+
+
+def test_a_returned_view_of_an_intermediate_does_not_split_a_kernel():
+    record = compile_and_compare(softmax_and_transposed_exp, [torch.randn(8, 16)], fusion=True)
+    assert record["kernels"] == 1
 
 
 def test_an_mlp_has_kernels_only_for_its_activation(tmp_path):

@@ -2,7 +2,7 @@
 The algorithms behind `fuse-loops`, on loop IR written as text: how often a
 producer's elements are read (`reads_per_element`), when inlining pays
 (`InliningCost`, `is_cheap`), what blocks inlining (`can_inline`), which loop
-ops may share a kernel (`joins`, row locality, `find_groups`, `hoist_views`),
+ops may share a kernel (`joins`, row locality, `find_groups`, `sink_views`),
 and that the pass preserves results: every function of the pass's lit test
 runs before and after it, under each option, on random inputs.
 """
@@ -29,8 +29,8 @@ from permalloy.passes import build_pipeline
 from permalloy.passes.fusion_grouping import (
     _reads_row_locally,
     find_groups,
-    hoist_views,
     joins,
+    sink_views,
 )
 from permalloy.passes.fusion_inlining import (
     InliningCost,
@@ -310,7 +310,7 @@ def test_a_producer_without_positions_is_inlined_at_a_gathered_position():
 
 
 # --------------------------------------------------------------------------
-# Grouping: joins, row locality, find_groups, hoist_views
+# Grouping: joins, row locality, find_groups, sink_views
 # --------------------------------------------------------------------------
 
 
@@ -460,22 +460,27 @@ def test_find_groups_cuts_runs_at_max_members():
     assert [len(g) for g in find_groups(function, max_members=8)] == [5]
 
 
-def test_hoist_views_keeps_a_view_from_splitting_a_group():
+@pytest.mark.parametrize("source", ["x", "e0"])
+def test_sink_views_keeps_a_view_from_splitting_a_group(source):
+    # a view of the input, or of the first member's result, between two loop
+    # ops moves to just before its first user, the return
     module = parse(
         f"""
 func.func @f(%x: {T('4, 8')}) -> ({T('4, 8')}, {T('8, 4')}) {{
 {exp_of("e0", "x", "4, 8")}
-  %v = ptensor.permute %x [1, 0] : {T('4, 8')} -> {T('8, 4')}
+  %v = ptensor.permute %{source} [1, 0] : {T('4, 8')} -> {T('8, 4')}
 {exp_of("e1", "e0", "4, 8")}
-  func.return %e1, %v : {T('4, 8')}, {T('8, 4')}
-}}"""
+  %w = ptensor.reshape %v : {T('8, 4')} -> {T('32')}
+  func.return %e1, %w : {T('4, 8')}, {T('32')}
+}}""".replace(f"-> ({T('4, 8')}, {T('8, 4')})", f"-> ({T('4, 8')}, {T('32')})")
     )
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
     assert find_groups(function, 8) == []
-    hoist_views(function)
-    assert [op.name for op in function.body.block.ops][0] == "ptensor.permute"
-    assert [len(g) for g in find_groups(function, 8)] == [2]
+    sink_views(function)
     module.verify()
+    names = [op.name for op in function.body.block.ops]
+    assert names == ["loop.pointwise", "loop.pointwise", "ptensor.permute", "ptensor.reshape", "func.return"]
+    assert [len(g) for g in find_groups(function, 8)] == [2]
 
 
 # --------------------------------------------------------------------------

@@ -667,6 +667,48 @@ func.func @column_reductions(%x: !ptensor.tensor<[8, 16], f32>) -> !ptensor.tens
 
 // -----
 
+// A view the host reads (here returned) between loop ops moves to its first
+// user, so it does not split the softmax's group; the exp, also read through
+// the view, leaves the kernel as a second result.
+// CHECK-LABEL: func.func @view_between(
+// CHECK-NEXT:    %e, %y = loop.fused ins(%{{.+}} = %x : !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
+// CHECK-NEXT:      %m = loop.reduce max
+// CHECK:           %[[E:.+]] = loop.pointwise
+// CHECK:             math.exp
+// CHECK:           %t = loop.reduce sum ins(%{{.+}} = %[[E]]
+// CHECK:           %[[Y:.+]] = loop.pointwise ins(%{{.+}} = %[[E]]
+// CHECK:           loop.fused_yield %[[E]], %[[Y]]
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %v = ptensor.permute %e [1, 0]
+// CHECK-NEXT:    func.return %y, %v
+func.func @view_between(%x: !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 4], f32>) {
+  %m = loop.reduce max ins(%0 = %x : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4, 1], f32> {
+    %1 = loop.load %0[d0, r0] : f32
+    loop.yield %1 : f32
+  }
+  %e = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4, 8], f32>, %1 = %m : !ptensor.tensor<[4, 1], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %2 = loop.load %0[d0, d1] : f32
+    %3 = loop.load %1[d0, 0] : f32
+    %4 = arith.subf %2, %3 : f32
+    %5 = math.exp %4 : f32
+    loop.yield %5 : f32
+  }
+  %v = ptensor.permute %e [1, 0] : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[8, 4], f32>
+  %t = loop.reduce sum ins(%0 = %e : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4, 1], f32> {
+    %1 = loop.load %0[d0, r0] : f32
+    loop.yield %1 : f32
+  }
+  %y = loop.pointwise ins(%0 = %e : !ptensor.tensor<[4, 8], f32>, %1 = %t : !ptensor.tensor<[4, 1], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %2 = loop.load %0[d0, d1] : f32
+    %3 = loop.load %1[d0, 0] : f32
+    %4 = arith.divf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %y, %v : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 4], f32>
+}
+
+// -----
+
 // A cat reads its first operand under a mask: the inlined exp reads under
 // the same mask, and its value is zero where the mask is false.
 // CHECK-LABEL: func.func @cat(

@@ -109,10 +109,18 @@ class Permalloy:
             finally:
                 self._warnings = sorted({str(w.message) for w in caught if _ours(w)})
 
+    def _target(self) -> str | None:
+        """The kernel target compiled for, or None where the device has none."""
+        try:
+            return permalloy_target(self.device)
+        except BenchError:
+            return None
+
     def kernel_info(self) -> dict[str, Any]:
         records = permalloy.stats()
         fell_back = [r for r in records if not r["compiled"]]
         return {
+            "target": self._target(),
             "graphs": len(records),
             "kernels": sum(r["kernels"] for r in records),
             "extern_calls": sum(r["extern_calls"] for r in records),

@@ -91,7 +91,13 @@ def test_parse_options_accepts_the_valid_ones(tmp_path: Path) -> None:
     assert (options.fallback, options.mode) == ("raise", "max-autotune")
     assert options.dump_dir == str(tmp_path)
     defaults = backend.parse_options(None, None)
-    assert (defaults.target, defaults.fallback, defaults.dump_dir) == ("llvm", "warn", None)
+    assert (defaults.fallback, defaults.dump_dir, defaults.mode) == ("warn", None, "default")
+
+
+def test_default_target_on_cpu_is_llvm() -> None:
+    _compile(_pointwise)(torch.randn(4))
+    (record,) = permalloy.stats()
+    assert record["target"] == "llvm"
 
 
 @pytest.mark.parametrize("mode", backend.VALID_MODES)

@@ -96,8 +96,12 @@ class Permalloy:
         self._warnings: list[str] = []
 
     def compile(self, model: torch.nn.Module) -> Callable[..., Any]:
+        """`torch.compile(model, backend="permalloy", ...)`, with the backend function
+        itself, so that a checkout run without installing measures its own code."""
+        from permalloy.tools.backend import permalloy_backend
+
         target = permalloy_target(self.device)
-        return torch.compile(model, backend="permalloy", options={"target": target})
+        return torch.compile(model, backend=permalloy_backend, options={"target": target})
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:

@@ -35,6 +35,20 @@ def result_dtype(op: Operation) -> str:
     return value_dtype(op.results[0].type)
 
 
+def convert(w: SourceWriter, text: str, source: str, target: str) -> str:
+    """`text` (of dtype `source`) as a value of dtype `target`, rounding to
+    nearest even. bfloat16 goes through float32 and the `_to_bf16` helper,
+    since Triton's interpreter truncates and converts other types bit-wise."""
+    if source == target:
+        return text
+    if target == "tl.bfloat16":
+        w.helpers.add("_to_bf16")
+        return f"_to_bf16({text})"
+    if source == "tl.bfloat16" and target != "tl.float32":
+        return f"{text}.to(tl.float32).to({target})"
+    return f"{text}.to({target})"
+
+
 def _binary(symbol: str) -> Translator:
     return lambda w, op, a: f"{a[0].text} {symbol} {a[1].text}"
 
@@ -82,6 +96,8 @@ def _constant(w: SourceWriter, op: Operation, a: list[Value]) -> str:
     dtype = result_dtype(op)
     value = op.value
     if isinstance(value, FloatAttr):
+        if dtype == "tl.bfloat16":
+            return convert(w, float_constant(float(value.value.data), "tl.float32"), "tl.float32", dtype)
         return float_constant(float(value.value.data), dtype)
     if isinstance(value, IntegerAttr):
         return int_constant(int(value.value.data), dtype)
@@ -129,7 +145,7 @@ def _select(w: SourceWriter, op: Operation, a: list[Value]) -> str:
 
 
 def _to(w: SourceWriter, op: Operation, a: list[Value]) -> str:
-    return f"{a[0].text}.to({result_dtype(op)})"
+    return convert(w, a[0].text, a[0].dtype, result_dtype(op))
 
 
 def _sign_extend(w: SourceWriter, op: Operation, a: list[Value]) -> str:
@@ -164,18 +180,19 @@ def _resize(w: SourceWriter, op: Operation, a: list[Value]) -> str:
 
 
 def _sitofp(w: SourceWriter, op: Operation, a: list[Value]) -> str:
-    return f"{_signed(a[0])}.to({result_dtype(op)})"
+    source = "tl.int8" if is_bool_dtype(a[0].dtype) else a[0].dtype
+    return convert(w, _signed(a[0]), source, result_dtype(op))
 
 
 def _uitofp(w: SourceWriter, op: Operation, a: list[Value]) -> str:
-    return f"{_unsigned(a[0])}.to({result_dtype(op)})"
+    return convert(w, _unsigned(a[0]), unsigned(a[0].dtype) if not is_bool_dtype(a[0].dtype) else "tl.uint8", result_dtype(op))
 
 
 def _fptoui(w: SourceWriter, op: Operation, a: list[Value]) -> str:
     dtype = result_dtype(op)
     if is_bool_dtype(dtype):
         return f"({a[0].text} != 0)"
-    return f"{a[0].text}.to({unsigned(dtype)}).to({dtype}, bitcast=True)"
+    return f"{convert(w, a[0].text, a[0].dtype, unsigned(dtype))}.to({dtype}, bitcast=True)"
 
 
 def _bitcast(w: SourceWriter, op: Operation, a: list[Value]) -> str:

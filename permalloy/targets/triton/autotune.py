@@ -15,37 +15,58 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from permalloy.targets.triton.configs import Config
 from permalloy.targets.triton.loader import cache_dir, source_hash, write_atomically
 
 Launch = Callable[[Sequence, Sequence[int], dict], None]
+Timer = Callable[[Callable[[], Any]], float]
+"""Median milliseconds of a callable."""
+
+
+def gpu_timer(warmup_ms: int = 5, repeat_ms: int = 25) -> Timer:
+    """Times a callable on the GPU with `triton.testing.do_bench` (median)."""
+
+    def time(fn: Callable[[], Any]) -> float:
+        from triton.testing import do_bench
+
+        return float(do_bench(fn, warmup=warmup_ms, rep=repeat_ms, return_mode="median"))
+
+    return time
 
 
 class Autotuner:
     """Picks and remembers the fastest configuration of each kernel and size."""
 
-    def __init__(self, directory: Path | None = None, warmup_ms: int = 5, repeat_ms: int = 25):
+    def __init__(self, directory: Path | None = None, timer: Timer | None = None):
         self.directory = (directory or cache_dir()) / "triton" / "autotune"
-        self.warmup_ms = warmup_ms
-        self.repeat_ms = repeat_ms
+        self.timer = timer or gpu_timer()
         self.chosen: dict[str, Config] = {}
+        self.benchmarked = 0
+        """How many kernels were benchmarked (rather than found in a cache)."""
 
     def choose(
-        self, source: str, launch: Launch, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int], outputs_from: int
+        self,
+        source: str,
+        device: str,
+        launch: Launch,
+        candidates: Sequence[Config],
+        tensors: Sequence,
+        symbols: Sequence[int],
+        outputs_from: int,
     ) -> Config:
-        """The best of `candidates` for these tensors and sizes."""
+        """The best of `candidates` for these tensors and sizes on `device` (a
+        device name, part of the cache key)."""
         if len(candidates) == 1:
             return candidates[0]
-        import torch
-
-        device = torch.cuda.get_device_name(tensors[0].device)
         key = source_hash(source, device, repr(tuple(symbols)), repr([tuple(t.shape) for t in tensors]))
         if key in self.chosen:
             return self.chosen[key]
         config = self._read(key, candidates)
         if config is None:
             config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
+            self.benchmarked += 1
             write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
         self.chosen[key] = config
         return config
@@ -59,23 +80,16 @@ class Autotuner:
         return config if config in candidates else None
 
     def _benchmark(self, launch: Launch, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int], outputs_from: int) -> Config:
-        from triton.testing import do_bench
-
         scratch = scratch_tensors(tensors, outputs_from)
         timings: list[tuple[float, int]] = []
         for position, config in enumerate(candidates):
             values = config.as_dict()
             try:
                 launch(scratch, symbols, values)
-                time = do_bench(
-                    lambda values=values: launch(scratch, symbols, values),
-                    warmup=self.warmup_ms,
-                    rep=self.repeat_ms,
-                    return_mode="median",
-                )
+                time = self.timer(lambda values=values: launch(scratch, symbols, values))
             except Exception:  # noqa: BLE001 - a configuration that does not compile is skipped
                 continue
-            timings.append((float(time), position))
+            timings.append((time, position))
         if not timings:
             return candidates[0]
         return candidates[min(timings)[1]]

@@ -9,7 +9,8 @@ from `tl.math` is therefore a helper with two bodies: the GPU one calls
 primitives (the interpreter computes with numpy, so float64 formulas are
 accurate to well below float32 rounding). Helpers also hold the integer
 division semantics of `arith` and the combine functions of reductions, which
-are the same in both modes.
+are the same in both modes, and the rounding to bfloat16 (the interpreter
+truncates; the helper rounds to nearest even from the bits).
 
 `helper_source(names, interpret)` gives the text of the named helpers and of
 the helpers they call, in a stable order.
@@ -239,6 +240,21 @@ _INTEGER: dict[str, Helper] = {
     "remui": Helper(_jit("_remui(a, b)", "return a % _safe_divisor(b)"), needs=("safe_divisor",)),
 }
 
+_CONVERSIONS: dict[str, Helper] = {
+    "to_bf16": Helper(
+        _jit("_to_bf16(x)", "return x.to(tl.bfloat16)"),
+        _jit(
+            "_to_bf16(x)",
+            "bits = x.to(tl.float32).to(tl.uint32, bitcast=True)",
+            "one = tl.full([], 1, tl.uint32)",
+            "sixteen = tl.full([], 16, tl.uint32)",
+            "rounded = (bits + tl.full([], 0x7FFF, tl.uint32) + ((bits >> sixteen) & one)) >> sixteen",
+            "rounded = tl.where(x != x, tl.full([], 0x7FC0, tl.uint32), rounded)",
+            "return rounded.to(tl.uint16).to(tl.bfloat16, bitcast=True)",
+        ),
+    ),
+}
+
 _REDUCTION: dict[str, Helper] = {
     "prod": Helper(_jit("_prod(a, b)", "return a * b")),
     "max_nan": Helper(_jit("_max_nan(a, b)", "return tl.where((a > b) | (a != a), a, b)")),
@@ -323,7 +339,7 @@ _ROWS: dict[str, Helper] = {
     ),
 }
 
-HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_REDUCTION, **_ROWS}
+HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_CONVERSIONS, **_REDUCTION, **_ROWS}
 """Every helper, by the name it is called with less its leading underscore."""
 
 LIBDEVICE_MATH = tuple(_MATH)

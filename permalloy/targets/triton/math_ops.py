@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from xdsl.ir import Operation
 
-from permalloy.targets.triton.arith import result_dtype
+from permalloy.targets.triton.arith import convert, result_dtype
 from permalloy.targets.triton.compat import LIBDEVICE_MATH
 from permalloy.targets.triton.source import SourceWriter, Value
 from permalloy.targets.triton.types import UnsupportedKernelError, float_width, is_float_dtype
@@ -46,6 +46,6 @@ def translate_math(w: SourceWriter, op: Operation, args: list[Value]) -> str:
     else:
         raise UnsupportedKernelError(f"the Triton target cannot translate math.{name}")
     narrow = is_float_dtype(dtype) and float_width(dtype) == 16
-    texts = [f"{a.text}.to(tl.float32)" if narrow else a.text for a in args]
+    texts = [convert(w, a.text, a.dtype, "tl.float32") if narrow else a.text for a in args]
     call = f"{function}({', '.join(texts)})"
-    return f"{call}.to({dtype})" if narrow else call
+    return convert(w, call, "tl.float32", dtype) if narrow else call

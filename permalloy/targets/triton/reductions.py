@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from permalloy.dialects.ptensor import ReduceKind
+from permalloy.targets.triton.arith import convert
 from permalloy.targets.triton.source import SourceWriter
 from permalloy.targets.triton.types import (
     float_width,
@@ -76,6 +77,8 @@ class Reduction:
             return text
         if self.unsigned_order:
             return f"{text}.to({acc}, bitcast=True)"
+        if self.value_dtype == "tl.bfloat16" and acc != "tl.float32":
+            return f"{text}.to(tl.float32).to({acc})"
         return f"{text}.to({acc})"
 
     def identity(self) -> str:
@@ -130,7 +133,7 @@ class Reduction:
                 total = f"_row_{which}({acc})"
             else:
                 total = f"tl.{which}({acc}, 1)"
-        return self.narrow(total)
+        return self.narrow(w, total)
 
     def final_arg(self, w: SourceWriter, acc: str, position: str) -> str:
         """The `[XBLOCK]` int64 positions of the extremes of argmax/argmin
@@ -139,9 +142,9 @@ class Reduction:
         w.helpers.add(name)
         return f"{name}({acc}, {position})"
 
-    def narrow(self, text: str) -> str:
+    def narrow(self, w: SourceWriter, text: str) -> str:
         if self.acc_dtype == self.result_dtype:
             return text
         if self.unsigned_order:
             return f"{text}.to({self.acc_dtype}).to({self.result_dtype}, bitcast=True)"
-        return f"{text}.to({self.result_dtype})"
+        return convert(w, text, self.acc_dtype, self.result_dtype)

@@ -22,6 +22,13 @@ def interpreter_enabled() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
+def device_name(tensor) -> str:
+    """The name of the GPU holding `tensor` (part of autotuning's cache key)."""
+    import torch
+
+    return torch.cuda.get_device_name(tensor.device)
+
+
 class TritonKernel:
     """A compiled kernel: its generated module, candidate configurations and tuner."""
 
@@ -53,7 +60,8 @@ class TritonKernel:
         configs = self.candidates(symbols)
         config = configs[0]
         if self.tuner is not None and not self.interpret:
-            config = self.tuner.choose(self.source, self.module.launch, configs, tensors, symbols, self.outputs_from)
+            device = device_name(tensors[0])
+            config = self.tuner.choose(self.source, device, self.module.launch, configs, tensors, symbols, self.outputs_from)
         self.module.launch(tensors, symbols, config.as_dict())
 
 

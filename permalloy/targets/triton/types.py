@@ -80,7 +80,9 @@ def float_constant(value: float, dtype: str) -> str:
         return f"tl.full([], {bits}, tl.int64).to(tl.float64, bitcast=True)"
     bits = struct.unpack("<i", struct.pack("<f", value))[0]
     text = f"tl.full([], {bits}, tl.int32).to(tl.float32, bitcast=True)"
-    return text if dtype == "tl.float32" else f"{text}.to({dtype})"
+    if dtype == "tl.float16":
+        text += ".to(tl.float16)"
+    return text
 
 
 def int_constant(value: int, dtype: str) -> str:

@@ -1,0 +1,183 @@
+"""
+End to end on the Triton target: the lowering's differential cases compiled
+as host programs whose kernels are Triton, the model zoo and a few functions
+through `torch.compile(..., options={"target": "triton"})`, against eager.
+
+Kernels run on the CPU in Triton's interpreter: each test sets
+`TRITON_INTERPRET=1` for itself only (monkeypatch), so other tests of the same
+worker process are unaffected. With `PERMALLOY_TEST_DEVICE=cuda` the same
+tests run compiled kernels on a GPU instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pathlib
+import sys
+
+import pytest
+import torch
+
+from permalloy.targets.triton import TritonTarget
+
+DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+INTERPRET = DEVICE == "cpu"
+
+
+@pytest.fixture(autouse=True)
+def triton_mode(monkeypatch, tmp_path_factory):
+    """Triton's interpreter on the CPU (this test only), and a scratch cache."""
+    if INTERPRET:
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory) -> TritonTarget:
+    return TritonTarget(interpret=INTERPRET, cache=tmp_path_factory.mktemp("triton-cache"))
+
+
+def on_device(value):
+    return value.to(DEVICE) if isinstance(value, torch.Tensor) else value
+
+
+# --------------------------------------------------------------------------
+# The lowering's differential cases, run as compiled host programs
+# --------------------------------------------------------------------------
+
+
+def _differential_module():
+    """The lowering's differential test module (its cases and helpers), loaded by path."""
+    path = pathlib.Path(__file__).with_name("test_lowering_differential.py")
+    name = "triton_differential_cases"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+DIFFERENTIAL = _differential_module()
+CASES = [c for c in DIFFERENTIAL.ALL_CASES if not c.known_bug]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_lowered_programs_match_the_ptensor_interpreter(target, case):
+    """Every differential case of the lowering, unfused and fused (memory
+    planned), its kernels compiled by the Triton target."""
+    from permalloy.interpreter import run_function
+    from permalloy.targets.host import build_host_program
+
+    d = DIFFERENTIAL
+    torch.manual_seed(0)
+    levels = d.Levels(d.parse(case.ir))
+    for level in ("buffer", "fused_planned"):
+        program = build_host_program(getattr(levels, level).clone(), target)
+        for sizes in case.sizes:
+            args = d.make_inputs(levels.ptensor, case, sizes)
+            reference = run_function(levels.ptensor, [d.clone(a) for a in args])
+            results = program(*[on_device(d.clone(a)) for a in args])
+            for i, (r, e) in enumerate(zip(results, reference, strict=True)):
+                d.assert_same(r.cpu(), e, f"{case.name} ({level}) result {i} at {sizes}")
+
+
+# --------------------------------------------------------------------------
+# torch.compile with the triton target
+# --------------------------------------------------------------------------
+
+
+def compiled(fn, dynamic=False, **options):
+    torch._dynamo.reset()
+    options = {"target": "triton", "fallback": "raise", **options}
+    return torch.compile(fn, backend="permalloy", dynamic=dynamic, options=options)
+
+
+ZOO_SIZE = dict(batch=2, seq=4, hidden=16, heads=2, channels=3, image=5)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["f32", "bf16"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "pointwise_chain", "layer_norm", "masked_softmax", "rms_norm_silu",
+        "layer_norm_gelu_residual", "mlp", "causal_attention",
+        "causal_attention_explicit", "gpt2_block", "bert_block", "conv_bn_relu",
+        "vit_block",
+    ],
+)  # fmt: skip
+def test_zoo_models_match_eager(name, dtype, backend_check):
+    """Outputs, layouts and stats against eager, through the shared backend check."""
+    from permalloy.tools.zoo import ZooSize, make_case
+
+    case = make_case(name, ZooSize(**ZOO_SIZE))
+    model = case.model.to(DEVICE, dtype)
+    inputs = [x.to(DEVICE, dtype) if x.is_floating_point() else x.to(DEVICE) for x in case.inputs]
+
+    def run(*inputs):
+        with torch.no_grad():
+            return model(*inputs)
+
+    backend_check(run, inputs, "triton")
+
+
+FUNCTIONS = {
+    "exp_add": (lambda x, y: torch.exp(x) + y, 2),
+    "gelu_tanh": (lambda x: torch.nn.functional.gelu(x, approximate="tanh"), 1),
+    "log_softmax": (lambda x: torch.log_softmax(x, -1), 1),
+    "sum_mean": (lambda x: x.sum(0) + x.mean(1).sum(), 1),
+    "max_argmax": (lambda x: x.amax(1) + x.argmax(1).float(), 1),
+    "transpose_tanh": (lambda x: torch.tanh(x.t()) * 2, 1),
+    "cat_relu": (lambda x, y: torch.relu(torch.cat([x, y], 1)), 2),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+def test_compiled_functions_match_eager(name):
+    fn, arity = FUNCTIONS[name]
+    args = [torch.randn(16, 130, device=DEVICE) for _ in range(arity)]
+    torch.testing.assert_close(compiled(fn)(*args), fn(*args), rtol=1e-5, atol=1e-5)
+
+
+def test_long_rows_reduce_in_chunks():
+    """Rows longer than one block: looped softmax and layer norm, an argmax
+    whose maximum and a NaN lie in later chunks, and a sum of int32."""
+    x = torch.randn(3, 5000, device=DEVICE)
+    x[0, 4321] = 100.0
+    x[2, 3000] = float("nan")
+    fn = compiled(lambda x: (torch.softmax(x, -1), x.argmax(-1), x.amax(-1), torch.nn.functional.layer_norm(x, (5000,))))
+    softmax, argmax, amax, norm = fn(x)
+    torch.testing.assert_close(softmax, torch.softmax(x, -1), rtol=1e-5, atol=1e-6, equal_nan=True)
+    assert argmax.tolist() == [4321, x[1].argmax().item(), 3000]
+    torch.testing.assert_close(amax, x.amax(-1), equal_nan=True)
+    torch.testing.assert_close(norm, torch.nn.functional.layer_norm(x, (5000,)), rtol=1e-4, atol=1e-4, equal_nan=True)
+    i = torch.randint(-1000, 1000, (4, 3000), dtype=torch.int32, device=DEVICE)
+    assert torch.equal(compiled(lambda i: i.sum(1, dtype=torch.int32))(i), i.sum(1, dtype=torch.int32))
+
+
+def test_dynamic_shapes_reuse_kernels():
+    fn = compiled(lambda x: torch.softmax(x * 2, -1) + x.sum(0), dynamic=True)
+    for rows, cols in [(3, 17), (9, 200), (2, 3000)]:
+        x = torch.randn(rows, cols, device=DEVICE)
+        torch.testing.assert_close(fn(x), torch.softmax(x * 2, -1) + x.sum(0), rtol=1e-5, atol=1e-5)
+
+
+def test_integer_bool_and_half_graphs():
+    x, i = torch.randn(7, 90, device=DEVICE), torch.randint(-5, 5, (7,), device=DEVICE)
+    out, flags = compiled(lambda x, i: ((x > 0).sum(1) + i * 3, (x > 0.5).any(1)))(x, i)
+    assert torch.equal(out, (x > 0).sum(1) + i * 3)
+    assert torch.equal(flags, (x > 0.5).any(1))
+    for dtype in (torch.float16, torch.bfloat16):
+        h = torch.randn(8, 100, device=DEVICE).to(dtype)
+        fn = lambda h: torch.exp(h) * 2 + h.sum(-1, keepdim=True)  # noqa: E731
+        torch.testing.assert_close(compiled(fn)(h), fn(h), rtol=1e-2, atol=1e-2)
+
+
+def test_kernel_sources_are_dumped_as_python(tmp_path):
+    x = torch.randn(4, 8, device=DEVICE)
+    compiled(lambda x: torch.softmax(x, -1), dump_dir=str(tmp_path))(x)
+    (kernel,) = sorted(tmp_path.glob("graph_*/*kernel_*.py"))
+    text = kernel.read_text()
+    assert "@triton.jit" in text and "def launch(" in text
+    compile(text, str(kernel), "exec")

@@ -200,14 +200,6 @@ def _bitcast(w: SourceWriter, op: Operation, a: list[Value]) -> str:
     return a[0].text if a[0].dtype == dtype else f"{a[0].text}.to({dtype}, bitcast=True)"
 
 
-def _helper(name: str) -> Translator:
-    def translate(w: SourceWriter, op: Operation, a: list[Value]) -> str:
-        w.helpers.add(name)
-        return f"{name}({', '.join(v.text for v in a)})"
-
-    return translate
-
-
 _NAN_MAX = "tl.maximum({}, {}, propagate_nan=tl.PropagateNan.ALL)"
 _NAN_MIN = "tl.minimum({}, {}, propagate_nan=tl.PropagateNan.ALL)"
 
@@ -217,7 +209,6 @@ ARITH: dict[str, Translator] = {
     "arith.subf": _binary("-"),
     "arith.mulf": _binary("*"),
     "arith.divf": _binary("/"),
-    "arith.remf": _helper("_fmod"),
     "arith.negf": lambda w, op, a: f"-{a[0].text}",
     "arith.maximumf": lambda w, op, a: _NAN_MAX.format(a[0].text, a[1].text),
     "arith.minimumf": lambda w, op, a: _NAN_MIN.format(a[0].text, a[1].text),

@@ -153,18 +153,6 @@ _MATH: dict[str, Helper] = {
         _libdevice("cbrt"),
         _f64("cbrt", "m = tl.exp(tl.log(tl.abs(y)) / 3.0)", "r = tl.where(y < 0, -m, m)"),
     ),
-    "erfc": Helper(_libdevice("erfc"), _f64("erfc", "r = 1.0 - tl.erf(y)")),
-    "fmod": Helper(
-        _libdevice("fmod", 2),
-        _jit(
-            "_fmod(x, y2)",
-            "y = x.to(tl.float64)",
-            "z = y2.to(tl.float64)",
-            "q = y / z",
-            "r = y - tl.where(q < 0, tl.ceil(q), tl.floor(q)) * z",
-            "return r.to(x.dtype)",
-        ),
-    ),
 }
 
 _INTEGER: dict[str, Helper] = {

@@ -87,7 +87,7 @@ class TritonExpr:
         return text if e.is_Symbol or (e.is_Integer and int(e) >= 0) or text.startswith("(") else f"({text})"
 
     def _sum(self, e: sympy.Expr) -> str:
-        terms = sorted(e.args, key=lambda t: (t.is_Number, sympy.default_sort_key(t)))
+        terms = sorted(e.args, key=lambda t: (bool(t.as_coeff_Mul()[0].is_negative), t.is_Number, sympy.default_sort_key(t)))
         pieces: list[str] = []
         for term in terms:
             coefficient, _ = term.as_coeff_Mul()

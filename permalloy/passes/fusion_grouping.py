@@ -42,10 +42,20 @@ def _reads_row_locally(reader: loop.LoopOp, producer: loop.LoopOp) -> bool:
     return True
 
 
+def _reduces_everything(op: loop.LoopOp) -> bool:
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    return isinstance(op, loop.ReduceOp) and sizes_equal(result_type.numel(), 1)
+
+
 def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     """Whether `candidate` may run in the same kernel as `group`, row by row."""
     rows = _rows(candidate)
     if rows is None or any(_rows(m) is None or not sizes_equal(_rows(m), rows) for m in group):
+        return False
+    if any(_reduces_everything(op) for op in (*group, candidate)):
+        # a reduction to one element is split across threads by reduction
+        # range, so nothing may share its kernel
         return False
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]

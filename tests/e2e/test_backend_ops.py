@@ -700,15 +700,6 @@ REDUCTIONS: dict[str, tuple[Callable, Sequence, Spec, bool]] = {
 REFERENCE_REDUCTIONS = {
     "sum", "amax", "max_dim", "argmax", "any", "var", "logsumexp", "argmax_ties",
 }  # fmt: skip
-_WHOLE_KEEPDIM_BUG = (
-    "llvm target: a reduction of every element with keepdim followed by pointwise "
-    "work (mean, var, norm, ... of shape [1, 1, 1]) fused into one kernel gives NaN "
-    "(x.mean((0, 1, 2), keepdim=True)); the reference target and fusion=False are right"
-)
-_WHOLE_KEEPDIM_BROKEN = {
-    "mean", "var", "var_biased", "std", "logsumexp", "norm", "vector_norm_3",
-    "mean_float64", "mean_bfloat16",
-}  # fmt: skip
 for _name, (_reduce, _dims, _spec, _whole) in REDUCTIONS.items():
     for _keepdim in (False, True):
         case(
@@ -722,7 +713,6 @@ for _name, (_reduce, _dims, _spec, _whole) in REDUCTIONS.items():
             f"reduce_{_name}_whole_keepdim",
             lambda x, r=_reduce: r(x, None, True),
             _spec,
-            known_bug=_WHOLE_KEEPDIM_BUG if _name in _WHOLE_KEEPDIM_BROKEN else None,
         )
 
 case("reduce_var_mean", lambda x: torch.var_mean(x, dim=1), Fl(*R))

@@ -19,6 +19,10 @@ Options (`torch.compile(..., options={...})`):
 - `fallback`: "warn" or "raise";
 - `fusion`: True (the default) or False, to compile every loop op as its own
   kernel.
+
+Modes: `max-autotune` makes the Triton target try more launch
+configurations; `reduce-overhead` replays graphs on CUDA tensors as CUDA
+graphs after two warm-up calls (`targets/cuda_graph.py`).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from permalloy.compiler import CompileOptions, boxed, compile_graph
 from permalloy.lowering.decompositions import decomposition_table
 from permalloy.stats import STATS_LOG, GraphStats
+from permalloy.targets.cuda_graph import CudaGraphRunner
 from permalloy.targets.registry import available_targets
 
 VALID_OPTIONS = {
@@ -144,6 +149,8 @@ def compile_forward(options: CompileOptions) -> Callable:
             with unset_fake_temporarily():
                 compiled = compile_graph(graph, resolved)
             runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
+            if resolved.mode == "reduce-overhead":
+                runner = CudaGraphRunner(runner)
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
             if options.fallback == "raise":
                 raise

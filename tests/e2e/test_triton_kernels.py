@@ -35,7 +35,9 @@ def triton_mode(monkeypatch, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory) -> TritonTarget:
-    return TritonTarget(interpret=INTERPRET, cache=tmp_path_factory.mktemp("triton-cache"))
+    """The differential cases' target: each kernel in its first configuration
+    (the torch.compile tests below autotune on a GPU)."""
+    return TritonTarget(interpret=INTERPRET, autotune=False, cache=tmp_path_factory.mktemp("triton-cache"))
 
 
 def on_device(value):

@@ -230,7 +230,7 @@ _INTEGER: dict[str, Helper] = {
 
 _CONVERSIONS: dict[str, Helper] = {
     "to_bf16": Helper(
-        _jit("_to_bf16(x)", "return x.to(tl.bfloat16)"),
+        _jit("_to_bf16(x)", "return x.to(tl.float32).to(tl.bfloat16)"),
         _jit(
             "_to_bf16(x)",
             "bits = x.to(tl.float32).to(tl.uint32, bitcast=True)",

@@ -124,7 +124,25 @@ def _tiled(wide: bool) -> list[Config]:
     return [Config(x, r, w, 1) for x, r, w in sizes]
 
 
+def _outer(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
+    """Reductions along rows: wide blocks of rows (contiguous in memory), a
+    few reduction positions at a time."""
+    sizes = [(64, 64, 4), (128, 32, 4), (256, 16, 8), (32, 128, 4)]
+    if wide:
+        sizes += [(128, 64, 8), (64, 32, 2), (256, 32, 8)]
+    row_cap = max(16, _pow2_ceil(extents.rows))
+    configs = []
+    for xblock, rblock, warps in sizes:
+        xblock = min(xblock, row_cap)
+        rblock = rblock if any(g.looped for g in plan.groups) else 0
+        xblock = min(xblock, max(1, _pow2_floor(TILE_ELEMENTS // max(extents.block, rblock, 1))))
+        configs.append(Config(xblock, rblock, warps, 1))
+    return configs
+
+
 def _rows(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
+    if all(g.outer for g in plan.groups):
+        return _outer(plan, extents, wide)
     looped = any(g.looped for g in plan.groups)
     row_cap = _pow2_ceil(extents.rows)
     if looped:

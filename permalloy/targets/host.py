@@ -197,7 +197,7 @@ class _Emitter:
         ]
         if tensors:
             return f"{self.name(tensors[0])}.device"
-        return "'cpu'"
+        return repr(getattr(self.target, "device", "cpu"))
 
     def _emit_launch(self, op: buf.LaunchOp) -> None:
         kernel = self.kernels[op.kernel.root_reference.data]
@@ -232,6 +232,9 @@ class _Emitter:
         self.lines.append(f"{results}= {call}(({inputs}), {bindings})")
         for result in op.results:
             self.roots[result] = self.name(result)
+            if not op.inputs:  # made from nothing (a constant): on the program's device
+                name = self.name(result)
+                self.lines.append(f"{name} = {name}.to({self._device()})")
             self._conform_extern_result(result)
         self.extern_count += 1
 

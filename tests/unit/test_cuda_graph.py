@@ -43,7 +43,7 @@ def test_a_graph_is_captured_after_warm_up_and_replayed_with_new_inputs():
         x = torch.randn(3, 8, device="cuda")
         out = runner(x, weight)
         results.append((x, out))
-    assert runner.replays == 2
+    assert runner.replays == 3  # the capturing call replays too
     for x, (scaled, total) in results:
         torch.testing.assert_close(scaled, torch.exp(x) * weight)
         torch.testing.assert_close(total, x.sum(0))
@@ -56,10 +56,11 @@ def test_reduce_overhead_mode_compiles_to_replayed_graphs():
     import permalloy
 
     torch._dynamo.reset()
-    fn = torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="permalloy", mode="reduce-overhead",
-                       options={"fallback": "raise"})  # fmt: skip
+    permalloy.reset_stats()
+    fn = torch.compile(lambda x: torch.softmax(x, -1) * 2, backend="permalloy", mode="reduce-overhead")
     inputs = [torch.randn(16, 300, device="cuda") for _ in range(5)]
     outputs = [fn(x) for x in inputs]
     for x, out in zip(inputs, outputs):
         torch.testing.assert_close(out, torch.softmax(x, -1) * 2)
-    assert permalloy.stats()[-1]["target"] == "triton"
+    (record,) = permalloy.stats()
+    assert record["compiled"] and record["target"] == "triton"

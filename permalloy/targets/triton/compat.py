@@ -273,17 +273,32 @@ _REDUCTION: dict[str, Helper] = {
 
 _FAR = "tl.full([], 4611686018427387904, tl.int64)"
 
+# Under the interpreter, row reductions use `tl.reduce` and `tl.associative_scan`
+# with the standard library's combine functions, which it computes with numpy
+# (custom combine functions run one element at a time there), and never call
+# the standard library's `@triton.jit` functions (tl.sum, tl.max, ...): those
+# only run in the interpreter when Triton was imported with it enabled.
+_SUM = "tl.reduce({}, 1, tl.standard._sum_combine)"
+_MAX = "tl.reduce({}, 1, tl.standard._elementwise_max)"
+_MIN = "tl.reduce({}, 1, tl.standard._elementwise_min)"
+_SIMPLE = {"max": _MAX, "min": _MIN}
+
+
+def _row_simple(which: str) -> Helper:
+    """Sum, or max or min of integers, of each row."""
+    gpu = {"sum": "return tl.sum(acc, 1)", "max": "return tl.max(acc, 1)", "min": "return tl.min(acc, 1)"}[which]
+    interpreted = {"sum": _SUM, **_SIMPLE}[which].format("acc")
+    return Helper(_jit(f"_row_{which}(acc)", gpu), _jit(f"_row_{which}(acc)", f"return {interpreted}"))
+
 
 def _row_extreme(which: str) -> Helper:
-    """NaN-propagating max or min of each row. The interpreter runs custom
-    combine functions one element at a time, so there the row's NaNs are
-    found with a builtin reduction instead."""
+    """NaN-propagating max or min of each row of floats."""
     return Helper(
-        _jit(f"_row_{which}(acc)", f"return tl.reduce(acc, 1, _{which}_nan)"),
+        _jit(f"_row_{which}_nan(acc)", f"return tl.reduce(acc, 1, _{which}_nan)"),
         _jit(
-            f"_row_{which}(acc)",
-            "has_nan = tl.max((acc != acc).to(tl.int8), 1) > 0",
-            f"extreme = tl.{which}(acc, 1)",
+            f"_row_{which}_nan(acc)",
+            f"has_nan = {_MAX.format('(acc != acc).to(tl.int8)')} > 0",
+            f"extreme = {_SIMPLE[which].format('acc')}",
             "return tl.where(has_nan, extreme - extreme + float('nan'), extreme)",
         ),
         (f"{which}_nan",),
@@ -302,18 +317,21 @@ def _row_arg(which: str) -> Helper:
         _jit(
             f"_row_arg{which}(acc, position)",
             "nan = acc != acc",
-            "has_nan = tl.max(nan.to(tl.int8), 1)[:, None] > 0",
-            f"best = tl.{which}(acc, 1)[:, None]",
+            f"has_nan = {_MAX.format('nan.to(tl.int8)')}[:, None] > 0",
+            f"best = {_SIMPLE[which].format('acc')}[:, None]",
             "chosen = tl.where(has_nan, nan, acc == best)",
-            f"return tl.min(tl.where(chosen, position, {_FAR}), 1)",
+            f"return {_MIN.format(f'tl.where(chosen, position, {_FAR})')}",
         ),
         (f"arg{which}",),
     )
 
 
 _ROWS: dict[str, Helper] = {
-    "row_max": _row_extreme("max"),
-    "row_min": _row_extreme("min"),
+    "row_sum": _row_simple("sum"),
+    "row_max": _row_simple("max"),
+    "row_min": _row_simple("min"),
+    "row_max_nan": _row_extreme("max"),
+    "row_min_nan": _row_extreme("min"),
     "row_argmax": _row_arg("max"),
     "row_argmin": _row_arg("min"),
     "row_prod": Helper(
@@ -321,7 +339,8 @@ _ROWS: dict[str, Helper] = {
         _jit(
             "_row_prod(acc)",
             "last = tl.arange(0, acc.shape[1])[None, :] == acc.shape[1] - 1",
-            "return tl.sum(tl.where(last, tl.cumprod(acc, 1), 0), 1)",
+            "products = tl.associative_scan(acc, 1, tl.standard._prod_combine)",
+            f"return {_SUM.format('tl.where(last, products, 0)')}",
         ),
         ("prod",),
     ),

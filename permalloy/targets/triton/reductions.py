@@ -118,22 +118,18 @@ class Reduction:
         """The `[XBLOCK]` reduction of an accumulator along its inner axis, in
         the result's value type."""
         k = self.kind
-        if k == ReduceKind.SUM:
-            total = f"tl.sum({acc}, 1)"
-        elif k == ReduceKind.PROD:
-            w.helpers.add("_row_prod")
-            total = f"_row_prod({acc})"
+        if k in (ReduceKind.SUM, ReduceKind.PROD):
+            helper = f"_row_{k.value}"
         elif k in (ReduceKind.ANY, ReduceKind.ALL):
-            which = "max" if k == ReduceKind.ANY else "min"
-            return f"(tl.{which}({acc}, 1) != 0)"
+            helper = "_row_max" if k == ReduceKind.ANY else "_row_min"
+            w.helpers.add(helper)
+            return f"({helper}({acc}) != 0)"
         else:
-            which = "max" if k == ReduceKind.MAX else "min"
+            helper = "_row_max" if k == ReduceKind.MAX else "_row_min"
             if is_float_dtype(self.acc_dtype):
-                w.helpers.add(f"_row_{which}")
-                total = f"_row_{which}({acc})"
-            else:
-                total = f"tl.{which}({acc}, 1)"
-        return self.narrow(w, total)
+                helper += "_nan"
+        w.helpers.add(helper)
+        return self.narrow(w, f"{helper}({acc})")
 
     def final_arg(self, w: SourceWriter, acc: str, position: str) -> str:
         """The `[XBLOCK]` int64 positions of the extremes of argmax/argmin

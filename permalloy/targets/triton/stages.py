@@ -156,9 +156,9 @@ class KernelBodyWriter:
         acc, position = w.fresh("acc"), w.fresh("pos")
         persistent = stage.block is not None
         if not persistent:
-            w.line(f"{acc} = tl.zeros([XBLOCK, RBLOCK], {reduction.acc_dtype}) + {reduction.identity()}")
+            w.line(f"{acc} = tl.full([XBLOCK, RBLOCK], 0, {reduction.acc_dtype}) + {reduction.identity()}")
             if reduction.is_arg:
-                w.line(f"{position} = tl.zeros([XBLOCK, RBLOCK], tl.int64) + {FAR_POSITION}")
+                w.line(f"{position} = tl.full([XBLOCK, RBLOCK], 0, tl.int64) + {FAR_POSITION}")
 
         def body(tile: Tile) -> None:
             writer = BodyWriter(w, stage, tile, self.registers)

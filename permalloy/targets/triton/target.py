@@ -89,6 +89,12 @@ class TritonTarget:
         self.tuner = Autotuner(cache) if autotune else None
         self.compiled: dict[tuple[str, tuple[str, ...]], TritonKernel] = {}
 
+    @property
+    def device(self) -> str:
+        """Where a host program allocates when no argument tells: the GPU, or
+        the CPU under the interpreter."""
+        return "cpu" if self.interpret else "cuda"
+
     def plan(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> KernelPlan:
         return plan_kernel(kernel, layouts, function_name(kernel.sym_name.data))
 

@@ -58,11 +58,11 @@ func.func @forward(%a: !buffer.buffer<[2, 4, 8], f32>, %b: !buffer.buffer<[4, 16
 // CHECK-NEXT:      xindex = pid * XBLOCK + tl.arange(0, XBLOCK)[:, None]
 // CHECK-NEXT:      xmask = xindex < 8
 // CHECK:           # stage 0:
-// CHECK:           [[M:st[0-9]+]] = _row_max(acc{{[0-9]+}})[:, None]
+// CHECK:           [[M:st[0-9]+]] = _row_max_nan(acc{{[0-9]+}})[:, None]
 // CHECK:           # stage 1:
 // CHECK-NOT:       tl.debug_barrier
 // CHECK:           [[D:t[0-9]+]] = t{{[0-9]+}} - [[M]]
-// CHECK:           [[S:st[0-9]+]] = tl.sum(acc{{[0-9]+}}, 1)[:, None]
+// CHECK:           [[S:st[0-9]+]] = _row_sum(acc{{[0-9]+}})[:, None]
 // CHECK:           # stage 2:
 // CHECK:           rindex = tl.arange(0, 8)[None, :]
 // CHECK:           d2 = rindex

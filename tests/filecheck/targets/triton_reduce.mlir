@@ -47,25 +47,25 @@ func.func @forward(%a: !buffer.buffer<[s0, 100], bf16>, %b: !buffer.buffer<[s0, 
 // CHECK-NEXT:      rmask = rindex < 100
 // CHECK:           [[V:t[0-9]+]] = tl.load(in0 + (d0 * 100 + r0), mask=xmask & rmask, other=0)
 // CHECK-NEXT:      [[A:acc[0-9]+]] = tl.where(xmask & rmask, [[V]].to(tl.float32), tl.full([], 0.0, tl.float32))
-// CHECK-NEXT:      [[S:st[0-9]+]] = _to_bf16(tl.sum([[A]], 1))[:, None]
+// CHECK-NEXT:      [[S:st[0-9]+]] = _to_bf16(_row_sum([[A]]))[:, None]
 // CHECK-NEXT:      tl.store(out0 + d0, [[S]], mask=xmask)
 
 // CHECK-LABEL: // kernel @column_max
 // CHECK:       def _max_nan(a, b):
-// CHECK:       def _row_max(acc):
+// CHECK:       def _row_max_nan(acc):
 // CHECK-NEXT:      return tl.reduce(acc, 1, _max_nan)
 // CHECK:       def triton_column_max(in0, out0, s0, s1, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, IDX64: tl.constexpr):
-// CHECK:           [[A:acc[0-9]+]] = tl.zeros([XBLOCK, RBLOCK], tl.float32) + tl.full([], -8388608, tl.int32).to(tl.float32, bitcast=True)
+// CHECK:           [[A:acc[0-9]+]] = tl.full([XBLOCK, RBLOCK], 0, tl.float32) + tl.full([], -8388608, tl.int32).to(tl.float32, bitcast=True)
 // CHECK-NEXT:      for roffset in range(0, s0, RBLOCK):
 // CHECK-NEXT:          rindex = roffset + tl.arange(0, RBLOCK)[None, :]
 // CHECK-NEXT:          rmask = rindex < s0
 // CHECK:               tl.load(in0 + (d0 + r0 * s1), mask=xmask & rmask, other=0)
 // CHECK:               [[A]] = tl.where(xmask & rmask, _max_nan([[A]], v{{[0-9]+}}), [[A]])
-// CHECK:           st{{[0-9]+}} = _row_max([[A]])[:, None]
+// CHECK:           st{{[0-9]+}} = _row_max_nan([[A]])[:, None]
 
 // CHECK-LABEL: // kernel @row_argmax
 // CHECK:       def triton_row_argmax(in0, out0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
-// CHECK:           [[P:pos[0-9]+]] = tl.zeros([XBLOCK, RBLOCK], tl.int64) + tl.full([], 4611686018427387904, tl.int64)
+// CHECK:           [[P:pos[0-9]+]] = tl.full([XBLOCK, RBLOCK], 0, tl.int64) + tl.full([], 4611686018427387904, tl.int64)
 // CHECK:           for roffset in range(0, 3000, RBLOCK):
 // CHECK:               [[B:best[0-9]+]], [[AT:at[0-9]+]] = _argmax(acc{{[0-9]+}}, [[P]], v{{[0-9]+}}, i{{[0-9]+}})
 // CHECK:               [[P]] = tl.where(xmask & rmask, [[AT]], [[P]])

@@ -116,6 +116,69 @@ def bandwidth() -> dict:
     return result
 
 
+def latency() -> dict:
+    """Microseconds per call of a tiny pointwise function (1024 elements), where
+    the time is all overhead: eager, Inductor, permalloy with and without CUDA
+    graphs, and permalloy's compiled kernel called directly, its generated
+    launcher, and the bare Triton launch."""
+    from permalloy.dialects.buffer import BufferType
+    from permalloy.dtypes import element_type
+    from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel
+    from permalloy.targets.triton import TritonTarget
+
+    x = torch.randn(1024, device="cuda")
+    fn = lambda x: x * 2.0 + 1.0  # noqa: E731
+    result = {"eager_us": 1000 * median_ms(lambda: fn(x))}
+    torch._dynamo.reset()
+    inductor = torch.compile(fn)
+    inductor(x)
+    result["inductor_us"] = 1000 * median_ms(lambda: inductor(x))
+    for mode in ("default", "reduce-overhead"):
+        torch._dynamo.reset()
+        compiled = torch.compile(fn, backend=permalloy_backend, mode=mode)
+        for _ in range(3):
+            compiled(x)
+        result[f"permalloy_{mode}_us"] = 1000 * median_ms(lambda: compiled(x))
+    body = "    %c = arith.constant 2.0 : f32\n    %y = arith.mulf %a0, %c : f32"
+    kernel = parse_kernel(pointwise_kernel("[1024]", ["f32"], "f32", body))
+    out = torch.empty_like(x)
+    layout = BufferType([1024], element_type(torch.float32))
+    compiled_kernel = TritonTarget().compile_kernel(kernel, [layout, layout])
+    compiled_kernel((x, out), ())
+    result["kernel_call_us"] = 1000 * median_ms(lambda: compiled_kernel((x, out), ()))
+    config = next(iter(compiled_kernel.chosen.values()))
+    result["generated_launch_us"] = 1000 * median_ms(lambda: compiled_kernel.module.launch((x, out), (), config))
+    function = getattr(compiled_kernel.module, compiled_kernel.plan.name)
+    result["bare_triton_launch_us"] = 1000 * median_ms(
+        lambda: function[(1,)](x, out, XBLOCK=1024, num_warps=4, num_stages=1)
+    )
+    return result
+
+
+def persistent_limit_comparison() -> dict:
+    """Softmax and layer norm over rows of 4096 with the inner axis looped
+    (the default limit) and held in one block."""
+    from permalloy.targets.triton import plan
+
+    rows = torch.randn(1 << 16, 1 << 12, device="cuda")
+    result = {}
+    default = plan.PERSISTENT_LIMIT
+    for limit in (default, 8192):
+        plan.PERSISTENT_LIMIT = limit
+        try:
+            for name, fn in (
+                ("softmax", lambda x: torch.softmax(x, -1)),
+                ("layer_norm", lambda x: torch.nn.functional.layer_norm(x, (x.shape[-1],))),
+            ):
+                torch._dynamo.reset()
+                compiled = torch.compile(fn, backend=permalloy_backend)
+                compiled(rows)
+                result[f"{name}_limit{limit}_GBps"] = 2 * 4 * rows.numel() / median_ms(lambda: compiled(rows)) / 1e6
+        finally:
+            plan.PERSISTENT_LIMIT = default
+    return result
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES))
@@ -128,6 +191,10 @@ def main() -> int:
     if not args.skip_bandwidth:
         report["bandwidth"] = bandwidth()
         print(json.dumps(report["bandwidth"]), flush=True)
+        report["latency"] = latency()
+        print(json.dumps(report["latency"]), flush=True)
+        report["persistent"] = persistent_limit_comparison()
+        print(json.dumps(report["persistent"]), flush=True)
     plan = [(c, torch.float32) for c in args.cases.split(",") if "float32" in args.dtypes]
     plan += [(c, torch.bfloat16) for c in args.bf16_cases.split(",") if c]
     for name, dtype in plan:
@@ -155,8 +222,9 @@ def format_table(report: dict) -> str:
             f"{r['permalloy_graphs_ms']:.3f} {r['speedup_vs_eager']:.2f} {r['speedup_vs_inductor']:.2f} "
             f"{r['permalloy_kernels']}+{r['permalloy_externs']}e/{r['inductor_kernels']}"
         )
-    if "bandwidth" in report:
-        lines.append(" ".join(f"{k}={v:.4g}" for k, v in report["bandwidth"].items()))
+    for section in ("bandwidth", "latency", "persistent"):
+        if section in report:
+            lines.append(" ".join(f"{k}={v:.4g}" for k, v in report[section].items()))
     return "\n".join(lines)
 
 

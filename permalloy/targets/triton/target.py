@@ -40,18 +40,24 @@ class TritonKernel:
         self.tuner = tuner
         self.interpret = interpret
         self.outputs_from = len(plan.inputs)
-        self.configs: dict[tuple[int, ...], list[Config]] = {}
+        self.chosen: dict[tuple, dict[str, int]] = {}
+        """The configuration of each (sizes, device) seen, ready to launch with."""
 
     def candidates(self, symbols: Sequence[int]) -> list[Config]:
-        """The configurations to try at these sizes (computed once per sizes)."""
-        key = tuple(int(s) for s in symbols)
-        found = self.configs.get(key)
-        if found is None:
-            found = candidates(self.plan, dict(zip(self.plan.symbols, key)), self.mode, self.interpret)
-            self.configs[key] = found
-        return found
+        """The configurations to try at these sizes."""
+        values = dict(zip(self.plan.symbols, (int(s) for s in symbols)))
+        return candidates(self.plan, values, self.mode, self.interpret)
 
     def __call__(self, tensors: Sequence, symbols: Sequence[int]) -> None:
+        key = (*symbols, tensors[0].device) if tensors else tuple(symbols)
+        config = self.chosen.get(key)
+        if config is None:
+            config = self.chosen[key] = self._choose(tensors, symbols)
+        self.module.launch(tensors, symbols, config)
+
+    def _choose(self, tensors: Sequence, symbols: Sequence[int]) -> dict[str, int]:
+        """The configuration for the first call at these sizes: the best guess,
+        or on a GPU the fastest candidate."""
         if not self.interpret and tensors and not tensors[0].is_cuda:
             raise RuntimeError(
                 f"the triton target runs kernels on CUDA tensors; @{self.plan.kernel.sym_name.data} got "
@@ -62,7 +68,7 @@ class TritonKernel:
         if self.tuner is not None and not self.interpret:
             device = device_name(tensors[0])
             config = self.tuner.choose(self.source, device, self.module.launch, configs, tensors, symbols, self.outputs_from)
-        self.module.launch(tensors, symbols, config.as_dict())
+        return config.as_dict()
 
 
 class TritonTarget:

@@ -144,7 +144,7 @@ def test_a_contiguous_pointwise_op_is_one_flat_dimension():
     assert "//" not in module_source(p, interpret=False).split("def launch")[0]
 
 
-@pytest.mark.parametrize("size,block", [("2048", 2048), ("2049", None), ("s1", None), ("0", 1)])
+@pytest.mark.parametrize("size,block", [("4096", 4096), ("3000", 4096), ("4097", None), ("s1", None), ("0", 1)])
 def test_reductions_are_persistent_up_to_a_limit(size, block):
     text = f"""
 buffer.kernel @k(%a: {T(f"[3, {size}]", "f32")}) -> ({T("[3]", "f32")}) {{

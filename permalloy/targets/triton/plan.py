@@ -41,8 +41,10 @@ from permalloy.targets.triton.exprs import split_affine
 from permalloy.targets.triton.types import UnsupportedKernelError, memory_dtype
 
 FLAT, TILED, ROWS = "flat", "tiled", "rows"
-PERSISTENT_LIMIT = 2048
-"""The largest inner extent a stage holds in one block (a persistent reduction)."""
+PERSISTENT_LIMIT = 4096
+"""The largest inner extent a stage holds in one block (a persistent reduction).
+On an H100, softmax and layer norm over rows of 4096 move 2.45 TB/s looped in
+chunks and 3.0 TB/s (a copy's bandwidth) in one block."""
 
 
 @dataclass(frozen=True)

@@ -22,21 +22,21 @@ buffer.kernel @column_max(%a: !ptensor.tensor<[s0, s1], f32>) -> (!ptensor.tenso
   buffer.yield %r : !ptensor.tensor<[s1], f32>
 }
 
-buffer.kernel @row_argmax(%a: !ptensor.tensor<[8, 3000], f32>) -> (!ptensor.tensor<[8], i64>) {
-  %r = loop.reduce argmax ins(%x = %a : !ptensor.tensor<[8, 3000], f32>) over [3000] -> !ptensor.tensor<[8], i64> {
+buffer.kernel @row_argmax(%a: !ptensor.tensor<[8, 5000], f32>) -> (!ptensor.tensor<[8], i64>) {
+  %r = loop.reduce argmax ins(%x = %a : !ptensor.tensor<[8, 5000], f32>) over [5000] -> !ptensor.tensor<[8], i64> {
     %v = loop.load %x[d0, r0] : f32
     loop.yield %v : f32
   }
   buffer.yield %r : !ptensor.tensor<[8], i64>
 }
 
-func.func @forward(%a: !buffer.buffer<[s0, 100], bf16>, %b: !buffer.buffer<[s0, s1], f32>, %c: !buffer.buffer<[8, 3000], f32>) -> (!buffer.buffer<[s0], bf16>, !buffer.buffer<[s1], f32>, !buffer.buffer<[8], i64>) {
+func.func @forward(%a: !buffer.buffer<[s0, 100], bf16>, %b: !buffer.buffer<[s0, s1], f32>, %c: !buffer.buffer<[8, 5000], f32>) -> (!buffer.buffer<[s0], bf16>, !buffer.buffer<[s1], f32>, !buffer.buffer<[8], i64>) {
   %r = buffer.alloc : !buffer.buffer<[s0], bf16>
   buffer.launch @row_sum ins(%a : !buffer.buffer<[s0, 100], bf16>) outs(%r : !buffer.buffer<[s0], bf16>)
   %m = buffer.alloc : !buffer.buffer<[s1], f32>
   buffer.launch @column_max ins(%b : !buffer.buffer<[s0, s1], f32>) outs(%m : !buffer.buffer<[s1], f32>)
   %i = buffer.alloc : !buffer.buffer<[8], i64>
-  buffer.launch @row_argmax ins(%c : !buffer.buffer<[8, 3000], f32>) outs(%i : !buffer.buffer<[8], i64>)
+  buffer.launch @row_argmax ins(%c : !buffer.buffer<[8, 5000], f32>) outs(%i : !buffer.buffer<[8], i64>)
   func.return %r, %m, %i : !buffer.buffer<[s0], bf16>, !buffer.buffer<[s1], f32>, !buffer.buffer<[8], i64>
 }
 
@@ -66,7 +66,7 @@ func.func @forward(%a: !buffer.buffer<[s0, 100], bf16>, %b: !buffer.buffer<[s0, 
 // CHECK-LABEL: // kernel @row_argmax
 // CHECK:       def triton_row_argmax(in0, out0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):
 // CHECK:           [[P:pos[0-9]+]] = tl.full([XBLOCK, RBLOCK], 0, tl.int64) + tl.full([], 4611686018427387904, tl.int64)
-// CHECK:           for roffset in range(0, 3000, RBLOCK):
+// CHECK:           for roffset in range(0, 5000, RBLOCK):
 // CHECK:               [[B:best[0-9]+]], [[AT:at[0-9]+]] = _argmax(acc{{[0-9]+}}, [[P]], v{{[0-9]+}}, i{{[0-9]+}})
 // CHECK:               [[P]] = tl.where(xmask & rmask, [[AT]], [[P]])
 // CHECK:           st{{[0-9]+}} = _row_argmax(acc{{[0-9]+}}, [[P]])[:, None]

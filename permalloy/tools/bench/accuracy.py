@@ -2,15 +2,31 @@
 Accuracy against eager: the relative error `||out - ref|| / ||ref||` over every
 output tensor together, and the largest absolute error. A result passes when the
 relative error is within the bar of its dtype (1e-4 for float32).
+
+Gradients are compared one by one, the worst counting: each gradient's error is
+`||g - ref|| / max(||ref||, floor)`, where the floor is `GRADIENT_FLOOR` times
+the norm the gradient would have if its elements were as large as eager's
+gradients are on average (their root mean square). A gradient that is zero in
+exact arithmetic (a conv bias before training-mode batch norm, the key bias of
+attention) holds rounding noise in eager and in any backend alike; the floor
+measures that noise against the scale of the gradients rather than against
+itself. Gradients pass a looser bar than outputs (`GRADIENT_TOLERANCES`): they
+go through discontinuities such as ReLU's, where an output that rounds to the
+other side of zero moves whole terms of the weights' gradients (one such
+element in a million-element activation is about 1e-3 of the gradient's norm).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import torch
+
+GRADIENT_FLOOR = 0.1
+"""The floor of a gradient's norm in its relative error, as a fraction of the
+norm it would have at eager's root mean square gradient element."""
 
 TOLERANCES = {
     torch.float64: 1e-7,
@@ -19,6 +35,9 @@ TOLERANCES = {
     torch.bfloat16: 2e-2,
 }
 """The pass bar of the relative error, by the dtype of eager's outputs."""
+
+GRADIENT_TOLERANCES = {dtype: 10 * bar for dtype, bar in TOLERANCES.items()}
+"""The pass bar of the largest gradient error, by the dtype of eager's gradients."""
 
 
 @dataclass(frozen=True)
@@ -35,6 +54,15 @@ class Accuracy:
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "passed": self.passed}
+
+
+@dataclass(frozen=True)
+class GradientAccuracy(Accuracy):
+    """How far a backend's gradients are from eager's: `relative_error` is the
+    largest of the gradients' errors, `errors` holds each one by name."""
+
+    worst: str | None = None
+    errors: dict[str, float] = field(default_factory=dict)
 
 
 def flatten_tensors(value: Any) -> list[torch.Tensor]:
@@ -64,6 +92,67 @@ def compare(outputs: Sequence[Any], references: Sequence[Any]) -> Accuracy:
     return Accuracy(relative, max_abs, _tolerance(expected))
 
 
+Gradients = Mapping[str, "torch.Tensor | None"]
+"""Gradients by name (a parameter's name, or `input k`); None where none flowed."""
+
+
+def compare_gradients(
+    actual: Sequence[Gradients], expected: Sequence[Gradients]
+) -> GradientAccuracy:
+    """
+    The errors of a backend's gradients against eager's, one mapping per step
+    compared (gradient names the same in each); each gradient's error is its
+    largest over the steps.
+    """
+    if len(actual) != len(expected):
+        raise ValueError(f"{len(actual)} sets of gradients where eager gives {len(expected)}")
+    errors: dict[str, float] = {}
+    max_abs, compared = 0.0, []
+    for got, want in zip(actual, expected):
+        if set(got) != set(want):
+            raise ValueError(f"gradients of {sorted(got)} where eager gives {sorted(want)}")
+        pairs = {n: _gradient_pair(got[n], want[n]) for n in want}
+        pairs = {n: pair for n, pair in pairs.items() if pair is not None}
+        scale = _root_mean_square([e for _, e in pairs.values()])
+        for name, (a, e) in pairs.items():
+            if a.shape != e.shape:
+                shapes = f"{list(a.shape)} where eager's is {list(e.shape)}"
+                raise ValueError(f"gradient {name} of shape {shapes}")
+            diff_sq, ref_sq, largest = _errors(a, e)
+            floor = GRADIENT_FLOOR * scale * e.numel() ** 0.5
+            denominator = max(ref_sq**0.5, floor)
+            error = diff_sq**0.5 / denominator if denominator > 0 else diff_sq**0.5
+            errors[name] = max(errors.get(name, 0.0), error)
+            max_abs = max(max_abs, largest)
+            compared.append(e)
+    worst = max(errors, key=errors.__getitem__, default=None)
+    relative = errors[worst] if worst is not None else 0.0
+    tolerance = _tolerance(compared, GRADIENT_TOLERANCES)
+    return GradientAccuracy(relative, max_abs, tolerance, worst, errors)
+
+
+def _gradient_pair(
+    actual: torch.Tensor | None, expected: torch.Tensor | None
+) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """The two gradients, a missing one as zeros like the other; None if both are."""
+    if actual is None and expected is None:
+        return None
+    if actual is None:
+        actual = torch.zeros_like(expected)
+    if expected is None:
+        expected = torch.zeros_like(actual)
+    return actual, expected
+
+
+def _root_mean_square(tensors: Sequence[torch.Tensor]) -> float:
+    """The root mean square of the finite elements of `tensors` together."""
+    total, count = 0.0, 0
+    for t in tensors:
+        finite = torch.nan_to_num(t.detach().double(), nan=0.0, posinf=0.0, neginf=0.0)
+        total, count = total + float((finite * finite).sum()), count + t.numel()
+    return (total / count) ** 0.5 if count else 0.0
+
+
 def _errors(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, float, float]:
     """Squared norm of the difference, squared norm of eager's, largest absolute
     difference; NaNs and infinities where eager has the same count as equal."""
@@ -76,7 +165,9 @@ def _errors(actual: torch.Tensor, expected: torch.Tensor) -> tuple[float, float,
     return float((diff * diff).sum()), float((finite_ref * finite_ref).sum()), max_abs
 
 
-def _tolerance(expected: Sequence[torch.Tensor]) -> float:
-    """The loosest bar among eager's floating outputs (exact for the others)."""
-    bars = [TOLERANCES.get(t.dtype, 0.0) for t in expected]
+def _tolerance(
+    expected: Sequence[torch.Tensor], tolerances: Mapping[torch.dtype, float] = TOLERANCES
+) -> float:
+    """The loosest bar among eager's floating results (exact for the others)."""
+    bars = [tolerances.get(t.dtype, 0.0) for t in expected]
     return max(bars, default=0.0)

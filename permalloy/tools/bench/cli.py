@@ -8,6 +8,7 @@ permalloy, side by side.
     permalloy-bench --device cuda --json results.json --plot speedups.png
     permalloy-bench --quick --json -                 # JSON only, on stdout
     permalloy-bench --threads 1                      # steadier on a busy machine
+    permalloy-bench --train                          # training steps: forward + backward
 
 Progress goes to stderr, the table to stdout. `--json -` prints only the JSON
 on stdout and no progress.
@@ -68,6 +69,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="CPU threads of torch and of permalloy's kernels (default: torch's); "
         "1 gives steadier timings on a busy machine",
     )
+    parser.add_argument(
+        "--train",
+        action="store_true",
+        help="time training steps (forward, a fixed loss, backward; models in train mode) "
+        "and compare gradients with eager's",
+    )
     parser.add_argument("--list", action="store_true", help="list the cases and exit")
     return parser
 
@@ -99,7 +106,8 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
     for flag, path in (("--json", args.json), ("--plot", args.plot)):
         check_output_path(flag, path)
     profile = profile_for(args.device, args.quick)
-    return BenchConfig(args.device, cases, ordered, profile, parse_threads(args.threads))
+    threads = parse_threads(args.threads)
+    return BenchConfig(args.device, cases, ordered, profile, threads, train=args.train)
 
 
 def check_output_path(flag: str, path: str | None) -> None:

@@ -120,8 +120,9 @@ def _decorate(axes: Any, report: BenchReport, baseline: str, count: int) -> None
     axes.set_xticklabels([c.case for c in report.cases] + ["geomean"], rotation=30, ha="right")
     axes.set_ylabel(f"speedup over {baseline} (log scale)")
     machine = report.machine.get("gpu", report.machine["cpu"])
-    quick = " --quick" if report.config.profile.name == "quick" else ""
-    title = f"permalloy-bench --device {report.config.device}{quick}: {machine}"
+    flags = " --quick" if report.config.profile.name == "quick" else ""
+    flags += " --train" if report.config.train else ""
+    title = f"permalloy-bench --device {report.config.device}{flags}: {machine}"
     axes.set_title(title, fontsize=10)
     _handles, names = axes.get_legend_handles_labels()
     if names:

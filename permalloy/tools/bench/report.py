@@ -10,6 +10,7 @@ import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from permalloy.tools.bench.accuracy import GRADIENT_FLOOR, Accuracy, GradientAccuracy
 from permalloy.tools.bench.results import BackendResult, BenchReport, CaseResult
 
 SCHEMA_VERSION = 1
@@ -50,6 +51,7 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
         "machine": report.machine,
         "config": {
             "device": config.device,
+            "mode": "train" if config.train else "inference",
             "cases": list(config.cases),
             "backends": list(config.backends),
             "profile": config.profile.as_dict(),
@@ -84,7 +86,7 @@ _SHORT = {"eager": "eager", "inductor": "ind", "permalloy": "perm"}
 
 def format_table(report: BenchReport) -> str:
     """The results as a plain-text table, one row per case, geometric means last."""
-    columns = _columns(report.config.backends)
+    columns = _columns(report.config.backends, report.config.train)
     rows = [[title for title, _ in columns]]
     rows += [[cell(case) for _, cell in columns] for case in report.cases]
     rows.append(_geomean_row(report, columns))
@@ -92,11 +94,15 @@ def format_table(report: BenchReport) -> str:
     lines = [_format_row(row, widths) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.insert(-1, lines[1])
-    return "\n".join([_header(report), "", *lines, "", *_legend(report.config.backends)])
+    legend = _legend(report.config.backends, report.config.train)
+    return "\n".join([_header(report), "", *lines, "", *legend])
 
 
-def _columns(backends: tuple[str, ...]) -> list[tuple[str, Callable[[CaseResult], str]]]:
-    """(title, cell function) of every column, for the backends that ran."""
+def _columns(
+    backends: tuple[str, ...], train: bool
+) -> list[tuple[str, Callable[[CaseResult], str]]]:
+    """(title, cell function) of every column, for the backends that ran; a
+    training run compares gradients and has no bandwidth."""
     compiled = [b for b in backends if b != "eager"]
     columns: list[tuple[str, Callable[[CaseResult], str]]] = [("case", lambda c: c.case)]
     columns += [(f"{_SHORT[b]} ms", _time_cell(b)) for b in backends]
@@ -107,8 +113,9 @@ def _columns(backends: tuple[str, ...]) -> list[tuple[str, Callable[[CaseResult]
         columns += [(f"{_SHORT[b]}/ind", _speedup_cell(b, "inductor")) for b in others]
     columns += [(f"{_SHORT[b]} compile s", _compile_cell(b)) for b in compiled]
     columns += [(f"{_SHORT[b]} kernels", _kernels_cell(b)) for b in compiled]
-    columns += [(f"{_SHORT[b]} rel err", _accuracy_cell(b)) for b in compiled]
-    if "permalloy" in backends:
+    error = "grad err" if train else "rel err"
+    columns += [(f"{_SHORT[b]} {error}", _accuracy_cell(b)) for b in compiled]
+    if "permalloy" in backends and not train:
         columns.append(("perm BW/copy", _bandwidth_cell("permalloy")))
     columns.append(("notes", _notes_cell))
     return columns
@@ -189,8 +196,15 @@ def _notes_cell(case: CaseResult) -> str:
         if r.kernels.get("fallback_ops"):
             notes.append(f"{short} fallback ops: {', '.join(r.kernels['fallback_ops'])}")
         if r.accuracy is not None and not r.accuracy.passed:
-            notes.append(f"{short}: outputs differ from eager")
+            notes.append(f"{short}: {_difference(r.accuracy)}")
     return "; ".join(_cut(n) for n in notes)
+
+
+def _difference(accuracy: Accuracy) -> str:
+    """What differs from eager in a failed accuracy check."""
+    if isinstance(accuracy, GradientAccuracy):
+        return f"gradients differ from eager (worst: {accuracy.worst})"
+    return "outputs differ from eager"
 
 
 def _geomean_row(report: BenchReport, columns: list[tuple[str, Any]]) -> list[str]:
@@ -235,8 +249,9 @@ def _header(report: BenchReport) -> str:
     device = m.get("gpu", f"{m['cpu']}, {m['cpu_count']} cores, {m['torch_threads']} torch threads")
     if m.get("load_average"):
         device += ", load average " + " ".join(f"{x:.2f}" for x in m["load_average"])
+    mode = "training steps" if report.config.train else "inference"
     lines = [
-        f"permalloy-bench on {report.config.device}: {device}",
+        f"permalloy-bench on {report.config.device} ({mode}): {device}",
         f"torch {m['torch']}, permalloy {m['permalloy']}, python {m['python']}, {m['platform']}",
         f"profile {profile.name}: batch {size.batch}, seq {size.seq}, hidden {size.hidden}, "
         f"heads {size.heads}, channels {size.channels}, image {size.image}",
@@ -251,16 +266,33 @@ def _header(report: BenchReport) -> str:
     return "\n".join(lines)
 
 
-def _legend(backends: tuple[str, ...]) -> list[str]:
+def _legend(backends: tuple[str, ...], train: bool) -> list[str]:
     """What the columns mean."""
     lines = [
         "times: median of the timed calls in ms (min and IQR in the JSON), ~ where the IQR "
         f"exceeds {NOISY_IQR:.0%} of the median; x/eager, x/ind: speedup of x over eager, "
         "over Inductor",
-        "compile s: first call, Dynamo included; rel err: ||out - eager|| / ||eager|| "
-        "(FAIL above 1e-4 for float32)",
     ]
-    if "permalloy" in backends:
+    if train:
+        lines += [
+            "training step: gradients set to None, forward, loss = sum(out * fixed random "
+            "seed), backward to parameters and floating inputs; models in train mode",
+            "compile s: first step, Dynamo and forward and backward graphs included; "
+            "grad err: largest over gradients g of ||g - eager|| / max(||eager||, floor), "
+            f"floor = {GRADIENT_FLOOR:g} x sqrt(numel) x RMS of eager's gradients "
+            "(FAIL above 1e-3 for float32; each gradient's error in the JSON)",
+        ]
+    else:
+        lines.append(
+            "compile s: first call, Dynamo included; rel err: ||out - eager|| / ||eager|| "
+            "(FAIL above 1e-4 for float32)"
+        )
+    if "permalloy" in backends and train:
+        lines.append(
+            "perm kernels: generated kernels + library (extern) calls, forward and "
+            "backward graphs together"
+        )
+    elif "permalloy" in backends:
         lines.append(
             "perm kernels: generated kernels + library (extern) calls; perm BW/copy: "
             "bytes of inputs read once and outputs written once over the median time, "

@@ -28,6 +28,9 @@ class BenchConfig:
     threads: int | None = None
     """torch's intra-op threads (which permalloy's CPU kernels use too); None
     leaves torch's default."""
+    train: bool = False
+    """Time training steps (forward and backward) and compare gradients, rather
+    than inference calls and outputs."""
 
 
 @dataclass

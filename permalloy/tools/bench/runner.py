@@ -1,10 +1,12 @@
 """
 Running the benchmark: each case is built at the profile's size, run eagerly for
-reference outputs, then under each backend: compiled (the first call, Dynamo
+reference results, then under each backend: compiled (the first call, Dynamo
 included, is the compile time) and checked against eager. Then the backends are
 timed in turn, one call of each per round, over rotating fresh random inputs, so
 that a busy machine slows them alike. A backend that fails on a case is recorded
-with its error and the run goes on.
+with its error and the run goes on. What a call is (inference, or a training
+step with `--train`) and what is compared (outputs, or gradients) is the
+`workload`'s business.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from typing import Any
 
 import torch
 
-from permalloy.tools.bench.accuracy import compare, flatten_tensors
+from permalloy.tools.bench.accuracy import flatten_tensors
 from permalloy.tools.bench.backends import BenchError, make_backend
 from permalloy.tools.bench.machine import machine_description
 from permalloy.tools.bench.profiles import Profile
@@ -38,6 +40,7 @@ from permalloy.tools.bench.timing import (
     synchronizer,
     timed,
 )
+from permalloy.tools.bench.workload import InputSet, Workload, make_workload
 from permalloy.tools.zoo import make_case
 
 MEMORY_BOUND_CASES = frozenset(
@@ -49,9 +52,10 @@ achieved bandwidth is reported as a fraction of the copy bandwidth."""
 
 @dataclass(frozen=True)
 class _Inputs:
-    """The rotating input sets of a case and eager's outputs for the first ones."""
+    """The rotating input sets of a case and eager's results (outputs, or
+    gradients) for the first ones."""
 
-    sets: list[tuple[torch.Tensor, ...]]
+    sets: list[InputSet]
     references: list[Any]
 
 
@@ -59,12 +63,16 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
     """Measure every case of `config` under every backend of it."""
     if config.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
-    with torch.no_grad(), _threads(config.threads):
+    workload = make_workload(config.train)
+    with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads):
         machine = machine_description(config.device)
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
-        first_use = {b: _first_use(b, config.device, progress) for b in config.backends}
-        cases = [_run_case(i, name, config, copy, progress) for i, name in enumerate(config.cases)]
+        first_use = {b: _first_use(b, config.device, workload, progress) for b in config.backends}
+        cases = [
+            _run_case(i, name, config, workload, copy, progress)
+            for i, name in enumerate(config.cases)
+        ]
     progress.finish()
     return BenchReport(config, machine, copy, first_use, cases)
 
@@ -81,22 +89,23 @@ def _threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def _first_use(backend: str, device: str, progress: Progress) -> float | str:
+def _first_use(backend: str, device: str, workload: Workload, progress: Progress) -> float | str:
     """
-    Compile and run a one-op function under `backend`, so that one-time costs
-    (imports, compiler start-up) are not charged to the first case; their time,
-    or the error that stopped them.
+    Compile and run a one-op function under `backend` (a training step of it
+    with `--train`), so that one-time costs (imports, compiler start-up) are not
+    charged to the first case; their time, or the error that stopped them.
     """
     adapter = make_backend(backend, device)
     if not adapter.compiles:
         return 0.0
     progress.note(f"starting {backend} (one-time costs, not charged to the cases)")
-    x = torch.randn(8, device=device)
+    (inputs,) = workload.prepare_inputs([(torch.randn(8, device=device),)])
     torch._dynamo.reset()  # noqa: SLF001
     try:
         with adapter.session():
-            compiled = adapter.compile(torch.nn.Sequential(torch.nn.ReLU()))
-            return timed(lambda: compiled(x), synchronizer(device))[1]
+            model = workload.prepare(torch.nn.Sequential(torch.nn.ReLU()), inputs)
+            step = workload.step(adapter.compile(model), model)
+            return timed(lambda: step(inputs), synchronizer(device))[1]
     except Exception as error:  # noqa: BLE001 - reported, and the cases will say more
         return short_error(error)
     finally:
@@ -104,22 +113,29 @@ def _first_use(backend: str, device: str, progress: Progress) -> float | str:
 
 
 def _run_case(
-    index: int, name: str, config: BenchConfig, copy: CopyBandwidth, progress: Progress
+    index: int,
+    name: str,
+    config: BenchConfig,
+    workload: Workload,
+    copy: CopyBandwidth,
+    progress: Progress,
 ) -> CaseResult:
     """Build case `name`, run it eagerly, then under each backend."""
     result = CaseResult(name, memory_bound=name in MEMORY_BOUND_CASES)
     try:
         with progress.phase(index, name, None, "building inputs and eager references"):
             case = make_case(name, config.profile.size)
-            model = case.model.to(config.device)
-            inputs = _prepare_inputs(name, case.inputs, model, config)
+            model = workload.prepare(case.model.to(config.device), _on(config.device, case.inputs))
+            inputs = _prepare_inputs(name, case.inputs, model, config, workload)
     except Exception as error:  # noqa: BLE001 - the case is reported, the run goes on
         result.error = short_error(error)
         return result
     result.input_shapes = [list(t.shape) for t in inputs.sets[0]]
     result.input_sets = len(inputs.sets)
-    result.traffic_bytes = traffic_bytes(model, inputs.sets[0], inputs.references[0])
-    run = _CaseRun(index, name, model, inputs, config, progress, synchronizer(config.device))
+    if workload.measures_bandwidth:
+        result.traffic_bytes = traffic_bytes(model, inputs.sets[0], inputs.references[0])
+    sync = synchronizer(config.device)
+    run = _CaseRun(index, name, model, inputs, config, workload, progress, sync)
     torch._dynamo.reset()  # noqa: SLF001
     try:
         compiled = _prepare_backends(run, result.results)
@@ -133,14 +149,16 @@ def _run_case(
 
 @dataclass(frozen=True)
 class _CaseRun:
-    """What running one case under a backend needs: the case's model and inputs,
-    the run's configuration, progress display and device synchronization."""
+    """What running one case under a backend needs: the case's model (as the
+    workload prepared it) and inputs, the run's configuration and workload,
+    progress display and device synchronization."""
 
     index: int
     name: str
     model: torch.nn.Module
     inputs: _Inputs
     config: BenchConfig
+    workload: Workload
     progress: Progress
     sync: Callable[[], None]
 
@@ -150,13 +168,22 @@ class _CaseRun:
 
 
 def _prepare_inputs(
-    name: str, first: tuple[torch.Tensor, ...], model: torch.nn.Module, config: BenchConfig
+    name: str,
+    first: InputSet,
+    model: torch.nn.Module,
+    config: BenchConfig,
+    workload: Workload,
 ) -> _Inputs:
-    """Fresh input sets on the device and eager's outputs for the first two."""
+    """Fresh input sets on the device and eager's results for the first two."""
     sets = input_sets(name, first, config.profile)
-    sets = [tuple(t.to(config.device) for t in s) for s in sets]
-    references = [model(*s) for s in sets[: accuracy_sets(sets)]]
+    sets = workload.prepare_inputs([_on(config.device, s) for s in sets])
+    references = workload.results(model, model, sets[: accuracy_sets(sets)])
     return _Inputs(sets, references)
+
+
+def _on(device: str, tensors: InputSet) -> InputSet:
+    """The tensors moved to `device`."""
+    return tuple(t.to(device) for t in tensors)
 
 
 def input_sets(
@@ -219,12 +246,13 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
 
 def _compile_and_check(run: _CaseRun, adapter: Any, result: BackendResult) -> Any:
     """Compile (timing the first call), compare with eager; the compiled model."""
-    sets, references = run.inputs.sets, run.inputs.references
+    sets, references, workload = run.inputs.sets, run.inputs.references, run.workload
     with run.phase(adapter.name, "compiling" if adapter.compiles else "first call"):
-        compiled, seconds = timed(lambda: _compile_and_call(adapter, run.model, sets[0]), run.sync)
+        compiled, seconds = timed(lambda: _compile_and_call(adapter, run, sets[0]), run.sync)
     if adapter.compiles:
         result.compile_s = seconds
-        result.accuracy = compare([compiled(*s) for s in sets[: len(references)]], references)
+        checked = workload.results(compiled, run.model, sets[: len(references)])
+        result.accuracy = workload.compare(checked, references)
     return compiled
 
 
@@ -233,7 +261,8 @@ def _time_backends(
 ) -> None:
     """Time the compiled models in turn, over the rotating input sets."""
     sets = run.inputs.sets
-    calls = {b: _rotating_call(model, sets) for b, model in compiled.items()}
+    steps = {b: run.workload.step(model, run.model) for b, model in compiled.items()}
+    calls = {b: _rotating_call(step, sets) for b, step in steps.items()}
     with run.phase(None, f"timing {', '.join(calls)} in turn"):
         timings = measure_interleaved(calls, run.sync, run.config.profile)
     for backend, timing in timings.items():
@@ -243,13 +272,14 @@ def _time_backends(
             results[backend].timing = timing
 
 
-def _rotating_call(model: Callable[..., Any], sets: list[tuple[torch.Tensor, ...]]) -> Callable:
-    """`call(i)` runs `model` on input set `i` modulo their number."""
-    return lambda i: model(*sets[i % len(sets)])
+def _rotating_call(step: Callable[[InputSet], Any], sets: list[InputSet]) -> Callable:
+    """`call(i)` runs `step` on input set `i` modulo their number."""
+    return lambda i: step(sets[i % len(sets)])
 
 
-def _compile_and_call(adapter: Any, model: torch.nn.Module, inputs: Sequence[torch.Tensor]) -> Any:
-    """Compile `model` and call it once (compilation happens at the first call)."""
-    compiled = adapter.compile(model)
-    compiled(*inputs)
+def _compile_and_call(adapter: Any, run: _CaseRun, inputs: InputSet) -> Any:
+    """Compile the case's model and take one step (compilation happens at the
+    first call; in a training step, the backward graph's at the first backward)."""
+    compiled = adapter.compile(run.model)
+    run.workload.step(compiled, run.model)(inputs)
     return compiled

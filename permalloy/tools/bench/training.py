@@ -1,0 +1,127 @@
+"""
+The training step of `permalloy-bench --train`: the case's model in train mode
+under a fixed loss, `sum(out * seed)` over its floating outputs with seeds drawn
+once per case from a fixed generator (so the gradient reaching each output is a
+fixed random tensor, as any loss would give), then the backward pass to the
+parameters and to the floating inputs. The loss is part of the compiled module,
+so the backward graph starts from it.
+
+Gradients are reset to None at the start of every step, inside the timed call
+and alike for every backend, as `optimizer.zero_grad()` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from permalloy.tools.bench.accuracy import (
+    Accuracy,
+    Gradients,
+    compare_gradients,
+    flatten_tensors,
+)
+from permalloy.tools.bench.workload import InputSet
+
+SEED = 20240917
+"""The seed of the generator that draws the loss's seeds."""
+
+
+class SeededLoss(torch.nn.Module):
+    """`sum(out * seed)` over the floating outputs of `model`: a scalar loss whose
+    gradient with respect to each output is that output's fixed seed."""
+
+    def __init__(self, model: torch.nn.Module, seeds: Sequence[torch.Tensor]) -> None:
+        super().__init__()
+        self.model = model
+        self.count = len(seeds)
+        for k, seed in enumerate(seeds):
+            self.register_buffer(f"seed_{k}", seed)
+
+    def forward(self, *inputs: torch.Tensor) -> torch.Tensor:
+        outputs = _floating(flatten_tensors(self.model(*inputs)))
+        seeds = [getattr(self, f"seed_{k}") for k in range(self.count)]
+        return sum((out * seed).sum() for out, seed in zip(outputs, seeds, strict=True))
+
+
+class Training:
+    """A training step: forward, the seeded loss, backward; gradients compared."""
+
+    name = "train"
+    grad_enabled = True
+    measures_bandwidth = False
+
+    def prepare(self, model: torch.nn.Module, inputs: InputSet) -> torch.nn.Module:
+        """`model` in train mode under a `SeededLoss` with seeds shaped like its outputs."""
+        model.train()
+        with torch.no_grad():
+            outputs = _floating(flatten_tensors(model(*inputs)))
+        generator = torch.Generator().manual_seed(SEED)
+        seeds = [
+            torch.randn(out.shape, generator=generator, dtype=out.dtype).to(out.device)
+            for out in outputs
+        ]
+        if not seeds:
+            raise ValueError("the model has no floating output to train through")
+        return SeededLoss(model, seeds)
+
+    def prepare_inputs(self, sets: list[InputSet]) -> list[InputSet]:
+        """The sets with their floating tensors requiring gradients."""
+        return [tuple(_requiring_grad(t) for t in s) for s in sets]
+
+    def step(
+        self, compiled: Callable[..., Any], model: torch.nn.Module
+    ) -> Callable[[InputSet], Any]:
+        """Reset the gradients, compute the loss with `compiled`, run backward."""
+        parameters = list(model.parameters())
+
+        def train_step(inputs: InputSet) -> torch.Tensor:
+            for leaf in (*parameters, *inputs):
+                leaf.grad = None
+            loss = compiled(*inputs)
+            loss.backward()
+            return loss
+
+        return train_step
+
+    def results(
+        self, compiled: Callable[..., Any], model: torch.nn.Module, sets: Sequence[InputSet]
+    ) -> list[Gradients]:
+        """The gradients of one step on each input set."""
+        step = self.step(compiled, model)
+        gradients = []
+        for inputs in sets:
+            step(inputs)
+            gradients.append(named_gradients(model, inputs))
+        return gradients
+
+    def compare(self, results: Sequence[Any], references: Sequence[Any]) -> Accuracy:
+        return compare_gradients(results, references)
+
+
+def named_gradients(model: torch.nn.Module, inputs: InputSet) -> dict[str, torch.Tensor | None]:
+    """Copies of the gradients of the parameters of the model under `model` (by
+    name) and of the inputs that require them (`input k`)."""
+    inner = model.model if isinstance(model, SeededLoss) else model
+    gradients = {name: _copy(p.grad) for name, p in inner.named_parameters()}
+    for k, tensor in enumerate(inputs):
+        if tensor.requires_grad:
+            gradients[f"input {k}"] = _copy(tensor.grad)
+    return gradients
+
+
+def _copy(gradient: torch.Tensor | None) -> torch.Tensor | None:
+    return None if gradient is None else gradient.detach().clone()
+
+
+def _floating(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    return [t for t in tensors if t.is_floating_point()]
+
+
+def _requiring_grad(tensor: torch.Tensor) -> torch.Tensor:
+    """A floating tensor as a leaf requiring gradients; others unchanged."""
+    if not tensor.is_floating_point():
+        return tensor
+    return tensor.detach().requires_grad_(True)

@@ -2004,6 +2004,105 @@ class ConvolutionOp(IRDLOperation):
 
 
 @irdl_op_definition
+class ConvolutionBackwardOp(IRDLOperation):
+    """
+    The gradients of a convolution (aten.convolution_backward), run by a
+    library: with respect to its input, weight and bias, each computed when
+    its entry of `output_mask` is 1.
+
+    `%gx, %gw, %gb = ptensor.convolution_backward %dy, %x, %w stride [1, 1]
+    padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 1] : ...`.
+    The results are the masked-in gradients, in that order.
+    """
+
+    name = "ptensor.convolution_backward"
+
+    grad_output = operand_def(TensorType)
+    input = operand_def(TensorType)
+    weight = operand_def(TensorType)
+    stride = prop_def(IntListAttr)
+    padding = prop_def(IntListAttr)
+    dilation = prop_def(IntListAttr)
+    groups = prop_def(IntegerAttr[I64])
+    transposed = opt_prop_def(UnitAttr)
+    output_padding = opt_prop_def(IntListAttr)
+    output_mask = prop_def(IntListAttr)
+    gradients = var_result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$grad_output `,` $input `,` $weight `stride` $stride `padding` $padding "
+        "`dilation` $dilation `groups` $groups (`transposed` $transposed^)? "
+        "(`output_padding` $output_padding^)? `output_mask` $output_mask attr-dict "
+        "`:` type($grad_output) `,` type($input) `,` type($weight) `->` type($gradients)"
+    )
+
+    def __init__(
+        self,
+        grad_output: SSAValue,
+        input: SSAValue,
+        weight: SSAValue,
+        stride: Sequence[int],
+        padding: Sequence[int],
+        dilation: Sequence[int],
+        groups: int,
+        output_mask: Sequence[bool],
+        result_types: Sequence[TensorType],
+        transposed: bool = False,
+        output_padding: Sequence[int] | None = None,
+    ):
+        super().__init__(
+            operands=[grad_output, input, weight],
+            result_types=[result_types],
+            properties={
+                "stride": IntListAttr(stride),
+                "padding": IntListAttr(padding),
+                "dilation": IntListAttr(dilation),
+                "groups": IntegerAttr(groups, 64),
+                "transposed": UnitAttr() if transposed else None,
+                "output_padding": IntListAttr(output_padding)
+                if transposed and output_padding is not None
+                else None,
+                "output_mask": IntListAttr([int(bool(m)) for m in output_mask]),
+            },
+        )
+
+    def verify_(self) -> None:
+        _check_float_operands(self, self.grad_output, self.input, self.weight, *self.gradients)
+        source, weight = tensor_type(self.input), tensor_type(self.weight)
+        spatial = source.rank - 2
+        _require(spatial >= 1, "ptensor.convolution_backward takes an input of rank 3 or more")
+        _require(weight.rank == source.rank, "ptensor.convolution_backward: weight rank differs")
+        for name, values in (
+            ("stride", self.stride.data),
+            ("padding", self.padding.data),
+            ("dilation", self.dilation.data),
+        ):
+            _require(
+                len(values) == spatial,
+                f"ptensor.convolution_backward: {name} needs {spatial} entries",
+            )
+        mask = self.output_mask.data
+        _require(
+            len(mask) == 3 and all(m in (0, 1) for m in mask),
+            "ptensor.convolution_backward: output_mask needs 3 entries of 0 or 1",
+        )
+        _require(
+            len(self.gradients) == sum(mask),
+            f"ptensor.convolution_backward: output_mask {list(mask)} asks for "
+            f"{sum(mask)} results, not {len(self.gradients)}",
+        )
+        channels = (
+            weight.sizes[1] * self.groups.value.data if self.transposed else weight.sizes[0]
+        )
+        expected = [source.sizes, weight.sizes, [channels]]
+        wanted = [shape for shape, m in zip(expected, mask) if m]
+        for gradient, shape in zip(self.gradients, wanted):
+            _check_shape(self.name, tensor_type(gradient), list(shape))
+
+
+@irdl_op_definition
 class AttentionOp(IRDLOperation):
     """
     Scaled dot-product attention `softmax(q @ k^T * scale + mask) @ v`, run by a
@@ -2078,6 +2177,7 @@ LIBRARY_OPS: tuple[type[IRDLOperation], ...] = (
     BatchMatmulOp,
     AddmmOp,
     ConvolutionOp,
+    ConvolutionBackwardOp,
     AttentionOp,
 )
 
@@ -2253,6 +2353,7 @@ PTensor = Dialect(
         BatchMatmulOp,
         AddmmOp,
         ConvolutionOp,
+        ConvolutionBackwardOp,
         AttentionOp,
         FallbackOp,
     ],

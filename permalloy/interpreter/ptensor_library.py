@@ -154,6 +154,31 @@ class LibraryFunctions(PTensorFunctionsBase):
         )
         return (result,)
 
+    @tensor_impl(ptensor.ConvolutionBackwardOp)
+    def run_convolution_backward(
+        self, interpreter: Interpreter, op: ptensor.ConvolutionBackwardOp, args: PythonValues
+    ) -> PythonValues:
+        grad_output, x, weight = args
+        spatial = x.dim() - 2
+        output_padding = (
+            [0] * spatial if op.output_padding is None else op.output_padding.data
+        )
+        mask = [bool(m) for m in op.output_mask.data]
+        gradients = torch.ops.aten.convolution_backward.default(
+            grad_output,
+            x,
+            weight,
+            None,
+            list(op.stride.data),
+            list(op.padding.data),
+            list(op.dilation.data),
+            op.transposed is not None,
+            list(output_padding),
+            op.groups.value.data,
+            mask,
+        )
+        return tuple(g for g, wanted in zip(gradients, mask) if wanted)
+
     @tensor_impl(ptensor.AttentionOp)
     def run_attention(
         self, interpreter: Interpreter, op: ptensor.AttentionOp, args: PythonValues

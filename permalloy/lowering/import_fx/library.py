@@ -1,6 +1,6 @@
 """
-Converters of library ops (run as extern calls): mm, bmm, addmm, convolution,
-and the scaled-dot-product attention variants.
+Converters of library ops (run as extern calls): mm, bmm, addmm, convolution
+and its backward, and the scaled-dot-product attention variants.
 """
 
 from __future__ import annotations
@@ -74,6 +74,38 @@ def convolution(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     )
 
 
+def convolution_backward(ctx: ImportContext, node: fx.Node):
+    """aten.convolution_backward(grad_output, input, weight, bias_sizes, stride,
+    padding, dilation, transposed, output_padding, groups, output_mask): the
+    masked-in gradients, None for the others."""
+    grad_output, source, weight = node.args[:3]
+    if not ptensor.is_float(ctx.type_of(ctx.meta(grad_output)).element_type):
+        return None
+    stride, padding, dilation, transposed, output_padding, groups, mask = node.args[4:11]
+    spatial = ctx.meta(source).dim() - 2
+    lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
+    if any(v is None for v in lists) or not isinstance(groups, int):
+        return None
+    mask = [bool(m) for m in mask]
+    types = [ctx.result_type(node, i) for i in range(3) if mask[i]]
+    op = ptensor.ConvolutionBackwardOp(
+        ctx.tensor(grad_output),
+        ctx.tensor(source),
+        ctx.tensor(weight),
+        lists[0],
+        lists[1],
+        lists[2],
+        groups,
+        mask,
+        types,
+        transposed=bool(transposed),
+        output_padding=lists[3],
+    )
+    ctx.emit(op)
+    gradients = iter(op.gradients)
+    return tuple(next(gradients) if wanted else None for wanted in mask)
+
+
 def _per_dimension(values, spatial: int) -> list[int] | None:
     values = list(values)
     if any(not isinstance(v, int) for v in values):
@@ -136,6 +168,7 @@ CONVERTERS: dict = {
     aten.bmm.default: matmul(ptensor.BatchMatmulOp),
     aten.addmm.default: addmm,
     aten.convolution.default: convolution,
+    aten.convolution_backward.default: convolution_backward,
     aten.scaled_dot_product_attention.default: attention((3, "attn_mask"), 4, 5),
     aten._scaled_dot_product_flash_attention_for_cpu.default: attention(
         (None, "attn_mask"), 3, 4

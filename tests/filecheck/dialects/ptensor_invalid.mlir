@@ -813,6 +813,22 @@ func.func @f(%x: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 
 
 // -----
 
+func.func @f(%dy: !ptensor.tensor<[1, 6, 8, 8], f32>, %x: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 3, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.convolution_backward: output_mask [1, 1, 0] asks for 2 results, not 1
+  %0 = ptensor.convolution_backward %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 0] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[1, 3, 8, 8], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%dy: !ptensor.tensor<[1, 6, 8, 8], f32>, %x: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 3, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.convolution_backward: result shape
+  %0 = ptensor.convolution_backward %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [0, 0, 1] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[3], f32>
+  func.return
+}
+
+// -----
+
 func.func @f(%x: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 3, 3], f32>) {
   // CHECK: Operation does not verify: ptensor.convolution: stride needs 2 entries
   %0 = ptensor.convolution %x, %w stride [1] padding [0, 0] dilation [1, 1] groups 1 : !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[1, 6, 6, 6], f32>

@@ -171,6 +171,19 @@ func.func @library(%a: !ptensor.tensor<[4, 8], f32>, %b: !ptensor.tensor<[8, 16]
 // GENERIC: %4 = "ptensor.convolution"(%img, %w, %cb) <{stride = #ptensor.ints[1, 1], padding = #ptensor.ints[1, 1], dilation = #ptensor.ints[1, 1], groups = 1 : i64}>
 // GENERIC: %8 = "ptensor.attention"(%q, %q, %q, %mask) <{causal, scale = 1.250000e-01 : f64}>
 
+// CHECK-LABEL: func.func @library_backward(
+func.func @library_backward(%dy: !ptensor.tensor<[1, 6, 8, 8], f32>, %img: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 3, 3], f32>) {
+  // CHECK-NEXT: %0, %1, %2 = ptensor.convolution_backward %dy, %img, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 1] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32>, !ptensor.tensor<[6], f32>
+  // CHECK-NEXT: %3 = ptensor.convolution_backward %dy, %img, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [0, 1, 0] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[6, 3, 3, 3], f32>
+  // CHECK-NEXT: func.return
+  %0, %1, %2 = ptensor.convolution_backward %dy, %img, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 1] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32>, !ptensor.tensor<[6], f32>
+  %3 = ptensor.convolution_backward %dy, %img, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [0, 1, 0] : !ptensor.tensor<[1, 6, 8, 8], f32>, !ptensor.tensor<[1, 3, 8, 8], f32>, !ptensor.tensor<[6, 3, 3, 3], f32> -> !ptensor.tensor<[6, 3, 3, 3], f32>
+  func.return
+}
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "library_backward"
+// GENERIC: %3 = "ptensor.convolution_backward"(%dy, %img, %w) <{stride = #ptensor.ints[1, 1], padding = #ptensor.ints[1, 1], dilation = #ptensor.ints[1, 1], groups = 1 : i64, output_mask = #ptensor.ints[0, 1, 0]}>
+
 // CHECK-LABEL: func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
 func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
   // CHECK-NEXT: %0 = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>

@@ -247,6 +247,60 @@ def flip(x, dims):
     return result
 
 
+SCATTER_UNROLL_LIMIT = 16
+"""The most index entries along the scattered dimension that `scatter` unrolls."""
+
+
+def _scatter_mask(x, dim, index):
+    """Where `scatter(x, dim, index, ...)` writes, as a boolean tensor of x's
+    shape, or None where index does not cover x outside `dim` or has a
+    symbolic or long extent along it."""
+    dim = dim % max(x.dim(), 1)
+    if index.dim() != x.dim() or any(
+        index.shape[d] != x.shape[d] for d in range(x.dim()) if d != dim
+    ):
+        return None
+    count = index.shape[dim]
+    if not isinstance(count, int) or count > SCATTER_UNROLL_LIMIT:
+        return None
+    shape = [1] * x.dim()
+    shape[dim] = -1
+    positions = aten.view.default(
+        aten.arange.default(x.shape[dim], dtype=index.dtype, device=x.device), shape
+    )
+    mask = None
+    for j in range(count):
+        hit = aten.eq.Tensor(positions, aten.slice.Tensor(index, dim, j, j + 1))
+        mask = hit if mask is None else aten.logical_or.default(mask, hit)
+    return mask
+
+
+def scatter_value(x, dim, index, value):
+    """`scatter` of one value: a select between it and x on the positions the
+    index names (one comparison per index entry along `dim`)."""
+    mask = _scatter_mask(x, dim, index)
+    if mask is None:
+        return NotImplemented
+    filler = aten.full.default([], value, dtype=x.dtype, device=x.device)
+    return aten.where.self(mask, filler, x)
+
+
+def scatter_src(x, dim, index, src):
+    """`scatter` of a tensor with one index entry along `dim` (more than one
+    may write a position twice, which torch leaves unspecified)."""
+    dim = dim % max(x.dim(), 1)
+    if index.dim() != x.dim() or index.shape[dim] != 1:
+        return NotImplemented
+    mask = _scatter_mask(x, dim, index)
+    if mask is None or src.dim() != x.dim():
+        return NotImplemented
+    values = aten.slice.Tensor(src, dim, 0, 1)
+    for d in range(x.dim()):
+        if d != dim:
+            values = aten.slice.Tensor(values, d, 0, x.shape[d])
+    return aten.where.self(mask, values, x)
+
+
 OWN: dict[OpOverloadPacket, Callable] = {
     aten.mean: mean,
     aten.var_mean: var_mean,
@@ -268,6 +322,7 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.linalg_vector_norm: vector_norm,
     aten.diagonal: diagonal,
     aten.flip: flip,
+    aten.scatter: scatter_value,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -292,6 +347,7 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.linalg_vector_norm: ("default",),
     aten.diagonal: ("default",),
     aten.flip: ("default",),
+    aten.scatter: ("value",),
 }
 
 
@@ -307,6 +363,7 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     for packet, function in OWN.items():
         for overload in _OWN_OVERLOADS[packet]:
             table[getattr(packet, overload)] = function
+    table[aten.scatter.src] = scatter_src
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table

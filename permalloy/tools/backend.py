@@ -3,9 +3,14 @@ The torch.compile backend: `torch.compile(model, backend="permalloy")`.
 
 Registered through the `torch_dynamo_backends` entry point, so it works without
 importing permalloy. Dynamo's graph goes through AOTAutograd with permalloy's
-decomposition table; each forward graph is imported, lowered by the default
-pipeline and compiled for the target. A graph that cannot be compiled runs
-eagerly after one warning (`fallback="warn"`, the default) or raises
+decomposition table; each graph it produces (the inference graph, or for
+training the forward and the backward graph) is imported, lowered by the
+default pipeline and compiled for the target. Training graphs are split by
+torch's min-cut rematerialization partitioner, which saves few activations
+and recomputes cheap pointwise work in the backward graph, and their
+attention calls are written as math first (`lowering/attention_math.py`) so
+that the backward is ours too. A graph that cannot be compiled runs eagerly
+after one warning (`fallback="warn"`, the default) or raises
 (`fallback="raise"`).
 
 Options (`torch.compile(..., options={...})`):
@@ -35,9 +40,11 @@ from typing import Any
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy.compiler import CompileOptions, boxed, compile_graph
+from permalloy.lowering.attention_math import needs_gradients, rewrite_attention_as_math
 from permalloy.lowering.decompositions import decomposition_table
 from permalloy.stats import STATS_LOG, GraphStats
 from permalloy.targets.cuda_graph import CudaGraphRunner
@@ -137,8 +144,8 @@ def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequ
     return run
 
 
-def compile_forward(options: CompileOptions) -> Callable:
-    """The forward compiler AOTAutograd calls for each graph."""
+def graph_compiler(options: CompileOptions) -> Callable:
+    """The compiler AOTAutograd calls for each graph: inference, forward or backward."""
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         resolved = options
@@ -177,8 +184,13 @@ def permalloy_backend(
 ) -> Callable:
     """The entry point torch.compile calls with Dynamo's graph."""
     compile_options = parse_options(options, mode)
+    if needs_gradients(example_inputs):
+        rewrite_attention_as_math(graph)
+    compiler = graph_compiler(compile_options)
     backend = aot_autograd(
-        fw_compiler=compile_forward(compile_options),
+        fw_compiler=compiler,
+        bw_compiler=compiler,
+        partition_fn=min_cut_rematerialization_partition,
         decompositions=decomposition_table(),
     )
     return backend(graph, example_inputs)

@@ -1,0 +1,91 @@
+"""
+Scaled dot-product attention written as its math, for graphs that need gradients.
+
+Inference graphs keep attention whole: it becomes `ptensor.attention`, a library
+call. In a training graph, AOTAutograd would differentiate torch's fused
+attention into its fused backward (`_scaled_dot_product_*_backward`), an op
+with no ptensor form, run by torch as a fallback. `rewrite_attention_as_math`
+replaces each attention call of Dynamo's graph with `attention_math`, before
+AOTAutograd traces it: the forward becomes two matrix products around a
+softmax, and the backward the matrix products and the softmax backward that
+the rest of the pipeline lowers and fuses.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import fx
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+ATTENTION_CALLS = (F.scaled_dot_product_attention, torch._C._nn.scaled_dot_product_attention)  # noqa: SLF001
+"""The callables by which Dynamo's graphs call attention."""
+
+
+def attention_math(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attn_mask: torch.Tensor | None = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> torch.Tensor:
+    """
+    `softmax(q @ k^T * scale + mask) @ v`, with `F.scaled_dot_product_attention`'s
+    signature and semantics: a boolean mask keeps where true, a float mask is
+    added, `is_causal` keeps the lower triangle aligned to the top left, rows
+    with nothing kept give zeros, and half-precision scores are normalized in
+    float32.
+    """
+    if enable_gqa and query.size(-3) != key.size(-3):
+        repeats = query.size(-3) // key.size(-3)
+        key = key.repeat_interleave(repeats, -3)
+        value = value.repeat_interleave(repeats, -3)
+    scale = 1.0 / math.sqrt(query.size(-1)) if scale is None else scale
+    scores = torch.matmul(query, key.transpose(-2, -1)) * scale
+    if scores.dtype in _LOW_PRECISION:
+        scores = scores.float()
+    keep = None
+    if is_causal:
+        rows, columns = query.size(-2), key.size(-2)
+        keep = torch.ones(rows, columns, dtype=torch.bool, device=query.device).tril()
+    if attn_mask is not None and attn_mask.dtype == torch.bool:
+        keep = attn_mask if keep is None else keep & attn_mask
+    elif attn_mask is not None:
+        scores = scores + attn_mask
+    if keep is not None:
+        scores = scores.masked_fill(keep.logical_not(), -math.inf)
+    probabilities = torch.softmax(scores, -1)
+    if keep is not None and attn_mask is not None:
+        # A user's mask may keep nothing in a row: eager gives zeros there.
+        probabilities = torch.where(keep.any(-1, keepdim=True), probabilities, 0.0)
+    probabilities = probabilities.to(value.dtype)
+    if dropout_p > 0.0:
+        probabilities = F.dropout(probabilities, dropout_p)
+    return torch.matmul(probabilities, value)
+
+
+def rewrite_attention_as_math(graph: fx.GraphModule) -> int:
+    """Point every attention call of Dynamo's `graph` at `attention_math`;
+    gives the number of calls rewritten."""
+    rewritten = 0
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in ATTENTION_CALLS:
+            node.target = attention_math
+            rewritten += 1
+    if rewritten:
+        graph.recompile()
+    return rewritten
+
+
+def needs_gradients(example_inputs) -> bool:
+    """Whether a graph with these inputs is traced for training: gradients are
+    on and some input (parameters included) requires them."""
+    return torch.is_grad_enabled() and any(
+        isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs
+    )

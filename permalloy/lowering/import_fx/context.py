@@ -18,6 +18,7 @@ from permalloy import dtypes
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import TensorType
 from permalloy.lowering.import_fx.errors import GraphImportError
+from permalloy.lowering.index_algebra import always_nonnegative
 from permalloy.lowering.import_fx.symbols import SymbolTable
 
 Scalar = bool | int | float | sympy.Expr
@@ -127,9 +128,9 @@ class ImportContext:
         A 0-d i64 tensor holding the value of a size expression: element `e` of
         `iota` over `[e + 1]` (negated when `e` is never positive).
         """
-        negate = not expr.is_nonnegative and (-expr).is_nonnegative
+        negate = not _never_negative(expr) and _never_negative(-expr)
         magnitude = -expr if negate else expr
-        if not magnitude.is_nonnegative:
+        if not _never_negative(magnitude):
             raise self.error(
                 f"cannot materialize size expression '{expr}' of unknown sign"
             )
@@ -147,3 +148,10 @@ class ImportContext:
         if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), SSAValue):
             return self.cast(self.tensor(arg), element_type)
         return self.full(self.scalar(arg), element_type)
+
+
+def _never_negative(expr: sympy.Expr) -> bool:
+    """Whether a size expression is non-negative for every positive value of
+    its symbols (sympy's assumptions, or the index algebra's rules, which know
+    that `floordiv` and `mod` of sizes are non-negative)."""
+    return bool(expr.is_nonnegative) or always_nonnegative(expr, {})

@@ -24,6 +24,9 @@ class SymbolTable:
     def __init__(self) -> None:
         self.names: dict[str, sympy.Symbol] = {}
         """Dynamo's symbol name -> permalloy's size symbol."""
+        self.aliases: dict[sympy.Expr, sympy.Expr] = {}
+        """Converted expressions -> the equal expressions the IR uses instead
+        (torch's `(s0 + 1) floordiv 2` for a slice's `s0 ceildiv 2`)."""
         self._shape_env: Any = None
 
     def convert(self, value: int | torch.SymInt | sympy.Expr) -> sympy.Expr:
@@ -37,7 +40,13 @@ class SymbolTable:
             value = value.node.expr
         if self._shape_env is not None:
             value = self._shape_env.replace(value)
-        return sympy.sympify(self._convert(sympy.sympify(value)))
+        converted = sympy.sympify(self._convert(sympy.sympify(value)))
+        return converted.xreplace(self.aliases) if self.aliases else converted
+
+    def alias(self, converted: sympy.Expr, expr: sympy.Expr) -> None:
+        """Write `expr` wherever a later conversion gives `converted` (an
+        expression equal to it for every value of the symbols, in another form)."""
+        self.aliases[converted] = expr
 
     def symbol(self, torch_symbol: sympy.Symbol) -> sympy.Symbol:
         """permalloy's name for one of Dynamo's symbols."""
@@ -92,3 +101,18 @@ class SymbolTable:
             f"size expression '{expr}' uses {type(expr).__name__}, which permalloy "
             "cannot represent (supported: +, *, floordiv, ceildiv, mod, min, max)"
         )
+
+
+def _floor_form(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` with each `a ceildiv b` of a positive integer `b` written as
+    `(a + b - 1) floordiv b`, the form torch gives such quotients."""
+    return expr.replace(
+        lambda e: isinstance(e, sym.CeilDiv) and e.args[1].is_Integer and int(e.args[1]) > 0,
+        lambda e: sym.FloorDiv(sympy.expand(e.args[0] + e.args[1] - 1), e.args[1]),
+    )
+
+
+def sizes_equal_as_integers(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether two size expressions are equal for every value of the symbols,
+    seeing that `a ceildiv b` and `(a + b - 1) floordiv b` are one quotient."""
+    return sympy.simplify(_floor_form(sympy.sympify(a)) - _floor_form(sympy.sympify(b))) == 0

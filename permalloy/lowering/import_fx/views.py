@@ -11,6 +11,7 @@ from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import slice_length
 from permalloy.lowering.import_fx.common import argument, normalize_dim
 from permalloy.lowering.import_fx.context import ImportContext, Scalar
+from permalloy.lowering.import_fx.symbols import sizes_equal_as_integers
 
 aten = torch.ops.aten
 _UNBOUNDED = 2**62
@@ -78,8 +79,12 @@ def _slice_bounds(start, end, step, size, length) -> tuple | None:
     if start.is_Integer and end.is_Integer and size.is_Integer:
         low = min(max(int(start), 0), int(size))
         return low, min(max(int(end), low), int(size))
-    for candidate in ((start, end), (start, size), (0, end), (0, size)):
+    candidates = ((start, end), (start, size), (0, end), (0, size))
+    for candidate in candidates:
         if ptensor.sizes_equal(slice_length(*candidate, step), length):
+            return candidate
+    for candidate in candidates:
+        if sizes_equal_as_integers(slice_length(*candidate, step), length):
             return candidate
     return None
 
@@ -99,6 +104,12 @@ def slice_tensor(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     bounds = _slice_bounds(start, end, step, source_type.sizes[dim], result.sizes[dim])
     if bounds is None:
         return None
+    length = slice_length(sympy.sympify(bounds[0]), sympy.sympify(bounds[1]), step)
+    if not ptensor.sizes_equal(length, result.sizes[dim]):
+        # torch wrote the length in another form, `(s0 + 1) floordiv 2` for
+        # `s0 ceildiv 2`: the IR uses the slice's form from here on
+        ctx.symbols.alias(result.sizes[dim], length)
+        result = ctx.result_type(node)
     if bounds == (0, source_type.sizes[dim]) and step == 1:
         return source
     return ctx.emit(ptensor.SliceOp(source, dim, bounds[0], bounds[1], step, result))

@@ -13,7 +13,8 @@ measures that noise against the scale of the gradients rather than against
 itself. Gradients pass a looser bar than outputs (`GRADIENT_TOLERANCES`): they
 go through discontinuities such as ReLU's, where an output that rounds to the
 other side of zero moves whole terms of the weights' gradients (one such
-element in a million-element activation is about 1e-3 of the gradient's norm).
+element of a batch norm + ReLU over two million elements is 1e-3 of its bias's
+gradient norm). Smooth models reach about 1e-6 in float32.
 """
 
 from __future__ import annotations
@@ -36,8 +37,14 @@ TOLERANCES = {
 }
 """The pass bar of the relative error, by the dtype of eager's outputs."""
 
-GRADIENT_TOLERANCES = {dtype: 10 * bar for dtype, bar in TOLERANCES.items()}
-"""The pass bar of the largest gradient error, by the dtype of eager's gradients."""
+GRADIENT_TOLERANCES = {
+    torch.float64: 1e-5,
+    torch.float32: 1e-2,
+    torch.float16: 5e-2,
+    torch.bfloat16: 1e-1,
+}
+"""The pass bar of the largest gradient error, by the dtype of eager's gradients:
+in float32, about ten ReLU inputs of a million rounding to the other side of zero."""
 
 
 @dataclass(frozen=True)

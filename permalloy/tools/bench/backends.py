@@ -86,7 +86,11 @@ class Inductor:
 
 
 class Permalloy:
-    """`torch.compile(model, backend="permalloy")` for the device's kernel target."""
+    """
+    `torch.compile(model, backend="permalloy")` for the device's kernel target.
+    Kernel counts add up every graph compiled (forward and backward ones in a
+    training step); `per_graph` lists each in the order they were compiled.
+    """
 
     name = "permalloy"
     compiles = True
@@ -133,7 +137,15 @@ class Permalloy:
             "fell_back_reasons": [r["reason"] for r in fell_back],
             "compile_s": sum(r["compile_seconds"] for r in records),
             "warnings": list(self._warnings),
+            "per_graph": [_graph_summary(r) for r in records],
         }
+
+
+def _graph_summary(record: dict[str, Any]) -> dict[str, Any]:
+    """What the report keeps of one graph's record: for a training step the
+    forward graph's comes before the backward graph's."""
+    keys = ("compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds")
+    return {key: record[key] for key in keys}
 
 
 def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:

@@ -15,17 +15,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import sympy
 import torch
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects import func
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
 from xdsl.passes import ModulePass
 
 from permalloy.dialects import make_context
-from permalloy.dialects.buffer import KernelOp, LaunchOp, buffer_type
+from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
+from permalloy.dialects.sym import SymExprAttr
 from permalloy.passes import build_pipeline
 from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import GraphStats
 from permalloy.targets import KernelTarget
-from permalloy.targets.host import HostProgram, build_host_program
+from permalloy.targets.host import HostProgram, build_host_program, python_expr
 from permalloy.targets.registry import kernel_target
 
 
@@ -94,7 +97,7 @@ def dump_kernels(module: ModuleOp, target: KernelTarget, dumper: StageDumper) ->
 class CompiledGraph:
     """A compiled ATen graph and what running it needs besides its inputs."""
 
-    program: HostProgram
+    program: HostProgram | SizeOutputProgram
     stats: GraphStats
     outputs: list[Any]
     """For each graph output: the program result it is, or its plain value."""
@@ -118,6 +121,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     program = build_host_program(module, target)
     if dumper is not None:
         dumper.write("host.py", program.source)
+    outputs, program = size_outputs(list(imported.outputs), module, program)
     stats = GraphStats(
         peak_intermediate_bytes=_planned_peak(module),
         target=options.target,
@@ -126,7 +130,92 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
         fallback_ops=list(imported.fallback_ops),
         compile_seconds=time.perf_counter() - start,
     )
-    return CompiledGraph(program, stats, list(imported.outputs), list(imported.constants))
+    return CompiledGraph(program, stats, outputs, list(imported.constants))
+
+
+@dataclass
+class SizeOutputProgram:
+    """
+    A host program followed by the values of size expressions, computed from
+    the sizes of each call's arguments: the graph outputs that are sizes (a
+    training forward graph returns the sizes its backward graph needs), which
+    differ from call to call when sizes are symbolic.
+    """
+
+    program: HostProgram
+    sizes: Callable[..., tuple[int, ...]]
+    """The arguments -> the values of the size outputs."""
+
+    @property
+    def kernel_count(self) -> int:
+        return self.program.kernel_count
+
+    @property
+    def extern_count(self) -> int:
+        return self.program.extern_count
+
+    @property
+    def source(self) -> str:
+        return self.program.source
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        return (*self.program(*args), *self.sizes(*args))
+
+
+def size_outputs(
+    outputs: list[Any], module: ModuleOp, program: HostProgram
+) -> tuple[list[Any], HostProgram | SizeOutputProgram]:
+    """
+    The graph outputs and the program to run: outputs that are size expressions
+    over symbols become results appended to the program's, computed per call
+    from the arguments that carry the symbols (an `index` argument naming one,
+    or a tensor dimension of that size).
+    """
+    from permalloy.lowering.import_fx import TensorOutput, ValueOutput
+
+    symbolic = [
+        i
+        for i, o in enumerate(outputs)
+        if isinstance(o, ValueOutput)
+        and isinstance(o.value, sympy.Basic)
+        and o.value.free_symbols
+    ]
+    if not symbolic:
+        return outputs, program
+    function = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    readers = _symbol_readers(function)
+    results = len(function.function_type.outputs)
+    exprs = []
+    for count, index in enumerate(symbolic):
+        exprs.append(python_expr(outputs[index].value))
+        outputs[index] = TensorOutput(results + count)
+    parameters = ", ".join(f"a{i}" for i in range(len(function.args)))
+    lines = [f"def sizes({parameters}):"]
+    lines += [f"    {name} = {reader}" for name, reader in readers.items()]
+    lines.append(f"    return ({''.join(f'{e}, ' for e in exprs)})")
+    namespace: dict[str, Any] = {}
+    exec(compile("\n".join(lines) + "\n", "<permalloy size outputs>", "exec"), namespace)
+    return outputs, SizeOutputProgram(program, namespace["sizes"])
+
+
+def _symbol_readers(function: func.FuncOp) -> dict[str, str]:
+    """For each size symbol of the function, a Python expression reading its
+    value from the arguments `a0, a1, ...`."""
+    from permalloy.targets.host import SYMBOL_ATTR
+
+    readers: dict[str, str] = {}
+    attributes = function.arg_attrs.data if function.arg_attrs is not None else ()
+    for position, (arg, entry) in enumerate(zip(function.args, attributes)):
+        symbol = entry.data.get(SYMBOL_ATTR) if isinstance(entry, DictionaryAttr) else None
+        if isinstance(arg.type, IndexType) and isinstance(symbol, SymExprAttr):
+            if symbol.expr.is_Symbol and symbol.expr.name not in readers:
+                readers[symbol.expr.name] = f"int(a{position})"
+    for position, arg in enumerate(function.args):
+        if isinstance(arg.type, BufferType):
+            for dim, size in enumerate(arg.type.sizes):
+                if size.is_Symbol and size.name not in readers:
+                    readers[size.name] = f"a{position}.shape[{dim}]"
+    return readers
 
 
 def _planned_peak(module: ModuleOp) -> int | None:

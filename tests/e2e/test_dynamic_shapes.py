@@ -48,13 +48,20 @@ def _clone(inputs: Sequence[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
 
-def _check_call(check, compiled: Callable, fn: Callable, inputs: Sequence[Any]) -> None:
+def _check_call(
+    check, compiled: Callable, fn: Callable, inputs: Sequence[Any], dynamic_dims: int | None = None
+) -> None:
     """One call of the compiled function against eager on copies of `inputs`
     (`check`: the shared `backend_check`); the inputs are left as eager
-    leaves them."""
+    leaves them. `dynamic_dims`: a dimension of every tensor given to the
+    compiled function to mark dynamic (a mark stays with its tensor, not with
+    copies)."""
     eager_inputs = _clone(inputs)
     expected = fn(*eager_inputs)
     given = _clone(inputs)
+    if dynamic_dims is not None:
+        for x in given:
+            torch._dynamo.mark_dynamic(x, dynamic_dims)
     actual = compiled(*given)
     check.assert_outputs_match(actual, expected)
     for index, (after, eager_after) in enumerate(zip(given, eager_inputs, strict=True)):
@@ -246,3 +253,134 @@ def test_zoo_model_serves_every_size_llvm(name: str, backend_check) -> None:
     model = make_case(name, base).model
     sizes = [(batch, k) for k, (batch, _, _) in enumerate(ZOO_SIZES)]
     run_sizes(backend_check, _inference(model), _zoo_inputs(name, base), "llvm", sizes)
+
+
+# --------------------------------------------------------------------------
+# How Dynamo comes to dynamic sizes
+# --------------------------------------------------------------------------
+
+
+def _softmax_residual(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+    return torch.softmax(x * 2, -1) + y.sum(0)
+
+
+def test_mark_dynamic_compiles_once(backend_check) -> None:
+    """Without `dynamic=True`, a dimension marked dynamic before the first
+    call makes the first graph serve later sizes of it."""
+    compiled = _compile(_softmax_residual, "llvm", dynamic=None)
+    for index, rows in enumerate([6, 9, 14]):
+        mark = 0 if index == 0 else None
+        inputs = [_randn(rows, 10), _randn(rows, 10)]
+        _check_call(backend_check, compiled, _softmax_residual, inputs, dynamic_dims=mark)
+    assert _graphs("llvm") == 1, permalloy.stats()
+
+
+def test_automatic_dynamic_recompiles_once(backend_check) -> None:
+    """By default the first call compiles for its sizes; a second size
+    recompiles once into a graph over size symbols, which a third reuses."""
+    compiled = _compile(_softmax_residual, "llvm", dynamic=None)
+    counts = []
+    for rows, cols in SIZES:
+        _check_call(backend_check, compiled, _softmax_residual, [_randn(rows, cols), _randn(rows, cols)])
+        counts.append(_graphs("llvm"))
+    assert counts == [1, 2, 2], permalloy.stats()
+    first, second = permalloy.stats()
+    assert isinstance(first["peak_intermediate_bytes"], int)
+
+
+# --------------------------------------------------------------------------
+# Training: forward and backward graphs over size symbols
+# --------------------------------------------------------------------------
+
+
+class _Block(nn.Module):
+    """Layer norm, a linear layer, GELU and a residual: a small training case."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(12)
+        self.linear = nn.Linear(12, 12)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + F.gelu(self.linear(self.norm(x))).softmax(-1)
+
+
+def _gradients(model: nn.Module, run: Callable, x: torch.Tensor) -> list[torch.Tensor]:
+    """The output, and the gradients of the input and parameters of a weighted
+    sum of it."""
+    model.zero_grad(set_to_none=True)
+    x = x.detach().clone().requires_grad_(True)
+    output = run(x)
+    weights = torch.linspace(-1.0, 1.0, output.numel()).reshape(output.shape)
+    (output * weights).sum().backward()
+    return [output.detach(), x.grad, *(p.grad for p in model.parameters())]
+
+
+@pytest.mark.parametrize("name", ["module", "mlp"])
+def test_backward_serves_every_size(name: str, backend_check) -> None:
+    torch.manual_seed(0)
+    model = (_Block() if name == "module" else make_case("mlp", ZooSize(hidden=12)).model).train()
+    compiled = _compile(model, "llvm")
+    for batch, seq in [(2, 5), (3, 7), (5, 4)]:
+        x = _randn(batch, seq, 12)
+        expected = _gradients(model, model, x)
+        actual = _gradients(model, compiled, x)
+        backend_check.assert_outputs_match(actual, expected)
+    assert _graphs("llvm") == 2, "one forward and one backward graph"
+
+
+# --------------------------------------------------------------------------
+# The triton target, under Triton's interpreter
+# --------------------------------------------------------------------------
+
+TRITON_FUNCTIONS = [
+    "sum_both_axes",
+    "softmax_rows",
+    "layer_norm_affine",
+    "slice_step",
+    "cat_rows",
+    "linear_addmm",
+    "size_floordiv",
+    "outer_add",
+]
+"""Functions also run on the triton target (the interpreter is slow: small ones)."""
+
+TRITON_ZOO = ["layer_norm", "masked_softmax", "causal_attention_explicit"]
+"""Zoo models also run on the triton target."""
+
+
+@pytest.fixture
+def triton_interpreter(monkeypatch, tmp_path):
+    """Triton's CPU interpreter for this test only, and a scratch cache."""
+    pytest.importorskip("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path / "permalloy-cache"))
+
+
+@pytest.mark.usefixtures("triton_interpreter")
+@pytest.mark.parametrize("name", TRITON_FUNCTIONS)
+def test_function_serves_every_size_triton(name: str, backend_check) -> None:
+    fn, inputs = FUNCTIONS[name]
+    run_sizes(backend_check, fn, inputs, "triton")
+
+
+@pytest.mark.usefixtures("triton_interpreter")
+@pytest.mark.parametrize("name", TRITON_ZOO)
+def test_zoo_model_serves_every_size_triton(name: str, backend_check) -> None:
+    base = ZooSize(seq=ZOO_SIZES[0][1], hidden=16)
+    model = make_case(name, base).model
+    sizes = [(batch, k) for k, (batch, _, _) in enumerate(ZOO_SIZES)]
+    run_sizes(backend_check, _inference(model), _zoo_inputs(name, base), "triton", sizes)
+
+
+@pytest.mark.usefixtures("triton_interpreter")
+def test_backward_serves_every_size_triton(backend_check) -> None:
+    torch.manual_seed(0)
+    model = _Block().train()
+    compiled = _compile(model, "triton")
+    for batch, seq in [(2, 5), (3, 7), (5, 4)]:
+        x = _randn(batch, seq, 12)
+        backend_check.assert_outputs_match(
+            _gradients(model, compiled, x), _gradients(model, model, x)
+        )
+    assert _graphs("triton") == 2, "one forward and one backward graph"

@@ -11,7 +11,25 @@ size symbols, allocates temporaries and launches the function once per group.
             triton_pointwise_exp_0[(triton.cdiv(rows, config["XBLOCK"]),)](in0, out0, s0, XBLOCK=..., num_warps=...)
 
 `config` holds the block sizes (`XBLOCK`, and `RBLOCK` when some stage walks
-an inner axis in chunks) and `num_warps` / `num_stages`.
+an inner axis in chunks) and `num_warps` / `num_stages`. `launch` goes through
+Triton's JIT, which binds and specializes the arguments on every call, and
+returns the compiled kernel of each launch. On a GPU, `launcher` then builds
+the fast path for fixed sizes and configuration: grids, block sizes and
+compiled kernels are bound once, and each call hands the tensors and the
+stream straight to the compiled kernels' launchers.
+
+    def launcher(symbols, config, kernels):
+        (s0,) = symbols
+        ...
+        grid0 = triton.cdiv(s0 * 8, XBLOCK)
+        run0, function0, metadata0 = next(compiled) if grid0 > 0 else (None, None, None)
+
+        def run(tensors, stream):
+            in0, out0 = tensors
+            if grid0 > 0:
+                run0(grid0, 1, 1, stream, function0, metadata0, None, None, None, in0, out0, s0, 1024)
+
+        return run
 """
 
 from __future__ import annotations
@@ -63,7 +81,7 @@ def module_source(plan: KernelPlan, interpret: bool) -> str:
     parts = ["\n".join(header)]
     if helpers:
         parts.append(helpers.rstrip("\n"))
-    parts += [kernel.rstrip("\n"), launcher.rstrip("\n")]
+    parts += [kernel.rstrip("\n"), launcher.rstrip("\n"), _direct_launcher(plan).rstrip("\n")]
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -90,7 +108,8 @@ def _launcher(plan: KernelPlan) -> str:
     w = SourceWriter()
     w.line("def launch(tensors, symbols, config):")
     with w.indented():
-        w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`."""')
+        w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`;')
+        w.line('return what each launch returned (on a GPU, its compiled kernel)."""')
         names = [t.name for t in (*plan.inputs, *plan.outputs)]
         w.line(f"{''.join(n + ', ' for n in names)}= tensors")
         if plan.symbols:
@@ -104,12 +123,9 @@ def _launcher(plan: KernelPlan) -> str:
             extents = ", ".join(python_expr(e) for e in plan.extents)
             w.line(f"idx64 = max({extents}, 0) >= 2**31")
         arguments = ", ".join([t.name for t in plan.tensors] + list(plan.symbols))
+        w.line("kernels = []")
         for position, group in enumerate(plan.groups):
-            grid = f"triton.cdiv({python_expr(group.rows.numel)}, config['XBLOCK'])"
-            if group.mode == TILED:
-                inner = group.stages[0].inner.numel
-                grid += f" * triton.cdiv({python_expr(inner)}, config['RBLOCK'])"
-            w.line(f"grid = {grid}")
+            w.line(f"grid = {_grid(group, 'config')}")
             w.line("if grid > 0:")
             with w.indented():
                 options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
@@ -118,7 +134,69 @@ def _launcher(plan: KernelPlan) -> str:
                 if "IDX64" in constexprs:
                     options.append("IDX64=idx64")
                 options += ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
-                w.line(f"{plan.name}[(grid,)]({arguments}, {', '.join(options)})")
+                w.line(f"kernels.append({plan.name}[(grid,)]({arguments}, {', '.join(options)}))")
+        w.line("return kernels")
+    return w.text()
+
+
+def _grid(group, config: str) -> str:
+    """The number of programs of a group's launch, from the symbols and `config`."""
+    grid = f"triton.cdiv({python_expr(group.rows.numel)}, {config}['XBLOCK'])"
+    if group.mode == TILED:
+        inner = group.stages[0].inner.numel
+        grid += f" * triton.cdiv({python_expr(inner)}, {config}['RBLOCK'])"
+    return grid
+
+
+def _direct_launcher(plan: KernelPlan) -> str:
+    """`launcher(symbols, config, kernels)`: the function running the kernel at
+    fixed sizes and configuration through the compiled kernels that `launch`
+    returned. Every value but the tensors and the stream is bound before the
+    first call; arguments go in the order of the function's parameters,
+    compile-time ones included, as Triton's launchers take them."""
+    w = SourceWriter()
+    w.line("def launcher(symbols, config, kernels):")
+    with w.indented():
+        w.line('"""A function `run(tensors, stream)` launching the kernel at the sizes `symbols` with')
+        w.line('`config` through `kernels`, the compiled kernels `launch` returned for them."""')
+        if plan.symbols:
+            w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
+        constexprs = constexpr_names(plan)
+        for name in constexprs:
+            if name in ("XBLOCK", "RBLOCK"):
+                w.line(f"{name} = config[{name!r}]")
+        if "IDX64" in constexprs:
+            extents = ", ".join(python_expr(e) for e in plan.extents)
+            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+        w.line("compiled = iter(kernels)")
+        for position, group in enumerate(plan.groups):
+            w.line(f"grid{position} = {_grid(group, 'config')}")
+            w.line(
+                f"run{position}, function{position}, metadata{position} = "
+                f"next(compiled) if grid{position} > 0 else (None, None, None)"
+            )
+        names = [t.name for t in (*plan.inputs, *plan.outputs)]
+        device = plan.outputs[0].name if plan.outputs else names[0]
+        w.line("")
+        w.line("def run(tensors, stream):")
+        with w.indented():
+            w.line(f"{''.join(n + ', ' for n in names)}= tensors")
+            for tensor in plan.temporaries:
+                numel = python_expr(_numel(tensor.sizes))
+                w.line(
+                    f"{tensor.name} = torch.empty(({numel},), dtype={TORCH_DTYPES[tensor.dtype]}, device={device}.device)"
+                )
+            for position, _ in enumerate(plan.groups):
+                values = [t.name for t in plan.tensors] + list(plan.symbols)
+                values += [{"STAGE": str(position), "IDX64": "idx64"}.get(name, name) for name in constexprs]
+                w.line(f"if grid{position} > 0:")
+                with w.indented():
+                    w.line(
+                        f"run{position}(grid{position}, 1, 1, stream, function{position}, metadata{position}, "
+                        f"None, None, None, {', '.join(values)})"
+                    )
+        w.line("")
+        w.line("return run")
     return w.text()
 
 

@@ -6,12 +6,13 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.configs import Config, candidates
+from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
 from permalloy.targets.triton.loader import ModuleLoader
 from permalloy.targets.triton.module import function_name, module_source
 from permalloy.targets.triton.plan import KernelPlan, plan_kernel
@@ -30,7 +31,15 @@ def device_name(tensor) -> str:
 
 
 class TritonKernel:
-    """A compiled kernel: its generated module, candidate configurations and tuner."""
+    """
+    A compiled kernel: its generated module, candidate configurations and tuner.
+
+    The first call for given sizes, device and pointer alignments chooses a
+    configuration (autotuning on a GPU) and launches through Triton's JIT; on
+    a GPU it then keeps the module's direct `launcher` for them, so later
+    calls compute one dictionary key and call the compiled kernels' launchers
+    (`direct.py`). Under the interpreter every call goes through the JIT.
+    """
 
     def __init__(self, plan: KernelPlan, source: str, module, mode: str, tuner: Autotuner | None, interpret: bool):
         self.plan = plan
@@ -42,6 +51,12 @@ class TritonKernel:
         self.outputs_from = len(plan.inputs)
         self.chosen: dict[tuple, dict[str, int]] = {}
         """The configuration of each (sizes, device) seen, ready to launch with."""
+        self.direct = not interpret and direct_launch_available()
+        """Whether calls after the first launch compiled kernels directly."""
+        self.stream = current_stream() if self.direct else None
+        self.launchers: dict[tuple, Callable] = {}
+        """The direct launch of each (device index, sizes, 16-byte alignment of
+        each tensor) seen: the keys of Triton's specialization."""
 
     def candidates(self, symbols: Sequence[int]) -> list[Config]:
         """The configurations to try at these sizes."""
@@ -49,11 +64,29 @@ class TritonKernel:
         return candidates(self.plan, values, self.mode, self.interpret)
 
     def __call__(self, tensors: Sequence, symbols: Sequence[int]) -> None:
+        if self.direct and tensors:
+            device = tensors[0].get_device()
+            key = (device, *symbols, *[not t.data_ptr() & 15 for t in tensors])
+            run = self.launchers.get(key)
+            if run is not None:
+                run(tensors, self.stream(device))
+                return
+            self._launch(tensors, symbols, key)
+        else:
+            self._launch(tensors, symbols, None)
+
+    def _launch(self, tensors: Sequence, symbols: Sequence[int], direct_key: tuple | None) -> None:
+        """Launch through Triton's JIT, choosing the configuration on the first
+        call at these sizes; keep the direct launch under `direct_key`."""
         key = (*symbols, tensors[0].device) if tensors else tuple(symbols)
         config = self.chosen.get(key)
         if config is None:
             config = self.chosen[key] = self._choose(tensors, symbols)
-        self.module.launch(tensors, symbols, config)
+        kernels = self.module.launch(tensors, symbols, config)
+        if direct_key is not None:
+            launches = compiled_launches(kernels)
+            if launches is not None:
+                self.launchers[direct_key] = self.module.launcher(symbols, config, launches)
 
     def _choose(self, tensors: Sequence, symbols: Sequence[int]) -> dict[str, int]:
         """The configuration for the first call at these sizes: the best guess,

@@ -16,6 +16,11 @@ inputs, and checks that the results agree:
 
 and that `permalloy.stats()` has one record per compiled graph, compiled for the
 requested target, with exactly the expected fallback ops (none by default).
+
+Tests of the Triton target run where `PERMALLOY_TEST_DEVICE` says: on the CPU
+(the default) under Triton's interpreter, which the `triton_device` fixture
+turns on for one test at a time, or on `cuda`, with their inputs moved there by
+`to_test_device` (which keeps views, strides and storage offsets).
 """
 
 from __future__ import annotations
@@ -24,10 +29,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import os
+
 import pytest
 import torch
 
 import permalloy
+
+TEST_DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+"""Where the Triton target's tests run: "cpu" (Triton's interpreter) or "cuda"."""
 
 TOLERANCES: dict[torch.dtype, tuple[float, float]] = {
     torch.float32: (1e-4, 1e-5),
@@ -89,6 +99,18 @@ def assert_outputs_match(actual: Any, expected: Any) -> None:
             assert a == e, f"{where}: {a!r} != {e!r}"
 
 
+def to_test_device(value: Any) -> Any:
+    """`value` on `TEST_DEVICE`: a tensor keeps its sizes, strides and storage
+    offset (a view becomes the same view of a copy of its whole storage); other
+    values are returned as they are."""
+    if not isinstance(value, torch.Tensor) or value.device.type == TEST_DEVICE:
+        return value
+    storage = value.untyped_storage()
+    flat = torch.empty(0, dtype=value.dtype).set_(storage, 0, (storage.nbytes() // value.element_size(),))
+    moved = flat.to(TEST_DEVICE)
+    return moved.as_strided(value.size(), value.stride(), value.storage_offset())
+
+
 def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 
@@ -128,22 +150,27 @@ class BackendCheck:
         target: str = "llvm",
         fallback_ops: Sequence[str] = (),
         graphs: int | None = 1,
+        calls: int = 1,
     ) -> Any:
         """Compile `fn`, run it on `inputs`, compare with eager and check the stats.
         `inputs` is a list (cloned for each run) or a function making fresh ones
         (which keeps views and their layouts as they are). With `graphs=None`
         Dynamo may split `fn` into any number of graphs; otherwise `fn` is one
-        Dynamo graph (fullgraph) and the stats log has exactly `graphs` records."""
+        Dynamo graph (fullgraph) and the stats log has exactly `graphs` records.
+        With `calls` > 1 the compiled function runs again on fresh inputs (a
+        compiled graph's later calls may take another path than its first)."""
         permalloy.reset_stats()
         make = inputs if callable(inputs) else lambda: clone_inputs(inputs)
         eager_inputs = make()
         expected = fn(*eager_inputs)
-        given = make()
-        actual = self.compile(fn, target, fullgraph=graphs is not None)(*given)
-        assert_outputs_match(actual, expected)
-        for index, (after, eager_after) in enumerate(zip(given, eager_inputs, strict=True)):
-            if isinstance(eager_after, torch.Tensor):
-                assert_tensor_matches(after, eager_after, f"input {index} after the call")
+        compiled = self.compile(fn, target, fullgraph=graphs is not None)
+        for call in range(calls):
+            given = make()
+            actual = compiled(*given)
+            assert_outputs_match(actual, expected)
+            for index, (after, eager_after) in enumerate(zip(given, eager_inputs, strict=True)):
+                if isinstance(eager_after, torch.Tensor):
+                    assert_tensor_matches(after, eager_after, f"input {index} after call {call}")
         assert_stats(target, fallback_ops, graphs)
         return actual
 
@@ -156,6 +183,17 @@ def fresh_backend():
     yield
     torch._dynamo.reset()  # noqa: SLF001
     permalloy.reset_stats()
+
+
+@pytest.fixture
+def triton_device(monkeypatch, tmp_path_factory) -> str:
+    """The device the Triton target's test runs on: `TEST_DEVICE`. On the CPU,
+    Triton's interpreter is on for this test only; permalloy's cache (kernel
+    modules, tuned configurations) is a scratch directory of the session."""
+    if TEST_DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+    return TEST_DEVICE
 
 
 @pytest.fixture

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import TEST_DEVICE, to_test_device
 
 pytestmark = pytest.mark.usefixtures("fresh_backend")
 
@@ -124,6 +125,10 @@ class Case:
     """Also run on the reference target."""
     known_bug: str | None = None
     """What goes wrong today (the case is a strict xfail)."""
+    llvm_bug: str | None = None
+    """What goes wrong on the llvm target only (a strict xfail there)."""
+    triton_bug: str | None = None
+    """What goes wrong on the Triton target only (a strict xfail there)."""
 
     def make_inputs(self) -> list[Any]:
         g = torch.Generator().manual_seed(zlib.crc32(self.name.encode()))
@@ -1125,6 +1130,56 @@ case("cumsum", lambda x: torch.cumsum(x, 1), Fl(3, 6), fallback_ops=("aten.cumsu
 case("sort", lambda x: torch.sort(x, 1), Fl(3, 6), fallback_ops=("aten.sort.default",))
 case("topk", lambda x: torch.topk(x, 2), Fl(3, 6), fallback_ops=("aten.topk.default",))
 
+# -- bfloat16 -------------------------------------------------------------------------
+# Computed in float32 and rounded to bfloat16 once per stored value; compared at
+# bfloat16's tolerance.
+
+_LLVM_BF16_WHOLE_REDUCTION_BUG = (
+    "the llvm target's reduction of a bfloat16 tensor to one element (split across threads) "
+    "widens its float32 partial results again as if they were bfloat16 bits: `zext float to "
+    "i32`, LLVM IR that does not parse"
+)
+case("activation_gelu_bfloat16", F.gelu, Fl(4, 18, dtype=bf16, domain="wide"))
+case("activation_gelu_tanh_bfloat16", lambda x: F.gelu(x, approximate="tanh"), Fl(4, 18, dtype=bf16))
+case("softmax_bfloat16", lambda x: (torch.softmax(x, -1), torch.softmax(x, 0)), Fl(*S, dtype=bf16, domain="wide"))
+case("log_softmax_bfloat16", lambda x: torch.log_softmax(x, -1), Fl(*S, dtype=bf16, domain="wide"))
+case("rms_norm_bfloat16", lambda x, w: F.rms_norm(x, (8,), w, eps=1e-6), Fl(*S, dtype=bf16), Fl(8, dtype=bf16))
+case(
+    "reduce_sum_amax_argmax_bfloat16",
+    lambda x: (x.sum(1), x.amax(-1), x.argmax(0), x.amin(), x.mean(-1, keepdim=True)),
+    Fl(*R, dtype=bf16),
+    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
+)
+case("reduce_var_std_bfloat16", lambda x: (x.var(1), x.std(-1)), Fl(*R, dtype=bf16, domain="wide"))
+case("where_masked_fill_bfloat16", lambda x, m: (torch.where(m, x, -x), x.masked_fill(m, -math.inf)), Fl(*X, dtype=bf16), Bo(*X))
+case("clamp_compare_bfloat16", lambda x: (x.clamp(-0.5, 0.75), x > 0.25, x == x.flip(0)), Fl(*X, dtype=bf16))
+case("mixed_with_float32_bfloat16", lambda x, y: (x * y, x + 1.5, (x.float() * 3).to(bf16)), Fl(*X, dtype=bf16), Fl(*X))
+case("views_bfloat16", lambda x: (x.t() * 2, torch.cat([x, x[:, :3]], 1), x.reshape(-1)[3:40].exp()), Fl(*X, dtype=bf16))
+case("fused_pointwise_chain_bfloat16", lambda x: torch.tanh(x * 2 + 1) * torch.sigmoid(x) - torch.exp(-x * x), Fl(*X, dtype=bf16))
+case("linear_bfloat16", F.linear, Fl(3, 5, dtype=bf16), Fl(4, 5, dtype=bf16), Fl(4, dtype=bf16))
+case("embedding_bfloat16", lambda w, i: F.embedding(i, w) * 2, Fl(10, 8, dtype=bf16), Ix(3, 5, high=10))
+case(
+    "cross_entropy_bfloat16",
+    F.cross_entropy,
+    Fl(4, 7, dtype=bf16, domain="wide"),
+    Ix(4, high=7),
+    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
+)
+case("large_softmax_bfloat16", lambda x: torch.softmax(x, -1), Fl(16, 1000, dtype=bf16, domain="wide"))
+case(
+    "large_layer_norm_bfloat16",
+    lambda x, w, b: F.layer_norm(x, (768,), w, b),
+    Fl(32, 768, dtype=bf16),
+    Fl(768, dtype=bf16),
+    Fl(768, dtype=bf16),
+)
+case(
+    "large_sum_bfloat16",
+    lambda x: (x.sum(1), x.sum(0), x.sum()),
+    Fl(64, 1000, dtype=bf16),
+    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
+)
+
 # -- fused expressions ------------------------------------------------------------------
 
 case(
@@ -1241,18 +1296,18 @@ case("large_embedding", lambda w, i: F.embedding(i, w), Fl(1000, 64), Ix(8, 128,
 # --------------------------------------------------------------------------
 
 
-def _params(cases: Sequence[Case]) -> list:
-    return [
-        pytest.param(
-            c,
-            id=c.name,
-            marks=[pytest.mark.xfail(strict=True, reason=c.known_bug)] if c.known_bug else [],
-        )
-        for c in cases
-    ]
+def _params(cases: Sequence[Case], target: str | None = None) -> list:
+    """The cases as parameters; a case with a bug (of every target, or of
+    `target`) is a strict xfail."""
+    params = []
+    for c in cases:
+        bug = c.known_bug or {"llvm": c.llvm_bug, "triton": c.triton_bug}.get(target)
+        marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
+        params.append(pytest.param(c, id=c.name, marks=marks))
+    return params
 
 
-@pytest.mark.parametrize("case", _params(CASES))
+@pytest.mark.parametrize("case", _params(CASES, "llvm"))
 def test_op_llvm(case: Case, backend_check) -> None:
     backend_check(case.fn, case.make_inputs, "llvm", case.fallback_ops)
 
@@ -1260,6 +1315,35 @@ def test_op_llvm(case: Case, backend_check) -> None:
 @pytest.mark.parametrize("case", _params([c for c in CASES if c.reference]))
 def test_op_reference(case: Case, backend_check) -> None:
     backend_check(case.fn, case.make_inputs, "reference", case.fallback_ops)
+
+
+def triton_cases() -> list[Case]:
+    """The cases of the Triton target: every case on a GPU; under Triton's CPU
+    interpreter (slow: each kernel runs as NumPy) a fixed subset, the cases
+    that also run on the reference target, every bfloat16 case and every
+    fourth of the others in definition order."""
+    if TEST_DEVICE != "cpu":
+        return CASES
+    others = [c for c in CASES if not (c.reference or _is_bfloat16(c))]
+    chosen = {c.name for c in others[::4]}
+    return [c for c in CASES if c.reference or _is_bfloat16(c) or c.name in chosen]
+
+
+def _is_bfloat16(case: Case) -> bool:
+    return "bfloat16" in case.name
+
+
+@pytest.mark.parametrize("case", _params(triton_cases(), "triton"))
+def test_op_triton(case: Case, backend_check, triton_device) -> None:
+    """The case on the Triton target, its inputs on the test device; on a GPU
+    twice (later calls launch the compiled kernels directly)."""
+    backend_check(
+        case.fn,
+        lambda: [to_test_device(x) for x in case.make_inputs()],
+        "triton",
+        case.fallback_ops,
+        calls=1 if triton_device == "cpu" else 2,
+    )
 
 
 def test_case_names_are_unique() -> None:

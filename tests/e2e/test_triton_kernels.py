@@ -165,6 +165,18 @@ def test_dynamic_shapes_reuse_kernels():
         torch.testing.assert_close(fn(x), torch.softmax(x * 2, -1) + x.sum(0), rtol=1e-5, atol=1e-5)
 
 
+def test_later_calls_at_other_sizes_and_alignments():
+    """One compiled graph called again and again: at the same sizes (on a GPU,
+    launched directly after the first call), on views whose data is not
+    16-byte aligned (another specialization of the kernels), at new sizes."""
+    fn = compiled(lambda x, y: torch.softmax(x * 2, -1) + y.sum(0), dynamic=True)
+    base = torch.randn(4000, device=DEVICE)
+    for rows, cols, offset in [(3, 17, 0), (3, 17, 0), (3, 17, 1), (3, 17, 1), (9, 200, 0), (9, 200, 3), (3, 17, 0)]:
+        x = base[offset : offset + rows * cols].view(rows, cols)
+        y = torch.randn(rows, cols, device=DEVICE)
+        torch.testing.assert_close(fn(x, y), torch.softmax(x * 2, -1) + y.sum(0), rtol=1e-5, atol=1e-5)
+
+
 def test_integer_bool_and_half_graphs():
     x, i = torch.randn(7, 90, device=DEVICE), torch.randint(-5, 5, (7,), device=DEVICE)
     out, flags = compiled(lambda x, i: ((x > 0).sum(1) + i * 3, (x > 0.5).any(1)))(x, i)
@@ -181,5 +193,5 @@ def test_kernel_sources_are_dumped_as_python(tmp_path):
     compiled(lambda x: torch.softmax(x, -1), dump_dir=str(tmp_path))(x)
     (kernel,) = sorted(tmp_path.glob("graph_*/*kernel_*.py"))
     text = kernel.read_text()
-    assert "@triton.jit" in text and "def launch(" in text
+    assert "@triton.jit" in text and "def launch(" in text and "def launcher(" in text
     compile(text, str(kernel), "exec")

@@ -11,8 +11,34 @@ from typing import Any
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch.partitioners import min_cut_rematerialization_partition
 
+from permalloy.lowering.attention_math import needs_gradients, rewrite_attention_as_math
 from permalloy.lowering.decompositions import decomposition_table
+
+
+def aten_backend(compiler: Callable) -> Callable:
+    """
+    A torch.compile backend that hands `compiler` each ATen graph AOTAutograd
+    makes of Dynamo's graph, after permalloy's decomposition table: the
+    inference graph, or for training the forward and the backward graph, split
+    by torch's min-cut rematerialization partitioner (which saves few
+    activations and recomputes cheap pointwise work in the backward graph).
+    In a graph that needs gradients, attention is written as math first
+    (`attention_math.py`), so that its backward is made of ops ptensor has.
+    """
+
+    def backend(graph: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+        if needs_gradients(example_inputs):
+            rewrite_attention_as_math(graph)
+        return aot_autograd(
+            fw_compiler=compiler,
+            bw_compiler=compiler,
+            partition_fn=min_cut_rematerialization_partition,
+            decompositions=decomposition_table(),
+        )(graph, example_inputs)
+
+    return backend
 
 
 @dataclass
@@ -26,11 +52,12 @@ class CapturedGraph:
 
 def capturing_backend(into: list[CapturedGraph]) -> Callable:
     """
-    A torch.compile backend that appends each forward ATen graph to `into`,
-    runs it unchanged, and records its arguments on its first run.
+    A torch.compile backend that appends each ATen graph (forward, then
+    backward when training) to `into`, runs it unchanged, and records its
+    arguments on its first run.
     """
 
-    def forward_compiler(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
+    def capture(gm: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         captured = CapturedGraph(gm)
         into.append(captured)
 
@@ -41,9 +68,7 @@ def capturing_backend(into: list[CapturedGraph]) -> Callable:
 
         return run
 
-    return aot_autograd(
-        fw_compiler=forward_compiler, decompositions=decomposition_table()
-    )
+    return aten_backend(capture)
 
 
 def capture_with_inputs(
@@ -65,6 +90,32 @@ def capture_with_inputs(
         compiled = torch.compile(fn, backend=capturing_backend(graphs), dynamic=dynamic)
         with torch.no_grad():
             compiled(*example_inputs)
+    finally:
+        torch._dynamo.reset()
+    return graphs
+
+
+def capture_training_graphs(
+    model: Callable, *example_inputs: Any, dynamic: bool | None = False
+) -> list[CapturedGraph]:
+    """
+    The forward and backward ATen graphs of a training step: `model` is run on
+    `example_inputs` (floating ones made to require gradients) with gradients
+    on, and the sum of its first output is differentiated.
+    """
+    graphs: list[CapturedGraph] = []
+    inputs = [
+        x.detach().clone().requires_grad_(True)
+        if isinstance(x, torch.Tensor) and x.is_floating_point()
+        else x
+        for x in example_inputs
+    ]
+    torch._dynamo.reset()
+    try:
+        compiled = torch.compile(model, backend=capturing_backend(graphs), dynamic=dynamic)
+        output = compiled(*inputs)
+        output = output[0] if isinstance(output, tuple | list) else output
+        output.sum().backward()
     finally:
         torch._dynamo.reset()
     return graphs

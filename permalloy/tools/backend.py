@@ -39,13 +39,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
-from torch._dynamo.backends.common import aot_autograd
-from torch._functorch.partitioners import min_cut_rematerialization_partition
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy.compiler import CompileOptions, boxed, compile_graph
-from permalloy.lowering.attention_math import needs_gradients, rewrite_attention_as_math
-from permalloy.lowering.decompositions import decomposition_table
+from permalloy.lowering.capture import aten_backend
 from permalloy.stats import STATS_LOG, GraphStats
 from permalloy.targets.cuda_graph import CudaGraphRunner
 from permalloy.targets.registry import available_targets
@@ -184,13 +181,4 @@ def permalloy_backend(
 ) -> Callable:
     """The entry point torch.compile calls with Dynamo's graph."""
     compile_options = parse_options(options, mode)
-    if needs_gradients(example_inputs):
-        rewrite_attention_as_math(graph)
-    compiler = graph_compiler(compile_options)
-    backend = aot_autograd(
-        fw_compiler=compiler,
-        bw_compiler=compiler,
-        partition_fn=min_cut_rematerialization_partition,
-        decompositions=decomposition_table(),
-    )
-    return backend(graph, example_inputs)
+    return aten_backend(graph_compiler(compile_options))(graph, example_inputs)

@@ -24,6 +24,7 @@ error without loosening the bound on any gradient of real size.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -81,7 +82,7 @@ def compile_for_training(fn: Callable, target: str = "llvm", **options) -> Calla
 def _output_weights(output: torch.Tensor) -> torch.Tensor:
     """A fixed, non-uniform upstream gradient for an output."""
     generator = torch.Generator().manual_seed(1234)
-    return torch.randn(output.shape, generator=generator, dtype=output.dtype)
+    return torch.randn(output.shape, generator=generator, dtype=output.dtype).to(output.device)
 
 
 def run_and_differentiate(fn: Callable, inputs: Sequence[torch.Tensor], parameters: Sequence[nn.Parameter] = ()):
@@ -213,10 +214,10 @@ def test_op_gradients_match_eager(case: GradCase) -> None:
 # --------------------------------------------------------------------------
 
 
-def _model_gradients(name: str, target: str, fusion: bool = True, dtype=torch.float32):
+def _model_gradients(name: str, target: str, fusion: bool = True, device: str = "cpu"):
     case = make_case(name)
-    model = case.model.train().to(dtype)
-    inputs = [x.to(dtype) if x.is_floating_point() else x for x in case.inputs]
+    model = case.model.train().to(device)
+    inputs = [x.to(device) for x in case.inputs]
     reference = copy.deepcopy(model)
     names = [f"input {i}" for i, x in enumerate(inputs) if x.is_floating_point()]
     names += [n for n, _ in model.named_parameters()]
@@ -243,13 +244,24 @@ def test_zoo_model_gradients_without_fusion(name: str) -> None:
     assert_compiled_without_fallbacks("llvm")
 
 
-@pytest.mark.parametrize("name", ["mlp", "causal_attention", "conv_bn_relu"])
+DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+"""`cuda` runs the Triton target's training tests on a GPU, for every zoo model."""
+
+TRITON_CASES = list(CASES) if DEVICE == "cuda" else ["mlp", "causal_attention", "conv_bn_relu"]
+"""Zoo models trained on the Triton target: a few under Triton's CPU
+interpreter (slow), all of them on a GPU."""
+
+
+@pytest.mark.parametrize("name", TRITON_CASES)
 def test_zoo_model_gradients_on_the_triton_target(name: str, monkeypatch, tmp_path) -> None:
-    """The same forward and backward graphs as Triton kernels, run by Triton's
-    CPU interpreter."""
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    """The same forward and backward graphs as Triton kernels, on a GPU with
+    `PERMALLOY_TEST_DEVICE=cuda`, else in Triton's CPU interpreter."""
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
-    (actual_output, expected_output), (actual, expected), names = _model_gradients(name, "triton")
+    (actual_output, expected_output), (actual, expected), names = _model_gradients(
+        name, "triton", device=DEVICE
+    )
     assert_gradients_match([actual_output], [expected_output], ["output"])
     assert_gradients_match(actual, expected, names)
     assert_compiled_without_fallbacks("triton")

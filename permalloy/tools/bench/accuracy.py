@@ -10,11 +10,13 @@ gradients are on average (their root mean square). A gradient that is zero in
 exact arithmetic (a conv bias before training-mode batch norm, the key bias of
 attention) holds rounding noise in eager and in any backend alike; the floor
 measures that noise against the scale of the gradients rather than against
-itself. Gradients pass a looser bar than outputs (`GRADIENT_TOLERANCES`): they
-go through discontinuities such as ReLU's, where an output that rounds to the
-other side of zero moves whole terms of the weights' gradients (one such
-element of a batch norm + ReLU over two million elements is 1e-3 of its bias's
-gradient norm). Smooth models reach about 1e-6 in float32.
+itself. Gradients pass the same bar as outputs (`GRADIENT_TOLERANCES`, 1e-4
+in float32). A discontinuity such as ReLU's can exceed it where a value rounds
+to the other side of zero in one backend and not in the other: that moves a
+whole term of the weights' gradients (one such element of a batch norm + ReLU
+over two million elements is 1e-3 of its bias's gradient norm). Such a case is
+reported as failing, with its error, rather than hidden by a looser bar.
+Smooth models reach about 1e-6 in float32.
 """
 
 from __future__ import annotations
@@ -37,12 +39,7 @@ TOLERANCES = {
 }
 """The pass bar of the relative error, by the dtype of eager's outputs."""
 
-GRADIENT_TOLERANCES = {
-    torch.float64: 1e-5,
-    torch.float32: 1e-2,
-    torch.float16: 5e-2,
-    torch.bfloat16: 1e-1,
-}
+GRADIENT_TOLERANCES = dict(TOLERANCES)
 """The pass bar of the largest gradient error, by the dtype of eager's gradients:
 in float32, about ten ReLU inputs of a million rounding to the other side of zero."""
 

@@ -280,7 +280,7 @@ def _legend(backends: tuple[str, ...], train: bool) -> list[str]:
             "compile s: first step, Dynamo and forward and backward graphs included; "
             "grad err: largest over gradients g of ||g - eager|| / max(||eager||, floor), "
             f"floor = {GRADIENT_FLOOR:g} x sqrt(numel) x RMS of eager's gradients "
-            "(FAIL above 1e-2 for float32; each gradient's error in the JSON)",
+            "(FAIL above 1e-4 for float32; each gradient's error in the JSON)",
         ]
     else:
         lines.append(

@@ -2,7 +2,8 @@
 The host program: a buffer-level function turned into generated Python.
 
 Each op of the function becomes one line of Python: symbols are read off the
-argument shapes, `buffer.alloc` is `torch.empty_strided`, `buffer.view` is
+argument shapes, `buffer.alloc` calls torch's allocator for the arguments'
+device (chosen once per call, `allocator`), `buffer.view` is
 `torch.as_strided`, `buffer.launch` calls a compiled kernel, `buffer.extern`
 calls torch. The source is kept (`HostProgram.source`) so that it can be read
 and dumped; running it walks no IR.
@@ -52,6 +53,29 @@ def python_expr(expr: sympy.Expr) -> str:
         name = "min" if isinstance(expr, sympy.Min) else "max"
         return f"{name}(" + ", ".join(python_expr(a) for a in expr.args) + ")"
     raise ValueError(f"cannot compute '{expr}' in the host program")
+
+
+def allocator(tensor: torch.Tensor) -> Any:
+    """The function `(sizes, strides, dtype) -> tensor` allocating on `tensor`'s
+    device: torch's own allocation without argument parsing (as Inductor's
+    programs call it) on the CPU and on the current CUDA device, else
+    `torch.empty_strided` on that device."""
+    fast = _FAST_ALLOCATORS.get(tensor.device.type)
+    if fast is not None and (tensor.is_cpu or tensor.get_device() == torch._C._cuda_getDevice()):  # noqa: SLF001
+        return fast
+    device = tensor.device
+    return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+
+
+def _fast_allocators() -> dict[str, Any]:
+    guards = getattr(torch._C, "_dynamo", None)  # noqa: SLF001
+    guards = getattr(guards, "guards", None)
+    found = {"cpu": getattr(guards, "_empty_strided_cpu", None), "cuda": getattr(guards, "_empty_strided_cuda", None)}
+    return {device: function for device, function in found.items() if function is not None}
+
+
+_FAST_ALLOCATORS = _fast_allocators()
+"""torch's allocation functions by device type (a constant of the torch build)."""
 
 
 def _tuple(exprs: Sequence[sympy.Expr]) -> str:
@@ -183,20 +207,30 @@ class _Emitter:
     def _emit_alloc(self, op: buf.AllocOp) -> None:
         layout = buf.buffer_type(op.result)
         dtype = self.constant("dtype", torch_dtype(layout.element_type))
-        device = self._device()
         name = self.name(op.result)
         self.roots[op.result] = name
-        self.lines.append(
-            f"{name} = torch.empty_strided({_tuple(layout.sizes)}, "
-            f"{_tuple(layout.strides.data)}, dtype={dtype}, device={device})"
-        )
+        sizes, strides = _tuple(layout.sizes), _tuple(layout.strides.data)
+        first = self._first_tensor()
+        if first is None:
+            device = repr(getattr(self.target, "device", "cpu"))
+            self.lines.append(f"{name} = torch.empty_strided({sizes}, {strides}, dtype={dtype}, device={device})")
+            return
+        if "alloc" not in self.bound:
+            self.lines.append(f"alloc = {self.constant('allocator', allocator)}({first})")
+            self.bound.add("alloc")
+        self.lines.append(f"{name} = alloc({sizes}, {strides}, {dtype})")
+
+    def _first_tensor(self) -> str | None:
+        """The name of the program's first tensor argument, if any."""
+        for arg in self.function.body.block.args:
+            if isinstance(arg.type, buf.BufferType):
+                return self.name(arg)
+        return None
 
     def _device(self) -> str:
-        tensors = [
-            a for a in self.function.body.block.args if isinstance(a.type, buf.BufferType)
-        ]
-        if tensors:
-            return f"{self.name(tensors[0])}.device"
+        first = self._first_tensor()
+        if first is not None:
+            return f"{first}.device"
         return repr(getattr(self.target, "device", "cpu"))
 
     def _emit_launch(self, op: buf.LaunchOp) -> None:

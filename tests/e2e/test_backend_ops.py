@@ -1335,15 +1335,23 @@ def _is_bfloat16(case: Case) -> bool:
 
 @pytest.mark.parametrize("case", _params(triton_cases(), "triton"))
 def test_op_triton(case: Case, backend_check, triton_device) -> None:
-    """The case on the Triton target, its inputs on the test device; on a GPU
-    twice (later calls launch the compiled kernels directly)."""
-    backend_check(
-        case.fn,
-        lambda: [to_test_device(x) for x in case.make_inputs()],
-        "triton",
-        case.fallback_ops,
-        calls=1 if triton_device == "cpu" else 2,
-    )
+    """The case on the Triton target, its inputs on the test device. On a GPU,
+    tensors the case makes (`torch.arange(7)`) are made there too (the default
+    device), and the compiled function runs twice (later calls launch the
+    compiled kernels directly)."""
+
+    def make_inputs() -> list[Any]:
+        with torch.device("cpu"):  # seeded CPU generators make the inputs
+            return [to_test_device(x) for x in case.make_inputs()]
+
+    with torch.device(triton_device):
+        backend_check(
+            case.fn,
+            make_inputs,
+            "triton",
+            case.fallback_ops,
+            calls=1 if triton_device == "cpu" else 2,
+        )
 
 
 def test_case_names_are_unique() -> None:

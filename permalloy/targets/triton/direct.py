@@ -22,17 +22,26 @@ def direct_launch_available() -> bool:
     """Whether compiled kernels can be launched directly: Triton's launchers take
     every parameter of the function, compile-time ones included (Triton 3.3
     and later, which dropped `AttrsDescriptor`), and no launch hook (a
-    profiler's) is installed, which only Triton's own launch path calls."""
+    profiler's) is installed, which only Triton's own launch path calls.
+    Read when a kernel is compiled: a hook installed later sees only first calls."""
+    import torch
     import triton.backends.compiler
     import triton.compiler.compiler
 
+    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # noqa: SLF001 - a build without CUDA
+        return False
     if hasattr(triton.backends.compiler, "AttrsDescriptor") or hasattr(triton.compiler.compiler, "AttrsDescriptor"):
         return False
     try:
         from triton import knobs
     except ImportError:
         return False
-    return knobs.runtime.launch_enter_hook is None and knobs.runtime.launch_exit_hook is None
+    return not (_installed(knobs.runtime.launch_enter_hook) or _installed(knobs.runtime.launch_exit_hook))
+
+
+def _installed(hook: Any) -> bool:
+    """Whether a launch hook does anything: set, or a chain of hooks holding one."""
+    return hook is not None and bool(getattr(hook, "calls", True))
 
 
 def compiled_launches(kernels: Sequence[Any]) -> list[Launch] | None:

@@ -253,13 +253,28 @@ def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]
 
 
 def _reduction_mode(addresses, rank: int, reduction_rank: int) -> str:
-    """`outer` when more loads are contiguous along d_last than along r_last."""
+    """
+    The mode whose vector variable leaves fewer loads to gather: a load is
+    contiguous along the vector variable, uniform when it does not depend on
+    it, and gathered otherwise. On a tie, `outer` when more loads are
+    contiguous along d_last than along r_last.
+    """
     if rank == 0:
         return INNER
+    addresses = list(addresses)
     last_d, last_r = symbol(f"d{rank - 1}"), symbol(f"r{reduction_rank - 1}")
+    gathers_d = sum(_gathered(a, last_d) for a in addresses)
+    gathers_r = sum(_gathered(a, last_r) for a in addresses)
+    if gathers_d != gathers_r:
+        return OUTER if gathers_d < gathers_r else INNER
     along_d = sum(_unit_stride(a, last_d) for a in addresses)
     along_r = sum(_unit_stride(a, last_r) for a in addresses)
     return OUTER if along_d > along_r else INNER
+
+
+def _gathered(address: sympy.Expr, var: sympy.Symbol) -> bool:
+    """Whether a vector of `var` reads `address` with a gather."""
+    return var in address.free_symbols and not _unit_stride(address, var)
 
 
 def _unit_stride(address: sympy.Expr, var: sympy.Symbol) -> bool:

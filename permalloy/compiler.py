@@ -23,7 +23,7 @@ from xdsl.passes import ModulePass
 
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
-from permalloy.dialects.sym import SymExprAttr
+from permalloy.dialects.sym import SymExprAttr, format_expr
 from permalloy.passes import build_pipeline
 from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import GraphStats
@@ -122,8 +122,13 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     if dumper is not None:
         dumper.write("host.py", program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
+    hints = symbol_hints(graph, imported.symbols)
+    peak = planned_peak_expr(module)
     stats = GraphStats(
         peak_intermediate_bytes=_planned_peak(module),
+        peak_intermediate_expr=None if peak is None else format_expr(peak),
+        peak_intermediate_bytes_first_call=_evaluate(peak, hints),
+        size_symbols=hints,
         target=options.target,
         kernels=program.kernel_count,
         extern_calls=program.extern_count,
@@ -218,8 +223,9 @@ def _symbol_readers(function: func.FuncOp) -> dict[str, str]:
     return readers
 
 
-def _planned_peak(module: ModuleOp) -> int | None:
-    from xdsl.dialects import func
+def planned_peak_expr(module: ModuleOp) -> sympy.Expr | None:
+    """The planned peak of the module's function (`plan-memory`'s attribute):
+    a constant, an expression of the size symbols, or None without a plan."""
     from xdsl.dialects.builtin import IntegerAttr
 
     from permalloy.passes.plan_memory import PEAK_ATTR
@@ -227,8 +233,49 @@ def _planned_peak(module: ModuleOp) -> int | None:
     for function in module.ops:
         if isinstance(function, func.FuncOp):
             peak = function.attributes.get(PEAK_ATTR)
-            return peak.value.data if isinstance(peak, IntegerAttr) else None
+            if isinstance(peak, IntegerAttr):
+                return sympy.Integer(peak.value.data)
+            if isinstance(peak, SymExprAttr):
+                return peak.expr
+            return None
     return None
+
+
+def _planned_peak(module: ModuleOp) -> int | None:
+    """The planned peak in bytes when it is a constant, else None."""
+    peak = planned_peak_expr(module)
+    return int(peak) if peak is not None and peak.is_Integer else None
+
+
+def _evaluate(expr: sympy.Expr | None, values: dict[str, int]) -> int | None:
+    """An expression's value at the given symbol values; None when unknown."""
+    if expr is None:
+        return None
+    value = expr.subs({s: values[s.name] for s in expr.free_symbols if s.name in values})
+    return int(value) if value.is_Integer else None
+
+
+def symbol_hints(graph: torch.fx.GraphModule, symbols: dict[str, str]) -> dict[str, int]:
+    """The values of permalloy's size symbols at the sizes the graph was traced
+    for (the first call's), from Dynamo's shape environment; `symbols` maps
+    Dynamo's names to permalloy's."""
+    if not symbols:
+        return {}
+    for node in graph.graph.nodes:
+        example = node.meta.get("val")
+        sizes = example.shape if isinstance(example, torch.Tensor) else [example]
+        for size in sizes:
+            if isinstance(size, torch.SymInt):
+                env = size.node.shape_env
+                known = getattr(env, "backed_var_to_val", None)
+                known = env.var_to_val if known is None else known
+                return {
+                    ours: int(value)
+                    for theirs, ours in symbols.items()
+                    for symbol, value in known.items()
+                    if symbol.name == theirs
+                }
+    return {}
 
 
 def boxed(program: Callable[..., Any]) -> Callable[..., Any]:

@@ -22,8 +22,20 @@ class GraphStats:
     fallback_ops: list[str] = field(default_factory=list)
     compile_seconds: float = 0.0
     peak_intermediate_bytes: int | None = None
-    """The planned peak of bytes the compiled program allocates (None when
-    sizes are symbolic)."""
+    """The planned peak of bytes the compiled program allocates, when it is
+    the same for every call (None when it depends on size symbols: see
+    `peak_intermediate_expr`)."""
+    peak_intermediate_expr: str | None = None
+    """The planned peak as an expression of the size symbols, in `#sym.expr`
+    syntax (`s0 * 384`, `max(s0 * 64, s0 * s1 * 4)`); the number itself for a
+    graph of constant sizes; None when no plan was made."""
+    peak_intermediate_bytes_first_call: int | None = None
+    """The planned peak at the sizes the graph was compiled for (the first
+    call's, `size_symbols`); equal to `peak_intermediate_bytes` for a graph
+    of constant sizes."""
+    size_symbols: dict[str, int] = field(default_factory=dict)
+    """The values of the size symbols (`s0`, ...) at compilation, the first
+    call's sizes: empty for a graph of constant sizes."""
     compiled: bool = True
     """False when the graph fell back to eager as a whole."""
     reason: str = ""

@@ -14,8 +14,9 @@ from xdsl.passes import ModulePass
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.sym import parallel_index
+from permalloy.dialects.sym import SymExprAttr, parallel_index
 from permalloy.dtypes import torch_dtype
+from permalloy.lowering.index_algebra import always_nonnegative
 
 FRESH_RESULT_OPS: tuple[type[Operation], ...] = (
     *pt.LIBRARY_OPS,
@@ -30,7 +31,9 @@ over or handed to another allocation."""
 
 PEAK_ATTR = "permalloy.peak_intermediate_bytes"
 """Function attribute: the planned peak of bytes held by the buffers the
-program allocates (a constant; absent when sizes are symbolic)."""
+program allocates: an integer when sizes are constants, else a `#sym.expr`
+over the size symbols (a `max` of the totals at the program points no other
+provably dominates)."""
 
 
 @dataclass(frozen=True)
@@ -51,8 +54,15 @@ class PlanMemoryPass(ModulePass):
     calls that may alias their inputs (fallbacks); an in-place update needs the
     only input using that memory. Buffers the function returns live to its
     end. The planned peak of allocated bytes is recorded on the function as
-    `permalloy.peak_intermediate_bytes` when sizes are constants.
-    `reuse=false` and `in-place=false` turn those decisions off.
+    `permalloy.peak_intermediate_bytes`, an integer, or a `#sym.expr` when
+    sizes are symbolic. `reuse=false` and `in-place=false` turn those
+    decisions off.
+
+    With symbolic sizes every decision holds for all values of the symbols:
+    a donor is large enough when its bytes minus the needed ones are provably
+    non-negative (`s0 * 32` holds `s0 * 16`, never `64`), and an in-place
+    update needs the input's layout provably equal to the result's (written
+    over through a `buffer.view` when the two are spelled differently).
 
     Before:
     ```
@@ -99,8 +109,41 @@ def _bytes(layout: buf.BufferType) -> sympy.Expr:
 
 
 def _at_least(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether `a >= b` for every positive value of the size symbols."""
     difference = sympy.expand(a - b)
-    return bool(difference.is_nonnegative) or (difference.is_Integer and int(difference) >= 0)
+    if difference.is_Integer:
+        return int(difference) >= 0
+    return bool(difference.is_nonnegative) or always_nonnegative(difference, {})
+
+
+def _provably_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
+    """Whether two size expressions are equal for every value of the symbols."""
+    return a == b or sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0
+
+
+def _same_layout(a: buf.BufferType, b: buf.BufferType) -> bool:
+    """Whether two buffer layouts are provably the same memory layout."""
+    return (
+        a.element_type == b.element_type
+        and len(a.sizes) == len(b.sizes)
+        and all(_provably_equal(x, y) for x, y in zip(a.sizes, b.sizes))
+        and all(_provably_equal(x, y) for x, y in zip(a.strides.data, b.strides.data))
+        and _provably_equal(a.offset.expr, b.offset.expr)
+    )
+
+
+def peak_of(totals: list[sympy.Expr]) -> sympy.Expr:
+    """The largest of byte totals for every value of the size symbols: the
+    totals no other provably covers, under one `max` when several remain."""
+    kept: list[sympy.Expr] = []
+    for total in totals:
+        if any(_at_least(other, total) for other in kept):
+            continue
+        kept = [other for other in kept if not _at_least(total, other)]
+        kept.append(total)
+    if not kept:
+        return sympy.Integer(0)
+    return sympy.Max(*kept)
 
 
 @dataclass
@@ -191,7 +234,11 @@ class _Planner:
         ]
         if not fitting:
             return None
-        return min(fitting, key=lambda d: sympy.default_sort_key(_bytes(buf.buffer_type(d))))
+        sizes = {d: _bytes(buf.buffer_type(d)) for d in fitting}
+        for donor in fitting:
+            if all(_at_least(sizes[other], sizes[donor]) for other in fitting):
+                return donor
+        return min(fitting, key=lambda d: sympy.default_sort_key(sizes[d]))
 
     def _in_place_target(self, alloc: buf.AllocOp, position: int, ops: list[Operation]) -> SSAValue | None:
         """An input of the launch writing `alloc` that dies there and that its
@@ -209,11 +256,18 @@ class _Planner:
             if (
                 self._writable(root)
                 and self.last_use.get(root) == position + 1
-                and value.type == layout
+                and isinstance(value.type, buf.BufferType)
+                and _same_layout(value.type, layout)
                 and roots.count(root) == 1
                 and _reads_only_where_it_writes(kernel, index)
             ):
-                return value
+                if value.type == layout:
+                    return value
+                # the same layout spelled differently: write through a view
+                view = buf.ViewOp(value, layout)
+                alloc.parent_block().insert_op_before(view, alloc)  # type: ignore[union-attr]
+                ops[position] = view
+                return view.result
         return None
 
     def _insert_frees(self, ops: list[Operation]) -> None:
@@ -225,19 +279,18 @@ class _Planner:
 
     def _record_peak(self) -> None:
         live: dict[SSAValue, sympy.Expr] = {}
-        peak: sympy.Expr = sympy.Integer(0)
+        totals: list[sympy.Expr] = []
         for op in self.function.body.block.ops:
             for result in op.results:
                 if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
                     live[result] = _bytes(buf.buffer_type(result))
             if isinstance(op, buf.DeallocOp):
                 live.pop(op.buffer, None)
-            total = sympy.expand(sum(live.values(), sympy.Integer(0)))
-            if total.is_Integer and peak.is_Integer:
-                peak = max(peak, total)
-            else:
-                return
-        self.function.attributes[PEAK_ATTR] = IntegerAttr(int(peak), 64)
+            totals.append(sympy.expand(sum(live.values(), sympy.Integer(0))))
+        peak = peak_of(totals)
+        self.function.attributes[PEAK_ATTR] = (
+            IntegerAttr(int(peak), 64) if peak.is_Integer else SymExprAttr(peak)
+        )
 
 
 def _reads_only_where_it_writes(kernel: buf.KernelOp, index: int) -> bool:

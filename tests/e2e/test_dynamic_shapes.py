@@ -284,8 +284,38 @@ def test_automatic_dynamic_recompiles_once(backend_check) -> None:
         _check_call(backend_check, compiled, _softmax_residual, [_randn(rows, cols), _randn(rows, cols)])
         counts.append(_graphs("llvm"))
     assert counts == [1, 2, 2], permalloy.stats()
-    first, second = permalloy.stats()
-    assert isinstance(first["peak_intermediate_bytes"], int)
+    static, dynamic = permalloy.stats()
+    assert static["peak_intermediate_expr"] == str(static["peak_intermediate_bytes"])
+    assert static["size_symbols"] == {}
+    assert dynamic["peak_intermediate_bytes"] is None
+    assert dynamic["size_symbols"] and set(dynamic["size_symbols"].values()) == set(SIZES[1])
+
+
+def _peak(record: dict[str, Any], sizes: dict[str, int]) -> int:
+    """A record's planned peak evaluated at the given symbol values."""
+    from xdsl.parser import Parser
+
+    from permalloy.dialects import make_context
+    from permalloy.dialects.sym import symbol
+
+    text = f"#sym.expr<{record['peak_intermediate_expr']}>"
+    expr = Parser(make_context(), text).parse_attribute().expr  # type: ignore[attr-defined]
+    return int(expr.subs({symbol(name): value for name, value in sizes.items()}))
+
+
+def test_planned_peak_is_an_expression_of_the_sizes(backend_check) -> None:
+    """The stats of a graph over size symbols: the planned peak as an
+    expression, and its value at the first call's sizes."""
+    fn = lambda x: torch.softmax(x.t() * 2, -1).exp() + 1  # noqa: E731
+    run_sizes(backend_check, fn, lambda n, m: [_randn(n, m)], "llvm")
+    (record,) = permalloy.stats()
+    n, m = SIZES[0]
+    assert record["size_symbols"] == {"s0": n, "s1": m}
+    assert record["peak_intermediate_bytes"] is None
+    assert record["peak_intermediate_bytes_first_call"] == _peak(record, record["size_symbols"])
+    # at least the result ([m, n] f32), at most every buffer at once
+    for n, m in SIZES:
+        assert 4 * n * m <= _peak(record, {"s0": n, "s1": m}) <= 3 * 4 * n * m
 
 
 # --------------------------------------------------------------------------

@@ -20,10 +20,10 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
-from permalloy.compiler import _planned_peak
+from permalloy.compiler import _planned_peak, planned_peak_expr
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import make_context
-from permalloy.dialects.sym import symbol
+from permalloy.dialects.sym import FloorDiv, SymExprAttr, symbol
 from permalloy.dtypes import torch_dtype
 from permalloy.interpreter.levels import run_module_function
 from permalloy.passes import build_pipeline
@@ -33,11 +33,14 @@ from permalloy.passes.plan_memory import (
     _bytes,
     _Planner,
     _reads_only_where_it_writes,
+    _same_layout,
+    peak_of,
 )
 from permalloy.targets.host import build_host_program
 from permalloy.targets.registry import kernel_target
 
 LIT_TEST = Path(__file__).parents[1] / "filecheck" / "passes" / "plan_memory.mlir"
+SYMBOLIC_LIT_TEST = LIT_TEST.with_name("plan_memory_symbolic.mlir")
 
 # --------------------------------------------------------------------------
 # Helpers
@@ -294,23 +297,56 @@ def test_a_chain_holds_two_buffers_at_a_time(options, peak):
     assert len(allocs) == (2 if options == "" else 6)
 
 
-def test_no_peak_is_recorded_for_symbolic_sizes():
-    module = parse(_chain(3).replace("[64]", "[s0]").replace("63 - d0", "d0"))
+def test_the_peak_of_symbolic_sizes_is_an_expression():
+    module = parse(_chain(3).replace("[64]", "[s0]").replace("63 - d0", "s0 - 1 - d0"))
     build_pipeline("plan-memory").apply(make_context(), module)
     function = next(op for op in module.walk() if isinstance(op, func.FuncOp))
-    assert PEAK_ATTR not in function.attributes
-    assert _planned_peak(module) is None
+    peak = function.attributes[PEAK_ATTR]
+    assert isinstance(peak, SymExprAttr)
+    assert sympy.expand(peak.expr - 8 * symbol("s0")) == 0
+    assert planned_peak_expr(module) == peak.expr
+    assert _planned_peak(module) is None, "not a constant"
+
+
+def test_the_peak_keeps_the_totals_no_other_covers():
+    s0, s1 = symbol("s0"), symbol("s1")
+    assert peak_of([]) == 0
+    assert peak_of([sympy.Integer(8), sympy.Integer(24), sympy.Integer(16)]) == 24
+    assert peak_of([4 * s0, 8 * s0, 8 * s0 - 4]) == 8 * s0
+    assert peak_of([4 * s0, sympy.Integer(64)]) == sympy.Max(4 * s0, 64), "s0 may be small"
+    assert peak_of([4 * s0 + 4 * s1, 8 * s0, 4 * s1]) == sympy.Max(4 * s0 + 4 * s1, 8 * s0)
+
+
+def test_at_least_sees_floordiv_sizes_as_non_negative():
+    s0 = symbol("s0")
+    half = FloorDiv(s0, 2)
+    assert _at_least(32 * half, 16 * half)
+    assert not _at_least(16 * half, 32 * half)
+    assert not _at_least(16 * half, 16 * s0)
+
+
+def test_the_donor_is_one_that_fits_in_every_other():
+    planner, v = _planner_over([("wide", B("s0, s1 + 1")), ("exact", B("s0, s1")), ("tall", B("s0 + 2, s1"))])
+    planner.free = [v["wide"], v["tall"], v["exact"]]
+    assert planner._donor(buffer_type(B("s1, s0"))) is v["exact"]
+    assert planner._donor(buffer_type(B("s0, s1 + 1"))) is v["wide"]
+
+
+def test_layouts_spelled_differently_are_the_same_layout():
+    assert _same_layout(buffer_type(B("s0 * (s1 + 1)")), buffer_type(B("s0 * s1 + s0")))
+    assert not _same_layout(buffer_type(B("s0 * s1")), buffer_type(B("s0 * s1 + s0")))
+    assert not _same_layout(buffer_type(B("s0, 4")), buffer_type(B("s0, 4", "f32", ", strides [1, s0]")))
 
 
 # --------------------------------------------------------------------------
 # The pass preserves results
 # --------------------------------------------------------------------------
 
-SIZES = {symbol("s0"): 3}
+SIZES = {symbol("s0"): 5, symbol("s1"): 3}
 
 
-def _lit_module() -> ModuleOp:
-    text = "\n".join(line for line in LIT_TEST.read_text().splitlines() if not line.startswith("//"))
+def _lit_module(path: Path = LIT_TEST) -> ModuleOp:
+    text = "\n".join(line for line in path.read_text().splitlines() if not line.startswith("//"))
     return parse(text)
 
 
@@ -319,6 +355,7 @@ def _functions(module: ModuleOp) -> list[str]:
 
 
 LIT_FUNCTIONS = _functions(_lit_module())
+SYMBOLIC_FUNCTIONS = _functions(_lit_module(SYMBOLIC_LIT_TEST))
 
 
 def _inputs(function: func.FuncOp) -> list[torch.Tensor]:
@@ -348,9 +385,13 @@ def test_the_lit_test_has_the_cases_it_documents():
 
 
 @pytest.mark.parametrize("options", ["", "{in-place=false}", "{reuse=false}"])
-@pytest.mark.parametrize("name", LIT_FUNCTIONS)
-def test_plan_memory_preserves_results(name, options):
-    before = _one_function(_lit_module(), name)
+@pytest.mark.parametrize(
+    "path, name",
+    [(LIT_TEST, n) for n in LIT_FUNCTIONS] + [(SYMBOLIC_LIT_TEST, n) for n in SYMBOLIC_FUNCTIONS],
+    ids=LIT_FUNCTIONS + SYMBOLIC_FUNCTIONS,
+)
+def test_plan_memory_preserves_results(path, name, options):
+    before = _one_function(_lit_module(path), name)
     after = before.clone()
     build_pipeline(f"plan-memory{options}").apply(make_context(), after)
     after = parse(str(after))

@@ -398,8 +398,10 @@ func.func @unused(%x: !buffer.buffer<[4, 4], f32>) -> !buffer.buffer<[4, 4], f32
 }
 
 // Symbolic sizes: a dead [s0, 4] buffer holds a new [s0, 4] one, never an
-// [s0, 8] one; the peak is not a constant, so no attribute.
-// CHECK-LABEL: func.func @symbolic(%x: !buffer.buffer<[s0, 4], f32>) -> (!buffer.buffer<[s0, 4], f32>, !buffer.buffer<[s0, 8], f32>) {
+// [s0, 8] one; the peak is an expression of s0 (plan_memory_symbolic.mlir
+// has more symbolic cases).
+// CHECK-LABEL: func.func @symbolic(%x: !buffer.buffer<[s0, 4], f32>) -> (!buffer.buffer<[s0, 4], f32>, !buffer.buffer<[s0, 8], f32>)
+// CHECK-SAME:    attributes {permalloy.peak_intermediate_bytes = #sym.expr<s0 * 48>} {
 // CHECK-NEXT:    %a = buffer.alloc : !buffer.buffer<[s0, 4], f32>
 // CHECK-NEXT:    buffer.launch @exp_s ins(%x : {{.*}}) outs(%a : {{.*}})
 // CHECK-NEXT:    %b = buffer.alloc : !buffer.buffer<[s0, 4], f32>

@@ -228,8 +228,9 @@ def test_optimizer_step_updates_parameters(target: str, backend_check, request) 
     torch.manual_seed(0)
     eager = nn.Sequential(nn.Linear(6, 8), nn.Tanh(), nn.Linear(8, 3)).to(device)
     trained = copy.deepcopy(eager)
-    eager_optimizer = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9)
-    optimizer = torch.optim.SGD(trained.parameters(), lr=0.1, momentum=0.9)
+    # one loop over the parameters on every device (CUDA's default, foreach, is not decomposed)
+    eager_optimizer = torch.optim.SGD(eager.parameters(), lr=0.1, momentum=0.9, foreach=False)
+    optimizer = torch.optim.SGD(trained.parameters(), lr=0.1, momentum=0.9, foreach=False)
 
     def step(model, optimizer, x):
         optimizer.zero_grad()

@@ -182,6 +182,10 @@ FUNCTIONS: dict[str, tuple[Callable, Inputs]] = {
         lambda n, m: [_randn(n, m)],
     ),
     "size_scalar": (lambda x: x * x.shape[0] + x.shape[1], lambda n, m: [_randn(n, m)]),
+    "size_true_division": (
+        lambda x: x * (x.shape[0] / (x.shape[1] - 1)) + x.shape[1] ** 2 / 4,
+        lambda n, m: [_randn(n, m)],
+    ),
 }
 
 
@@ -356,6 +360,35 @@ def test_backward_serves_every_size(name: str, backend_check) -> None:
         expected = _gradients(model, model, x)
         actual = _gradients(model, compiled, x)
         backend_check.assert_outputs_match(actual, expected)
+    assert _graphs("llvm") == 2, "one forward and one backward graph"
+
+
+def test_batch_norm_statistics_over_symbolic_batches(backend_check) -> None:
+    """Batch norm in training mode: the running variance is updated with the
+    unbiased estimate, a float of sizes (`n / (n - 1)`), at every size."""
+    torch.manual_seed(0)
+    model, reference = nn.BatchNorm1d(5).train(), nn.BatchNorm1d(5).train()
+    compiled = _compile(model, "llvm")
+    for n, m in SIZES:
+        x = _randn(n, 5, m)
+        with torch.no_grad():
+            backend_check.assert_outputs_match(compiled(x), reference(x))
+        for name in ("running_mean", "running_var"):
+            backend_check.assert_tensor_matches(getattr(model, name), getattr(reference, name), name)
+    assert _graphs("llvm") == 1, permalloy.stats()
+
+
+def test_conv_batch_norm_backward_serves_every_size(backend_check) -> None:
+    """Training through a convolution and batch norm over a symbolic batch
+    and length (the variance's `n / (n - 1)` is a float of sizes)."""
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Conv1d(3, 4, 3, bias=False), nn.BatchNorm1d(4), nn.ReLU()).train()
+    compiled = _compile(model, "llvm")
+    for batch, length in [(2, 9), (5, 6), (7, 13)]:
+        x = _randn(batch, 3, length)
+        backend_check.assert_outputs_match(
+            _gradients(model, compiled, x), _gradients(model, model, x)
+        )
     assert _graphs("llvm") == 2, "one forward and one backward graph"
 
 

@@ -12,6 +12,7 @@ from typing import Any
 import sympy
 import torch
 from torch import fx
+from torch.utils._sympy import functions as torch_functions
 from xdsl.ir import Attribute, Block, Operation, SSAValue
 
 from permalloy import dtypes
@@ -128,9 +129,10 @@ class ImportContext:
         A 0-d i64 tensor holding the value of a size expression: element `e` of
         `iota` over `[e + 1]` (negated when `e` is never positive).
         """
-        negate = not _never_negative(expr) and _never_negative(-expr)
+        bounds = self.symbols.lower_bounds()
+        negate = not _never_negative(expr, bounds) and _never_negative(-expr, bounds)
         magnitude = -expr if negate else expr
-        if not _never_negative(magnitude):
+        if not _never_negative(magnitude, bounds):
             raise self.error(
                 f"cannot materialize size expression '{expr}' of unknown sign"
             )
@@ -147,11 +149,67 @@ class ImportContext:
         """A tensor or number argument as a tensor of `element_type`."""
         if isinstance(arg, fx.Node) and isinstance(self.values.get(arg), SSAValue):
             return self.cast(self.tensor(arg), element_type)
+        value = self.values.get(arg) if isinstance(arg, fx.Node) else arg
+        if isinstance(value, torch.SymFloat) and not value.node.is_constant():
+            return self.cast(self.float_value(value.node.expr), element_type)
         return self.full(self.scalar(arg), element_type)
 
+    def float_value(self, expr: sympy.Basic) -> SSAValue:
+        """
+        A 0-d f64 tensor computing a float expression of sizes (a SymFloat's,
+        such as the `n / (n - 1)` of an unbiased variance): sizes through
+        `size_value`, arithmetic as ptensor ops.
+        """
+        f64 = self.element_type(torch.float64)
+        scalar = TensorType([], f64)
+        if expr.is_Number:
+            return self.emit(ptensor.FullOp(float(expr), scalar))
+        if isinstance(expr, torch_functions.ToFloat):
+            return self.float_value(expr.args[0])
+        if isinstance(expr, torch_functions.FloatTrueDiv | torch_functions.IntTrueDiv):
+            kind = ptensor.BinaryKind.DIV
+            parts = [self.float_value(a) for a in expr.args]
+            return self.emit(ptensor.BinaryOp(kind, parts[0], parts[1], scalar))
+        if isinstance(expr, sympy.Pow | torch_functions.FloatPow) and expr.args[1].is_Integer:
+            exponent = int(expr.args[1])
+            if exponent > 0:
+                base = self.float_value(expr.args[0])
+                result = base
+                for _ in range(exponent - 1):
+                    result = self.emit(ptensor.BinaryOp(ptensor.BinaryKind.MUL, result, base, scalar))
+                return result
+        if expr.is_Add or expr.is_Mul:
+            if all(a.is_integer for a in expr.args):
+                return self.cast(self.size_value(self.symbols.convert(expr)), f64)
+            kind = ptensor.BinaryKind.ADD if expr.is_Add else ptensor.BinaryKind.MUL
+            parts = [self.float_value(a) for a in expr.args]
+            result = parts[0]
+            for part in parts[1:]:
+                result = self.emit(ptensor.BinaryOp(kind, result, part, scalar))
+            return result
+        try:
+            size = self.symbols.convert(expr)
+        except GraphImportError:
+            size = None
+        if size is None or not bool(getattr(expr, "is_integer", False)):
+            raise self.error(
+                f"the symbolic number '{expr}' cannot be computed: supported are "
+                "sizes and their +, *, integer powers and true divisions"
+            )
+        return self.cast(self.size_value(size), f64)
 
-def _never_negative(expr: sympy.Expr) -> bool:
-    """Whether a size expression is non-negative for every positive value of
-    its symbols (sympy's assumptions, or the index algebra's rules, which know
-    that `floordiv` and `mod` of sizes are non-negative)."""
-    return bool(expr.is_nonnegative) or always_nonnegative(expr, {})
+
+def _never_negative(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]) -> bool:
+    """Whether a size expression is non-negative for every value of its
+    symbols at or above their lower bounds (sympy's assumptions, or the index
+    algebra's rules, which know that `floordiv` and `mod` of sizes are
+    non-negative), writing each symbol as its bound plus a non-negative rest."""
+    if bool(expr.is_nonnegative) or always_nonnegative(expr, {}):
+        return True
+    shifted = {
+        s: bound - 1 + s for s, bound in lower_bounds.items() if bound > 1 and s in expr.free_symbols
+    }
+    if not shifted:
+        return False
+    moved = sympy.expand(expr.xreplace(shifted))
+    return bool(moved.is_nonnegative) or always_nonnegative(moved, {})

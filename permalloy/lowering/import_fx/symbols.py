@@ -43,6 +43,16 @@ class SymbolTable:
         converted = sympy.sympify(self._convert(sympy.sympify(value)))
         return converted.xreplace(self.aliases) if self.aliases else converted
 
+    def lower_bounds(self) -> dict[sympy.Symbol, int]:
+        """The smallest value of each size symbol for the sizes this graph
+        serves, from Dynamo's value ranges (1 where none is known)."""
+        bounds: dict[sympy.Symbol, int] = {}
+        ranges = getattr(self._shape_env, "var_to_range", None) or {}
+        for theirs, ours in self.names.items():
+            lower = next((r.lower for k, r in ranges.items() if k.name == theirs), 1)
+            bounds[ours] = int(lower) if getattr(lower, "is_integer", False) else 1
+        return bounds
+
     def alias(self, converted: sympy.Expr, expr: sympy.Expr) -> None:
         """Write `expr` wherever a later conversion gives `converted` (an
         expression equal to it for every value of the symbols, in another form)."""

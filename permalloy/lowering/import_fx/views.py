@@ -79,6 +79,9 @@ def _slice_bounds(start, end, step, size, length) -> tuple | None:
     if start.is_Integer and end.is_Integer and size.is_Integer:
         low = min(max(int(start), 0), int(size))
         return low, min(max(int(end), low), int(size))
+    if length == 0:
+        # empty for the sizes this graph serves (Dynamo guards them)
+        return 0, 0
     candidates = ((start, end), (start, size), (0, end), (0, size))
     for candidate in candidates:
         if ptensor.sizes_equal(slice_length(*candidate, step), length):

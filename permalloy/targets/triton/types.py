@@ -9,7 +9,6 @@ tensor's *memory* type and its *value* type can differ: `memory_dtype` is what
 from __future__ import annotations
 
 import math
-import struct
 
 from xdsl.dialects.builtin import (
     BFloat16Type,
@@ -72,17 +71,11 @@ def float_width(dtype: str) -> int:
 
 
 def float_constant(value: float, dtype: str) -> str:
-    """A typed float constant; non-finite values are written as their bits."""
+    """A typed float constant; non-finite values are spelled `float("-inf")`
+    and the like, which Triton's compiler and its interpreter both read."""
     if math.isfinite(value):
         return f"tl.full([], {value!r}, {dtype})"
-    if dtype == "tl.float64":
-        bits = struct.unpack("<q", struct.pack("<d", value))[0]
-        return f"tl.full([], {bits}, tl.int64).to(tl.float64, bitcast=True)"
-    bits = struct.unpack("<i", struct.pack("<f", value))[0]
-    text = f"tl.full([], {bits}, tl.int32).to(tl.float32, bitcast=True)"
-    if dtype == "tl.float16":
-        text += ".to(tl.float16)"
-    return text
+    return f'tl.full([], float("{value!r}"), {dtype})'
 
 
 def int_constant(value: int, dtype: str) -> str:

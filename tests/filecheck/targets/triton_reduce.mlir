@@ -55,7 +55,7 @@ func.func @forward(%a: !buffer.buffer<[s0, 100], bf16>, %b: !buffer.buffer<[s0, 
 // CHECK:       def _row_max_nan(acc):
 // CHECK-NEXT:      return tl.reduce(acc, 1, _max_nan)
 // CHECK:       def triton_column_max(in0, out0, s0, s1, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, IDX64: tl.constexpr):
-// CHECK:           [[A:acc[0-9]+]] = tl.full([XBLOCK, RBLOCK], 0, tl.float32) + tl.full([], -8388608, tl.int32).to(tl.float32, bitcast=True)
+// CHECK:           [[A:acc[0-9]+]] = tl.full([XBLOCK, RBLOCK], 0, tl.float32) + tl.full([], float("-inf"), tl.float32)
 // CHECK-NEXT:      for roffset in range(0, s0, RBLOCK):
 // CHECK-NEXT:          rindex = roffset + tl.arange(0, RBLOCK)[None, :]
 // CHECK-NEXT:          rmask = rindex < s0

@@ -78,6 +78,10 @@ DYNAMIC_CASES = [
     ("cat_symbolic", lambda x: torch.cat([x, x * 2], 0), (7, 4)),
     ("softmax", lambda x: torch.softmax(x, 0), (7, 4)),
     ("causal_mask", lambda x: x.masked_fill(torch.ones(x.shape[0], x.shape[0], dtype=torch.bool).triu(1), 0.0), (7, 7)),
+    ("strided_slices", lambda x: x[::2].sum(0) + x[1::3].sum(0) + x[2::3].sum(0), (7, 4)),
+    ("floordiv_of_size_as_a_number", lambda x: x * (x.shape[0] // 3), (7, 4)),
+    ("float_of_sizes", lambda x: x * (x.shape[0] / (x.shape[1] - 1)), (7, 4)),
+    ("size_minus_constant_as_a_number", lambda x: x[:, 2:] * (x.shape[1] - 2), (7, 4)),
 ]
 
 

@@ -1134,11 +1134,6 @@ case("topk", lambda x: torch.topk(x, 2), Fl(3, 6), fallback_ops=("aten.topk.defa
 # Computed in float32 and rounded to bfloat16 once per stored value; compared at
 # bfloat16's tolerance.
 
-_LLVM_BF16_WHOLE_REDUCTION_BUG = (
-    "the llvm target's reduction of a bfloat16 tensor to one element (split across threads) "
-    "widens its float32 partial results again as if they were bfloat16 bits: `zext float to "
-    "i32`, LLVM IR that does not parse"
-)
 case("activation_gelu_bfloat16", F.gelu, Fl(4, 18, dtype=bf16, domain="wide"))
 case("activation_gelu_tanh_bfloat16", lambda x: F.gelu(x, approximate="tanh"), Fl(4, 18, dtype=bf16))
 case("softmax_bfloat16", lambda x: (torch.softmax(x, -1), torch.softmax(x, 0)), Fl(*S, dtype=bf16, domain="wide"))
@@ -1148,7 +1143,6 @@ case(
     "reduce_sum_amax_argmax_bfloat16",
     lambda x: (x.sum(1), x.amax(-1), x.argmax(0), x.amin(), x.mean(-1, keepdim=True)),
     Fl(*R, dtype=bf16),
-    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
 )
 case("reduce_var_std_bfloat16", lambda x: (x.var(1), x.std(-1)), Fl(*R, dtype=bf16, domain="wide"))
 case("where_masked_fill_bfloat16", lambda x, m: (torch.where(m, x, -x), x.masked_fill(m, -math.inf)), Fl(*X, dtype=bf16), Bo(*X))
@@ -1163,7 +1157,6 @@ case(
     F.cross_entropy,
     Fl(4, 7, dtype=bf16, domain="wide"),
     Ix(4, high=7),
-    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
 )
 case("large_softmax_bfloat16", lambda x: torch.softmax(x, -1), Fl(16, 1000, dtype=bf16, domain="wide"))
 case(
@@ -1177,7 +1170,6 @@ case(
     "large_sum_bfloat16",
     lambda x: (x.sum(1), x.sum(0), x.sum()),
     Fl(64, 1000, dtype=bf16),
-    llvm_bug=_LLVM_BF16_WHOLE_REDUCTION_BUG,
 )
 
 # -- fused expressions ------------------------------------------------------------------

@@ -301,7 +301,7 @@ class StageEmitter:
             entry = cg.builder.gep(partials, [cg.builder.mul(i, I64(PARTIAL_BYTES))], source_etype=ir.IntType(8))
             state = (cg.read(value), cg.read(position) if red.is_arg else None)
             new_value, new_position = load_partial(cg, red, entry)
-            state = red.step(state, new_value, None, new_position)
+            state = red.step(state, new_value, None, new_position, widened=True)
             cg.builder.store(state[0], value)
             if state[1] is not None:
                 cg.builder.store(state[1], position)

@@ -169,12 +169,17 @@ class Reduction:
         value: ir.Value,
         mask: ir.Value | None = None,
         position: ir.Value | None = None,
+        widened: bool = False,
     ) -> tuple[ir.Value, ir.Value | None]:
-        """A state combined with new values (vectors, or scalars for scalar states)."""
+        """A state combined with new values (vectors, or scalars for scalar
+        states); `widened` values are already in the accumulator's type (the
+        partial results of a split reduction), others are the body's values."""
         b = self.cg.builder
         current, positions = state
         lanes = lanes_of(current)
-        value = self.cg.splat(to_compute(self.cg, value, self.value_type), lanes)
+        if not widened:
+            value = to_compute(self.cg, value, self.value_type)
+        value = self.cg.splat(value, lanes)
         if self.is_arg:
             better = self._better(value, current)
             if mask is not None:

@@ -195,6 +195,22 @@ def test_function_serves_every_size_llvm(name: str, backend_check) -> None:
     run_sizes(backend_check, fn, inputs, "llvm")
 
 
+WIDE_SIZES = [(5, 7), (3, 200), (70, 1030)]
+"""Sizes below and across the llvm target's vector width and thread split."""
+
+WIDE_FUNCTIONS: dict[str, Callable] = {
+    "softmax_columns": lambda x: torch.softmax(x, 0),
+    "transpose": lambda x: x.t().contiguous() * 2,
+    "roll_flip": lambda x: x.roll(3, 1).flip(0),
+    "argmax_mean": lambda x: (x.argmax(0), x.argmax(1), x.mean()),
+}
+
+
+@pytest.mark.parametrize("name", list(WIDE_FUNCTIONS))
+def test_function_serves_wide_and_narrow_sizes_llvm(name: str, backend_check) -> None:
+    run_sizes(backend_check, WIDE_FUNCTIONS[name], lambda n, m: [_randn(n, m)], "llvm", WIDE_SIZES)
+
+
 XFAIL_FUNCTIONS: dict[str, tuple[Callable, Inputs, str]] = {
     "even_odd_rows": (
         lambda x: x[::2] + x[1::2],

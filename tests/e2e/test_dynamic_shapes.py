@@ -139,6 +139,7 @@ FUNCTIONS: dict[str, tuple[Callable, Inputs]] = {
     "slice_inner": (lambda x: x[1:-1] * 2, lambda n, m: [_randn(n, m)]),
     "slice_half": (lambda x: x[:, : x.shape[1] // 2] + 1, lambda n, m: [_randn(n, m)]),
     "slice_step": (lambda x: (x[::2] * 2, x[1::3].sum(0)), lambda n, m: [_randn(n, m)]),
+    "even_odd_rows": (lambda x: x[::2] + x[1::2], lambda n, m: [_randn(2 * n, m)]),
     "narrow": (lambda x: x.narrow(0, 1, x.shape[0] - 2).sum(0), lambda n, m: [_randn(n, m)]),
     # broadcasting
     "outer_add": (lambda x, y: x[:, None] + y[None, :], lambda n, m: [_randn(n), _randn(m)]),
@@ -212,19 +213,14 @@ def test_function_serves_wide_and_narrow_sizes_llvm(name: str, backend_check) ->
 
 
 XFAIL_FUNCTIONS: dict[str, tuple[Callable, Inputs, str]] = {
-    "even_odd_rows": (
-        lambda x: x[::2] + x[1::2],
-        lambda n, m: [_randn(2 * n, m)],
-        "the two slices have lengths s0 ceildiv 2 and s0 floordiv 2, equal only "
-        "because Dynamo guards that s0 is even; the importer proves sizes equal "
-        "for every value of the symbols and does not read Dynamo's guards",
-    ),
     "view_by_floordiv": (
         lambda x: x.view(x.shape[0] // 2, -1).sum(-1),
         lambda n, m: [_randn(2 * n, m)],
         "torch infers the -1 as (s0 floordiv (s0 floordiv 2)) * s1, which is "
-        "2 * s1 only for even s0 (a guard of Dynamo's); the reshape's element "
-        "counts are not provably equal",
+        "2 * s1 only for even s0: the element counts are equal under Dynamo's "
+        "guards, but its static evaluator, which the importer asks, does not "
+        "derive s0 * s1 == (s0 floordiv 2) * (s0 floordiv (s0 floordiv 2)) * s1 "
+        "from them",
     ),
 }
 
@@ -417,6 +413,7 @@ TRITON_FUNCTIONS = [
     "softmax_rows",
     "layer_norm_affine",
     "slice_step",
+    "even_odd_rows",
     "cat_rows",
     "linear_addmm",
     "size_floordiv",

@@ -259,10 +259,19 @@ def test_graphs_without_example_values_are_rejected_clearly() -> None:
         import_graph(gm)
 
 
-def test_symbolic_float_scalars_are_rejected_clearly() -> None:
+def test_symbolic_float_scalars_are_computed_from_sizes() -> None:
     gm = make_fx(lambda x: x * (1.0 / x.shape[0]), tracing_mode="symbolic")(torch.randn(3, 4))
     assert any(isinstance(n.meta.get("val"), torch.SymFloat) for n in gm.graph.nodes)
-    with pytest.raises(GraphImportError, match=r"symbolic scalar .*\(SymFloat\)"):
+    module = import_graph(gm).module
+    assert "ptensor.binary div" in str(module)
+    x = torch.randn(5, 4)
+    (output,) = run_function(module, [x])
+    torch.testing.assert_close(output, x * (1.0 / 5))
+
+
+def test_symbolic_floats_beyond_arithmetic_are_rejected_clearly() -> None:
+    gm = make_fx(lambda x: x * (x.shape[0] ** 0.5), tracing_mode="symbolic")(torch.randn(3, 4))
+    with pytest.raises(GraphImportError, match=r"symbolic number .* cannot be computed"):
         import_graph(gm)
 
 

@@ -19,7 +19,7 @@ from permalloy import dtypes
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import TensorType
 from permalloy.lowering.import_fx.errors import GraphImportError
-from permalloy.lowering.index_algebra import always_nonnegative
+from permalloy.lowering.index_algebra import always_nonnegative, row_major_strides
 from permalloy.lowering.import_fx.symbols import SymbolTable
 
 Scalar = bool | int | float | sympy.Expr
@@ -117,6 +117,31 @@ class ImportContext:
         if source.element_type == element_type:
             return value
         return self.emit(ptensor.CastOp(value, source.with_element_type(element_type)))
+
+    def conform(self, value: SSAValue, sizes: Sequence[sympy.Expr]) -> SSAValue:
+        """
+        `value`, broadcastable to `sizes` (right-aligned) as the IR proves it:
+        where a size of `value` is written differently from the result's and
+        equal only under Dynamo's guards, a `ptensor.as_strided` view of it
+        with the result's sizes.
+        """
+        source = ptensor.tensor_type(value)
+        offset = len(sizes) - source.rank
+        if offset < 0:
+            return value
+        wanted = list(source.sizes)
+        for dim, size in enumerate(source.sizes):
+            target = sympy.sympify(sizes[offset + dim])
+            if size == 1 or ptensor.sizes_equal(size, target):
+                continue
+            if not self.symbols.equal_under_guards(size, target):
+                return value
+            wanted[dim] = target
+        if wanted == list(source.sizes):
+            return value
+        strides = row_major_strides(source.sizes)
+        result = TensorType(wanted, source.element_type)
+        return self.emit(ptensor.AsStridedOp(value, strides, 0, result))
 
     def full(self, number: Scalar, element_type: Attribute) -> SSAValue:
         """A 0-d tensor holding a number (or a size expression's value)."""

@@ -57,6 +57,8 @@ def binary_values(
         rhs_value = ctx.emit(
             ptensor.BinaryOp(BinaryKind.MUL, rhs_value, scale, rhs_type)
         )
+    lhs_value = ctx.conform(lhs_value, result.sizes)
+    rhs_value = ctx.conform(rhs_value, result.sizes)
     return ctx.emit(ptensor.BinaryOp(kind, lhs_value, rhs_value, result))
 
 

@@ -43,6 +43,36 @@ class SymbolTable:
         converted = sympy.sympify(self._convert(sympy.sympify(value)))
         return converted.xreplace(self.aliases) if self.aliases else converted
 
+    def equal_under_guards(self, a: sympy.Expr, b: sympy.Expr) -> bool:
+        """Whether two size expressions are equal for every size this graph
+        serves: Dynamo proves it from the guards it checks before each call
+        (`(s0 + 1) floordiv 2 == s0 floordiv 2` once it guards that the two
+        halves of `x[::2] + x[1::2]` broadcast)."""
+        if self._shape_env is None:
+            return False
+        try:
+            equal = self._shape_env._maybe_evaluate_static(  # noqa: SLF001
+                sympy.Eq(self._to_torch(a), self._to_torch(b))
+            )
+        except Exception:  # noqa: BLE001 - an expression Dynamo cannot reason about
+            return False
+        return bool(equal == sympy.true)
+
+    def _to_torch(self, expr: sympy.Expr) -> sympy.Expr:
+        """One of our size expressions over Dynamo's symbols and functions."""
+        ranges = getattr(self._shape_env, "var_to_range", {}) or {}
+        by_name = {k.name: k for k in ranges}
+        theirs = {ours: by_name.get(name) for name, ours in self.names.items()}
+        expr = sympy.sympify(expr).xreplace({o: t for o, t in theirs.items() if t is not None})
+        expr = expr.replace(
+            lambda e: isinstance(e, sym.CeilDiv),
+            lambda e: torch_functions.FloorDiv(e.args[0] + e.args[1] - 1, e.args[1]),
+        )
+        return expr.replace(
+            lambda e: isinstance(e, sym.FloorDiv),
+            lambda e: torch_functions.FloorDiv(*e.args),
+        )
+
     def lower_bounds(self) -> dict[sympy.Symbol, int]:
         """The smallest value of each size symbol for the sizes this graph
         serves, from Dynamo's value ranges (1 where none is known)."""

@@ -7,11 +7,12 @@ import torch
 from torch import fx
 from xdsl.ir import SSAValue
 
-from permalloy.dialects import ptensor
+from permalloy.dialects import ptensor, sym
 from permalloy.dialects.ptensor import slice_length
 from permalloy.lowering.import_fx.common import argument, normalize_dim
 from permalloy.lowering.import_fx.context import ImportContext, Scalar
 from permalloy.lowering.import_fx.symbols import sizes_equal_as_integers
+from permalloy.lowering.index_algebra import row_major_strides
 
 aten = torch.ops.aten
 _UNBOUNDED = 2**62
@@ -22,8 +23,16 @@ def reshape(ctx: ImportContext, node: fx.Node) -> SSAValue:
     """view / reshape / _unsafe_view, to the shape torch computed (-1 resolved)."""
     source = ctx.tensor(node.args[0])
     result = ctx.result_type(node)
-    if ptensor.shapes_equal(ptensor.tensor_type(source).sizes, result.sizes):
+    sizes = ptensor.tensor_type(source).sizes
+    if ptensor.shapes_equal(sizes, result.sizes):
         return source
+    before, after = sym.product(sizes), sym.product(result.sizes)
+    if not ptensor.sizes_equal(before, after) and ctx.symbols.equal_under_guards(before, after):
+        # element counts equal only under Dynamo's guards (a -1 that torch
+        # resolved as `(s0 floordiv (s0 floordiv 2)) * s1`): the row-major
+        # reinterpretation that a reshape of contiguous elements is
+        strides = row_major_strides(result.sizes)
+        return ctx.emit(ptensor.AsStridedOp(source, strides, 0, result))
     return ctx.emit(ptensor.ReshapeOp(source, result))
 
 

@@ -10,7 +10,8 @@ reach the kernels as run-time arguments, nothing is recompiled. The same holds
 for `torch._dynamo.mark_dynamic` and for Dynamo's automatic dynamic shapes
 (where the second size recompiles once into a dynamic graph and the third
 reuses it), for training (forward and backward graphs), on the llvm target
-and on the triton target under Triton's interpreter (small cases only).
+and on the triton target: under Triton's interpreter (small cases only), or on a
+GPU with `PERMALLOY_TEST_DEVICE=cuda`.
 
 Sizes avoid 0 and 1 (Dynamo specializes them) and keep distinct dimensions
 distinct at the first call (Dynamo gives equal sizes one symbol).
@@ -29,6 +30,7 @@ from torch import nn
 
 import permalloy
 from permalloy.tools.zoo import CASES, ZooSize, make_case
+from conftest import TEST_DEVICE, to_test_device
 
 pytestmark = pytest.mark.usefixtures("fresh_backend")
 
@@ -357,7 +359,7 @@ def _gradients(model: nn.Module, run: Callable, x: torch.Tensor) -> list[torch.T
     model.zero_grad(set_to_none=True)
     x = x.detach().clone().requires_grad_(True)
     output = run(x)
-    weights = torch.linspace(-1.0, 1.0, output.numel()).reshape(output.shape)
+    weights = torch.linspace(-1.0, 1.0, output.numel(), device=output.device).reshape(output.shape)
     (output * weights).sum().backward()
     return [output.detach(), x.grad, *(p.grad for p in model.parameters())]
 
@@ -405,7 +407,7 @@ def test_conv_batch_norm_backward_serves_every_size(backend_check) -> None:
 
 
 # --------------------------------------------------------------------------
-# The triton target, under Triton's interpreter
+# The triton target, under Triton's interpreter or on a GPU
 # --------------------------------------------------------------------------
 
 TRITON_FUNCTIONS = [
@@ -415,47 +417,44 @@ TRITON_FUNCTIONS = [
     "slice_step",
     "even_odd_rows",
     "cat_rows",
-    "linear_addmm",
     "size_floordiv",
     "outer_add",
-]
-"""Functions also run on the triton target (the interpreter is slow: small ones)."""
+] + (["linear_addmm"] if TEST_DEVICE == "cpu" else [])
+"""Functions also run on the triton target (the interpreter is slow: small ones;
+on a GPU, not those that hold CPU constants)."""
+
+
+def _on_test_device(inputs: Inputs) -> Inputs:
+    return lambda n, m: [to_test_device(x) for x in inputs(n, m)]
 
 TRITON_ZOO = ["layer_norm", "masked_softmax", "causal_attention_explicit"]
 """Zoo models also run on the triton target."""
 
 
-@pytest.fixture
-def triton_interpreter(monkeypatch, tmp_path):
-    """Triton's CPU interpreter for this test only, and a scratch cache."""
-    pytest.importorskip("triton")
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path / "permalloy-cache"))
-
-
-@pytest.mark.usefixtures("triton_interpreter")
+@pytest.mark.usefixtures("triton_device")
 @pytest.mark.parametrize("name", TRITON_FUNCTIONS)
 def test_function_serves_every_size_triton(name: str, backend_check) -> None:
     fn, inputs = FUNCTIONS[name]
-    run_sizes(backend_check, fn, inputs, "triton")
+    run_sizes(backend_check, fn, _on_test_device(inputs), "triton")
 
 
-@pytest.mark.usefixtures("triton_interpreter")
+@pytest.mark.usefixtures("triton_device")
 @pytest.mark.parametrize("name", TRITON_ZOO)
 def test_zoo_model_serves_every_size_triton(name: str, backend_check) -> None:
     base = ZooSize(seq=ZOO_SIZES[0][1], hidden=16)
-    model = make_case(name, base).model
+    model = make_case(name, base).model.to(TEST_DEVICE)
     sizes = [(batch, k) for k, (batch, _, _) in enumerate(ZOO_SIZES)]
-    run_sizes(backend_check, _inference(model), _zoo_inputs(name, base), "triton", sizes)
+    inputs = _on_test_device(_zoo_inputs(name, base))
+    run_sizes(backend_check, _inference(model), inputs, "triton", sizes)
 
 
-@pytest.mark.usefixtures("triton_interpreter")
+@pytest.mark.usefixtures("triton_device")
 def test_backward_serves_every_size_triton(backend_check) -> None:
     torch.manual_seed(0)
-    model = _Block().train()
+    model = _Block().train().to(TEST_DEVICE)
     compiled = _compile(model, "triton")
     for batch, seq in [(2, 5), (3, 7), (5, 4)]:
-        x = _randn(batch, seq, 12)
+        x = to_test_device(_randn(batch, seq, 12))
         backend_check.assert_outputs_match(
             _gradients(model, compiled, x), _gradients(model, model, x)
         )

@@ -67,16 +67,20 @@ def _dumper(options: CompileOptions) -> StageDumper | None:
 
 
 def lower_module(
-    module: ModuleOp, dumper: StageDumper | None = None, fusion: bool = True
+    module: ModuleOp,
+    dumper: StageDumper | None = None,
+    fusion: bool = True,
+    target: str | None = None,
 ) -> ModuleOp:
-    """Run the default pipeline on an imported module, dumping after each pass."""
+    """Run the default pipeline for `target` on an imported module, dumping
+    after each pass."""
     ctx = make_context()
 
     def after_pass(previous: ModulePass | None, current: ModuleOp, _next) -> None:
         if dumper is not None and previous is not None:
             dumper.write(f"after_{previous.name}.mlir", str(current))
 
-    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion)), callback=after_pass)
+    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target)), callback=after_pass)
     pipeline.apply(ctx, module)
     module.verify()
     return module
@@ -114,7 +118,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     imported = import_graph(graph)
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
-    module = lower_module(imported.module, dumper, options.fusion)
+    module = lower_module(imported.module, dumper, options.fusion, options.target)
     target = kernel_target(options.target, options.mode)
     if dumper is not None:
         dump_kernels(module, target, dumper)

@@ -15,6 +15,9 @@ TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
 
+GPU_LOOP_LEVEL = ["split-reductions"]
+"""For GPU targets: reductions with few results split into two, for parallelism."""
+
 FUSION = ["fuse-loops", "cse", "dce"]
 """Fusion into fewer kernels, and clean-up of the fused bodies."""
 
@@ -22,9 +25,15 @@ BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 """The host program over buffers, with kernels as symbols, and its memory plan."""
 
 
-def default_pipeline(fusion: bool = True) -> list[str]:
-    """The pass names that take an imported graph to a host program."""
-    return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
+GPU_TARGETS = ("triton",)
+"""Kernel targets that run on a GPU."""
+
+
+def default_pipeline(fusion: bool = True, target: str | None = None) -> list[str]:
+    """The pass names that take an imported graph to a host program for
+    `target` (GPU targets add `GPU_LOOP_LEVEL`)."""
+    gpu = GPU_LOOP_LEVEL if target in GPU_TARGETS else []
+    return [*TENSOR_LEVEL, *LOOP_LEVEL, *gpu, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 
 def pipeline_text(names: list[str]) -> str:

@@ -61,6 +61,12 @@ def _fuse_loops() -> type[ModulePass]:
     return FuseLoopsPass
 
 
+def _split_reductions() -> type[ModulePass]:
+    from permalloy.passes.split_reductions import SplitReductionsPass
+
+    return SplitReductionsPass
+
+
 def _plan_memory() -> type[ModulePass]:
     from permalloy.passes.plan_memory import PlanMemoryPass
 
@@ -89,6 +95,7 @@ def all_passes() -> dict[str, PassFactory]:
         "cse": _cse,
         "dce": _dce,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
+        "split-reductions": _split_reductions,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-memory": _plan_memory,

@@ -158,6 +158,21 @@ def test_long_rows_reduce_in_chunks():
     assert torch.equal(compiled(lambda i: i.sum(1, dtype=torch.int32))(i), i.sum(1, dtype=torch.int32))
 
 
+def test_reductions_with_few_results_split_for_parallelism():
+    """A loss (a whole tensor to one value) and column sums over many rows run
+    as a partial reduction over chunks, then a reduction of the partials."""
+    import permalloy
+
+    x = torch.randn(64, 1024, device=DEVICE)
+    seed = torch.randn(64, 1024, device=DEVICE)
+    permalloy.reset_stats()
+    loss, columns = compiled(lambda x, s: ((x * s).sum(), x.exp().sum(0)))(x, seed)
+    torch.testing.assert_close(loss, (x * seed).sum(), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(columns, x.exp().sum(0), rtol=1e-5, atol=1e-5)
+    (record,) = permalloy.stats()
+    assert record["kernels"] >= 3, "the whole-tensor sum splits in two kernels"
+
+
 def test_dynamic_shapes_reuse_kernels():
     fn = compiled(lambda x: torch.softmax(x * 2, -1) + x.sum(0), dynamic=True)
     for rows, cols in [(3, 17), (9, 200), (2, 3000)]:

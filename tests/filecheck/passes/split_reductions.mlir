@@ -1,0 +1,66 @@
+// RUN: permalloy-opt %s -p 'split-reductions{min-programs=1024 min-chunk=16 min-length=1024}' | filecheck %s
+// RUN: permalloy-opt %s -p split-reductions | filecheck %s --check-prefix=DEFAULT
+
+// Column sums of a tall matrix: the reduction dimension splits into 128
+// chunks of 32 rows, placed first; then the 128 partial sums of each column.
+// CHECK-LABEL: func.func @columns(
+// CHECK-NEXT:    %[[P:.*]] = loop.reduce sum ins(%[[A:.*]] = %x : !ptensor.tensor<[4096, 8], f32>) over [32] -> !ptensor.tensor<[128, 8], f32> {
+// CHECK-NEXT:      %[[V:.*]] = loop.load %[[A]][d0 * 32 + r0, d1] : f32
+// CHECK-NEXT:      loop.yield %[[V]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %[[S:.*]] = loop.reduce sum ins(%[[B:.*]] = %[[P]] : !ptensor.tensor<[128, 8], f32>) over [128] -> !ptensor.tensor<[8], f32> {
+// CHECK-NEXT:      %[[W:.*]] = loop.load %[[B]][r0, d0] : f32
+// CHECK-NEXT:      loop.yield %[[W]] : f32
+// CHECK-NEXT:    }
+// CHECK-NEXT:    func.return %[[S]]
+// With the default thresholds, 4096 elements per column are too few to split.
+// DEFAULT-LABEL: func.func @columns(
+// DEFAULT-NEXT:    loop.reduce sum {{.*}} over [4096] -> !ptensor.tensor<[8], f32>
+func.func @columns(%x: !ptensor.tensor<[4096, 8], f32>) -> !ptensor.tensor<[8], f32> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4096, 8], f32>) over [4096] -> !ptensor.tensor<[8], f32> {
+    %v = loop.load %a[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  func.return %s : !ptensor.tensor<[8], f32>
+}
+
+// A whole tensor to one value: leading reduction dimensions become parallel
+// (32 x 16) and the next splits in 4 (2048 programs); the index of the body
+// follows.
+// DEFAULT-LABEL: func.func @whole(
+// DEFAULT-NEXT:    %[[P:.*]] = loop.reduce max ins(%[[A:.*]] = %x : !ptensor.tensor<[32, 16, 512, 512], f32>) over [128, 512] -> !ptensor.tensor<[32, 16, 4], f32> {
+// DEFAULT-NEXT:      %{{.*}} = loop.index d2 * 65536 + r0 * 512 + r1
+// DEFAULT-NEXT:      %{{.*}} = loop.load %[[A]][d0, d1, d2 * 128 + r0, r1] : f32
+// DEFAULT:         loop.reduce max ins(%[[B:.*]] = %[[P]] : !ptensor.tensor<[32, 16, 4], f32>) over [32, 16, 4] -> !ptensor.tensor<[], f32> {
+// DEFAULT-NEXT:      loop.load %[[B]][r0, r1, r2] : f32
+func.func @whole(%x: !ptensor.tensor<[32, 16, 512, 512], f32>) -> !ptensor.tensor<[], f32> {
+  %s = loop.reduce max ins(%a = %x : !ptensor.tensor<[32, 16, 512, 512], f32>) over [32, 16, 512, 512] -> !ptensor.tensor<[], f32> {
+    %i = loop.index r2 * 512 + r3
+    %v = loop.load %a[r0, r1, r2, r3] : f32
+    loop.yield %v : f32
+  }
+  func.return %s : !ptensor.tensor<[], f32>
+}
+
+// Left whole: an argmax (its partials would need positions), a half-precision
+// result (its partial sums would round), and many results.
+// DEFAULT-LABEL: func.func @kept(
+// DEFAULT-NEXT:    loop.reduce argmax {{.*}} over [65536] -> !ptensor.tensor<[], i64>
+// DEFAULT:         loop.reduce sum {{.*}} over [65536] -> !ptensor.tensor<[], bf16>
+// DEFAULT:         loop.reduce sum {{.*}} over [65536] -> !ptensor.tensor<[8192], f32>
+// DEFAULT-NOT:     loop.reduce
+func.func @kept(%x: !ptensor.tensor<[65536], f32>, %h: !ptensor.tensor<[65536], bf16>, %m: !ptensor.tensor<[65536, 8192], f32>) -> (!ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[8192], f32>) {
+  %a = loop.reduce argmax ins(%b = %x : !ptensor.tensor<[65536], f32>) over [65536] -> !ptensor.tensor<[], i64> {
+    %v = loop.load %b[r0] : f32
+    loop.yield %v : f32
+  }
+  %s = loop.reduce sum ins(%b = %h : !ptensor.tensor<[65536], bf16>) over [65536] -> !ptensor.tensor<[], bf16> {
+    %v = loop.load %b[r0] : bf16
+    loop.yield %v : bf16
+  }
+  %c = loop.reduce sum ins(%b = %m : !ptensor.tensor<[65536, 8192], f32>) over [65536] -> !ptensor.tensor<[8192], f32> {
+    %v = loop.load %b[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  func.return %a, %s, %c : !ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[8192], f32>
+}

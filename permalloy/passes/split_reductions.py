@@ -48,8 +48,9 @@ class SplitReductionsPass(ModulePass):
 
     A GPU runs a reduction as one program per block of results, so a sum of a
     whole tensor, or the column sums of a weight's gradient, would occupy a few
-    programs and leave the rest of the device idle. The partial reduction gives
-    at least `min-programs` results (parallel points) in all: leading
+    programs and leave the rest of the device idle (a program covers a block
+    of results: many columns of a column sum). The partial reduction gives at
+    least `min-programs` results (parallel points) in all: leading
     reduction dimensions become parallel dimensions, and the next one splits
     into equal chunks of at least `min-chunk` elements when its static size
     allows. The partial results keep the result's element type (half
@@ -83,9 +84,9 @@ class SplitReductionsPass(ModulePass):
 
     name = "split-reductions"
 
-    max_results: int = 4096
+    max_results: int = 16384
     min_length: int = 16384
-    min_programs: int = 2048
+    min_programs: int = 16384
     min_chunk: int = 256
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:

@@ -89,21 +89,21 @@ def _plan(text: str, **options) -> SplitPlan | None:
 
 def test_leading_dimensions_become_parallel_before_one_is_split() -> None:
     text = _reduce("max", "32, 16, 512, 512", "32, 16, 512, 512", "", "r0, r1, r2, r3")
-    assert _plan(text) == SplitPlan(promoted=2, factor=4, chunk=128)
+    assert _plan(text) == SplitPlan(promoted=2, factor=32, chunk=16)
 
 
 def test_a_single_dimension_splits_into_equal_chunks() -> None:
     text = _reduce("sum", "65536, 8", "65536", "8", "r0, d0")
-    plan = _plan(text)
-    assert plan == SplitPlan(promoted=0, factor=256, chunk=256)
-    assert plan.factor * 8 >= SplitReductionsPass().min_programs
+    # As many chunks as keep min-chunk elements each.
+    assert _plan(text) == SplitPlan(promoted=0, factor=256, chunk=256)
+    assert _plan(text, min_chunk=16) == SplitPlan(promoted=0, factor=2048, chunk=32)
 
 
 @pytest.mark.parametrize(
     "text",
     [
         _reduce("sum", "4096, 8", "4096", "8", "r0, d0"),  # too short
-        _reduce("sum", "65536, 8192", "65536", "8192", "r0, d0"),  # many results already
+        _reduce("sum", "65536, 16384", "65536", "16384", "r0, d0"),  # many results already
         _reduce("argmax", "65536", "65536", "", "r0"),  # positions do not split
         _reduce("sum", "65536", "65536", "", "r0", dtype="bf16"),  # partials would round
         _reduce("sum", "65537", "65537", "", "r0"),  # a prime length: no equal chunks

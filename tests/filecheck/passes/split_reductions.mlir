@@ -25,13 +25,13 @@ func.func @columns(%x: !ptensor.tensor<[4096, 8], f32>) -> !ptensor.tensor<[8], 
 }
 
 // A whole tensor to one value: leading reduction dimensions become parallel
-// (32 x 16) and the next splits in 4 (2048 programs); the index of the body
-// follows.
+// (32 x 16) and the next splits in 32 (16384 partial results); the index of
+// the body follows.
 // DEFAULT-LABEL: func.func @whole(
-// DEFAULT-NEXT:    %[[P:.*]] = loop.reduce max ins(%[[A:.*]] = %x : !ptensor.tensor<[32, 16, 512, 512], f32>) over [128, 512] -> !ptensor.tensor<[32, 16, 4], f32> {
-// DEFAULT-NEXT:      %{{.*}} = loop.index d2 * 65536 + r0 * 512 + r1
-// DEFAULT-NEXT:      %{{.*}} = loop.load %[[A]][d0, d1, d2 * 128 + r0, r1] : f32
-// DEFAULT:         loop.reduce max ins(%[[B:.*]] = %[[P]] : !ptensor.tensor<[32, 16, 4], f32>) over [32, 16, 4] -> !ptensor.tensor<[], f32> {
+// DEFAULT-NEXT:    %[[P:.*]] = loop.reduce max ins(%[[A:.*]] = %x : !ptensor.tensor<[32, 16, 512, 512], f32>) over [16, 512] -> !ptensor.tensor<[32, 16, 32], f32> {
+// DEFAULT-NEXT:      %{{.*}} = loop.index d2 * 8192 + r0 * 512 + r1
+// DEFAULT-NEXT:      %{{.*}} = loop.load %[[A]][d0, d1, d2 * 16 + r0, r1] : f32
+// DEFAULT:         loop.reduce max ins(%[[B:.*]] = %[[P]] : !ptensor.tensor<[32, 16, 32], f32>) over [32, 16, 32] -> !ptensor.tensor<[], f32> {
 // DEFAULT-NEXT:      loop.load %[[B]][r0, r1, r2] : f32
 func.func @whole(%x: !ptensor.tensor<[32, 16, 512, 512], f32>) -> !ptensor.tensor<[], f32> {
   %s = loop.reduce max ins(%a = %x : !ptensor.tensor<[32, 16, 512, 512], f32>) over [32, 16, 512, 512] -> !ptensor.tensor<[], f32> {
@@ -47,9 +47,9 @@ func.func @whole(%x: !ptensor.tensor<[32, 16, 512, 512], f32>) -> !ptensor.tenso
 // DEFAULT-LABEL: func.func @kept(
 // DEFAULT-NEXT:    loop.reduce argmax {{.*}} over [65536] -> !ptensor.tensor<[], i64>
 // DEFAULT:         loop.reduce sum {{.*}} over [65536] -> !ptensor.tensor<[], bf16>
-// DEFAULT:         loop.reduce sum {{.*}} over [65536] -> !ptensor.tensor<[8192], f32>
+// DEFAULT:         loop.reduce sum {{.*}} over [65536] -> !ptensor.tensor<[32768], f32>
 // DEFAULT-NOT:     loop.reduce
-func.func @kept(%x: !ptensor.tensor<[65536], f32>, %h: !ptensor.tensor<[65536], bf16>, %m: !ptensor.tensor<[65536, 8192], f32>) -> (!ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[8192], f32>) {
+func.func @kept(%x: !ptensor.tensor<[65536], f32>, %h: !ptensor.tensor<[65536], bf16>, %m: !ptensor.tensor<[65536, 32768], f32>) -> (!ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[32768], f32>) {
   %a = loop.reduce argmax ins(%b = %x : !ptensor.tensor<[65536], f32>) over [65536] -> !ptensor.tensor<[], i64> {
     %v = loop.load %b[r0] : f32
     loop.yield %v : f32
@@ -58,9 +58,9 @@ func.func @kept(%x: !ptensor.tensor<[65536], f32>, %h: !ptensor.tensor<[65536], 
     %v = loop.load %b[r0] : bf16
     loop.yield %v : bf16
   }
-  %c = loop.reduce sum ins(%b = %m : !ptensor.tensor<[65536, 8192], f32>) over [65536] -> !ptensor.tensor<[8192], f32> {
+  %c = loop.reduce sum ins(%b = %m : !ptensor.tensor<[65536, 32768], f32>) over [65536] -> !ptensor.tensor<[32768], f32> {
     %v = loop.load %b[r0, d0] : f32
     loop.yield %v : f32
   }
-  func.return %a, %s, %c : !ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[8192], f32>
+  func.return %a, %s, %c : !ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[32768], f32>
 }

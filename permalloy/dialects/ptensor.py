@@ -1904,6 +1904,44 @@ class AddmmOp(IRDLOperation):
         _check_shape(self.name, result, expected)
 
 
+def _convolution_properties(
+    stride: Sequence[int],
+    padding: Sequence[int],
+    dilation: Sequence[int],
+    groups: int,
+    transposed: bool,
+    output_padding: Sequence[int] | None,
+) -> dict[str, Attribute | None]:
+    """The properties a convolution and its backward share."""
+    return {
+        "stride": IntListAttr(stride),
+        "padding": IntListAttr(padding),
+        "dilation": IntListAttr(dilation),
+        "groups": IntegerAttr(groups, 64),
+        "transposed": UnitAttr() if transposed else None,
+        "output_padding": IntListAttr(output_padding)
+        if transposed and output_padding is not None
+        else None,
+    }
+
+
+def _check_convolution_geometry(
+    op: ConvolutionOp | ConvolutionBackwardOp, source: TensorType, weight: TensorType
+) -> int:
+    """The ranks and per-dimension lists a convolution and its backward share;
+    gives the number of spatial dimensions."""
+    spatial = source.rank - 2
+    _require(spatial >= 1, f"{op.name} takes an input of rank 3 or more")
+    _require(weight.rank == source.rank, f"{op.name}: weight rank differs")
+    for name, values in (
+        ("stride", op.stride.data),
+        ("padding", op.padding.data),
+        ("dilation", op.dilation.data),
+    ):
+        _require(len(values) == spatial, f"{op.name}: {name} needs {spatial} entries")
+    return spatial
+
+
 @irdl_op_definition
 class ConvolutionOp(IRDLOperation):
     """
@@ -1951,16 +1989,9 @@ class ConvolutionOp(IRDLOperation):
         super().__init__(
             operands=[input, weight, [bias] if bias is not None else []],
             result_types=[result_type],
-            properties={
-                "stride": IntListAttr(stride),
-                "padding": IntListAttr(padding),
-                "dilation": IntListAttr(dilation),
-                "groups": IntegerAttr(groups, 64),
-                "transposed": UnitAttr() if transposed else None,
-                "output_padding": IntListAttr(output_padding)
-                if transposed and output_padding is not None
-                else None,
-            },
+            properties=_convolution_properties(
+                stride, padding, dilation, groups, transposed, output_padding
+            ),
         )
 
     def verify_(self) -> None:
@@ -1973,18 +2004,7 @@ class ConvolutionOp(IRDLOperation):
         if self.bias is not None:
             operands.append(self.bias)
         _check_float_operands(self, *operands)
-        spatial = source.rank - 2
-        _require(spatial >= 1, "ptensor.convolution takes an input of rank 3 or more")
-        _require(weight.rank == source.rank, "ptensor.convolution: weight rank differs")
-        for name, values in (
-            ("stride", self.stride.data),
-            ("padding", self.padding.data),
-            ("dilation", self.dilation.data),
-        ):
-            _require(
-                len(values) == spatial,
-                f"ptensor.convolution: {name} needs {spatial} entries",
-            )
+        spatial = _check_convolution_geometry(self, source, weight)
         if self.transposed is not None:
             return
         expected = [source.sizes[0], weight.sizes[0]]
@@ -2056,14 +2076,9 @@ class ConvolutionBackwardOp(IRDLOperation):
             operands=[grad_output, input, weight],
             result_types=[result_types],
             properties={
-                "stride": IntListAttr(stride),
-                "padding": IntListAttr(padding),
-                "dilation": IntListAttr(dilation),
-                "groups": IntegerAttr(groups, 64),
-                "transposed": UnitAttr() if transposed else None,
-                "output_padding": IntListAttr(output_padding)
-                if transposed and output_padding is not None
-                else None,
+                **_convolution_properties(
+                    stride, padding, dilation, groups, transposed, output_padding
+                ),
                 "output_mask": IntListAttr([int(bool(m)) for m in output_mask]),
             },
         )
@@ -2071,18 +2086,7 @@ class ConvolutionBackwardOp(IRDLOperation):
     def verify_(self) -> None:
         _check_float_operands(self, self.grad_output, self.input, self.weight, *self.gradients)
         source, weight = tensor_type(self.input), tensor_type(self.weight)
-        spatial = source.rank - 2
-        _require(spatial >= 1, "ptensor.convolution_backward takes an input of rank 3 or more")
-        _require(weight.rank == source.rank, "ptensor.convolution_backward: weight rank differs")
-        for name, values in (
-            ("stride", self.stride.data),
-            ("padding", self.padding.data),
-            ("dilation", self.dilation.data),
-        ):
-            _require(
-                len(values) == spatial,
-                f"ptensor.convolution_backward: {name} needs {spatial} entries",
-            )
+        _check_convolution_geometry(self, source, weight)
         mask = self.output_mask.data
         _require(
             len(mask) == 3 and all(m in (0, 1) for m in mask),

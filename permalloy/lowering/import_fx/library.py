@@ -53,23 +53,22 @@ def convolution(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     if not _floats(ctx, node):
         return None
     source, weight, bias = node.args[:3]
-    stride, padding, dilation, transposed, output_padding, groups = node.args[3:9]
-    spatial = ctx.meta(source).dim() - 2
-    lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
-    if any(v is None for v in lists):
+    geometry = _geometry(ctx, source, *node.args[3:9])
+    if geometry is None:
         return None
+    stride, padding, dilation, groups, transposed, output_padding = geometry
     return ctx.emit(
         ptensor.ConvolutionOp(
             ctx.tensor(source),
             ctx.tensor(weight),
             None if bias is None else ctx.tensor(bias),
-            lists[0],
-            lists[1],
-            lists[2],
+            stride,
+            padding,
+            dilation,
             groups,
             ctx.result_type(node),
-            transposed=bool(transposed),
-            output_padding=lists[3],
+            transposed=transposed,
+            output_padding=output_padding,
         )
     )
 
@@ -81,29 +80,39 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
     grad_output, source, weight = node.args[:3]
     if not ptensor.is_float(ctx.type_of(ctx.meta(grad_output)).element_type):
         return None
-    stride, padding, dilation, transposed, output_padding, groups, mask = node.args[4:11]
-    spatial = ctx.meta(source).dim() - 2
-    lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
-    if any(v is None for v in lists) or not isinstance(groups, int):
+    geometry = _geometry(ctx, source, *node.args[4:10])
+    if geometry is None:
         return None
-    mask = [bool(m) for m in mask]
+    stride, padding, dilation, groups, transposed, output_padding = geometry
+    mask = [bool(m) for m in node.args[10]]
     types = [ctx.result_type(node, i) for i in range(3) if mask[i]]
     op = ptensor.ConvolutionBackwardOp(
         ctx.tensor(grad_output),
         ctx.tensor(source),
         ctx.tensor(weight),
-        lists[0],
-        lists[1],
-        lists[2],
+        stride,
+        padding,
+        dilation,
         groups,
         mask,
         types,
-        transposed=bool(transposed),
-        output_padding=lists[3],
+        transposed=transposed,
+        output_padding=output_padding,
     )
     ctx.emit(op)
     gradients = iter(op.gradients)
     return tuple(next(gradients) if wanted else None for wanted in mask)
+
+
+def _geometry(ctx: ImportContext, source, stride, padding, dilation, transposed, output_padding, groups):
+    """(stride, padding, dilation, groups, transposed, output_padding) of a
+    convolution or its backward, with per-dimension lists of one entry per
+    spatial dimension; None when a value is symbolic (the op falls back)."""
+    spatial = ctx.meta(source).dim() - 2
+    lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
+    if any(v is None for v in lists) or not isinstance(groups, int):
+        return None
+    return lists[0], lists[1], lists[2], groups, bool(transposed), lists[3]
 
 
 def _per_dimension(values, spatial: int) -> list[int] | None:

@@ -29,7 +29,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import importlib.util
 import os
+import pathlib
+import sys
+from types import ModuleType
 
 import pytest
 import torch
@@ -199,3 +203,16 @@ def triton_device(monkeypatch, tmp_path_factory) -> str:
 @pytest.fixture
 def backend_check(fresh_backend) -> BackendCheck:
     return BackendCheck()
+
+
+def differential_module() -> ModuleType:
+    """The lowering's differential test module (its cases and helpers), loaded
+    once by path, for the targets' tests that compile its cases."""
+    name = "lowering_differential_cases"
+    if name not in sys.modules:
+        path = pathlib.Path(__file__).with_name("test_lowering_differential.py")
+        spec = importlib.util.spec_from_file_location(name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]

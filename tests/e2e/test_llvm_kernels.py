@@ -13,6 +13,8 @@ from permalloy.targets.llvm import LLVMTarget
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, relative_error, run, tensor
 from permalloy.tools.backend import permalloy_backend
 
+from conftest import differential_module
+
 
 def compiled(fn, dynamic=False):
     torch._dynamo.reset()
@@ -107,26 +109,8 @@ buffer.kernel @s(%t: {tensor(str(list(shape)), "f32")}) -> ({tensor(str(out_shap
 # --------------------------------------------------------------------------
 
 
-def _differential_module():
-    """The lowering's differential test module (its cases and helpers), loaded by path."""
-    import importlib.util
-    import pathlib
-    import sys
-
-    path = pathlib.Path(__file__).with_name("test_lowering_differential.py")
-    if not path.exists():
-        return None
-    name = "llvm_differential_cases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-DIFFERENTIAL = _differential_module()
-CASES = [c for c in getattr(DIFFERENTIAL, "ALL_CASES", []) if not c.known_bug]
+DIFFERENTIAL = differential_module()
+CASES = [c for c in DIFFERENTIAL.ALL_CASES if not c.known_bug]
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

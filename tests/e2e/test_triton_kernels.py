@@ -11,15 +11,14 @@ tests run compiled kernels on a GPU instead.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import pathlib
-import sys
 
 import pytest
 import torch
 
 from permalloy.targets.triton import TritonTarget
+
+from conftest import differential_module
 
 DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
 INTERPRET = DEVICE == "cpu"
@@ -49,19 +48,7 @@ def on_device(value):
 # --------------------------------------------------------------------------
 
 
-def _differential_module():
-    """The lowering's differential test module (its cases and helpers), loaded by path."""
-    path = pathlib.Path(__file__).with_name("test_lowering_differential.py")
-    name = "triton_differential_cases"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-DIFFERENTIAL = _differential_module()
+DIFFERENTIAL = differential_module()
 CASES = [c for c in DIFFERENTIAL.ALL_CASES if not c.known_bug]
 
 

@@ -60,6 +60,7 @@ from xdsl.traits import (
 )
 from xdsl.utils.exceptions import VerifyException
 
+from permalloy.dialects.loop import parse_ins, print_ins
 from permalloy.dialects.ptensor import (
     SymListAttr,
     TensorType,
@@ -467,16 +468,9 @@ class ExternOp(IRDLOperation):
         return first
 
     def print(self, printer: Printer) -> None:
-        printer.print_string(" ins(")
-        for i, (arg, value) in enumerate(zip(self.body.block.args, self.inputs)):
-            if i:
-                printer.print_string(", ")
-            printer.print_ssa_value(arg)
-            printer.print_string(" = ")
-            printer.print_ssa_value(value)
-            printer.print_string(" : ")
-            printer.print_attribute(value.type)
-        printer.print_string(") -> (")
+        printer.print_string(" ")
+        print_ins(printer, self.body.block, self.inputs)
+        printer.print_string(" -> (")
         printer.print_list((r.type for r in self.results), printer.print_attribute)
         printer.print_string(")")
         printer.print_op_attributes(self.attributes, print_keyword=True)
@@ -485,22 +479,12 @@ class ExternOp(IRDLOperation):
 
     @classmethod
     def parse(cls, parser: Parser) -> ExternOp:
-        parser.parse_keyword("ins")
-        values: list[SSAValue] = []
-        arguments: list[Parser.Argument] = []
-
-        def parse_one() -> None:
-            argument = parser.parse_argument(expect_type=False)
-            parser.parse_punctuation("=")
-            operand = parser.parse_unresolved_operand()
-            parser.parse_punctuation(":")
-            value_type = parser.parse_type()
+        def tensor_of(value_type: Attribute) -> Attribute:
             if not isinstance(value_type, BufferType):
                 parser.raise_error(f"buffer.extern takes buffers, got {value_type}")
-            values.append(parser.resolve_operand(operand, value_type))
-            arguments.append(argument.resolve(value_type.tensor_type()))
+            return value_type.tensor_type()
 
-        parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_one)
+        values, arguments = parse_ins(parser, tensor_of)
         parser.parse_punctuation("->")
         result_types = parser.parse_comma_separated_list(
             parser.Delimiter.PAREN, parser.parse_type

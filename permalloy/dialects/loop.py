@@ -25,7 +25,7 @@ different index expression in the loads that read it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sympy
 from xdsl.dialects.builtin import IndexType, IntegerType
@@ -126,7 +126,7 @@ class LoopOp(IRDLOperation):
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         self._print_header(printer)
-        _print_ins(printer, self.body.block, self.inputs)
+        print_ins(printer, self.body.block, self.inputs)
         self._print_domain(printer)
         printer.print_string(" -> ")
         printer.print_attribute(self.result.type)
@@ -141,7 +141,8 @@ class LoopOp(IRDLOperation):
         pass
 
 
-def _print_ins(printer: Printer, block: Block, inputs: Sequence[SSAValue]) -> None:
+def print_ins(printer: Printer, block: Block, inputs: Sequence[SSAValue]) -> None:
+    """Print `ins(%arg = %value : type, ...)`: the body's arguments bound to inputs."""
     printer.print_string("ins(")
     for i, (arg, value) in enumerate(zip(block.args, inputs)):
         if i:
@@ -154,8 +155,12 @@ def _print_ins(printer: Printer, block: Block, inputs: Sequence[SSAValue]) -> No
     printer.print_string(")")
 
 
-def parse_ins(parser: Parser) -> tuple[list[SSAValue], list[Parser.Argument]]:
-    """Parse `ins(%arg = %value : type, ...)` into values and block arguments."""
+def parse_ins(
+    parser: Parser, argument_type: Callable[[Attribute], Attribute] = lambda t: t
+) -> tuple[list[SSAValue], list[Parser.Argument]]:
+    """Parse `ins(%arg = %value : type, ...)` into values and block arguments;
+    `argument_type` gives an argument's type from its value's (the same by
+    default), and may raise a parse error for a value type it does not take."""
     parser.parse_keyword("ins")
     values: list[SSAValue] = []
     arguments: list[Parser.Argument] = []
@@ -166,8 +171,8 @@ def parse_ins(parser: Parser) -> tuple[list[SSAValue], list[Parser.Argument]]:
         operand = parser.parse_unresolved_operand()
         parser.parse_punctuation(":")
         value_type = parser.parse_type()
+        arguments.append(argument.resolve(argument_type(value_type)))
         values.append(parser.resolve_operand(operand, value_type))
-        arguments.append(argument.resolve(value_type))
 
     parser.parse_comma_separated_list(parser.Delimiter.PAREN, parse_one)
     return values, arguments
@@ -578,7 +583,7 @@ class FusedOp(IRDLOperation):
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
-        _print_ins(printer, self.body.block, self.inputs)
+        print_ins(printer, self.body.block, self.inputs)
         printer.print_string(" -> (")
         printer.print_list((r.type for r in self.results), printer.print_attribute)
         printer.print_string(")")
@@ -657,5 +662,6 @@ __all__ = [
     "YieldOp",
     "enclosing_loop",
     "parse_ins",
+    "print_ins",
     "source_shape_and_element",
 ]

@@ -41,7 +41,7 @@ TOLERANCES = {
 
 GRADIENT_TOLERANCES = dict(TOLERANCES)
 """The pass bar of the largest gradient error, by the dtype of eager's gradients:
-in float32, about ten ReLU inputs of a million rounding to the other side of zero."""
+the outputs' bars."""
 
 
 @dataclass(frozen=True)

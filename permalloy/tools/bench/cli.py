@@ -1,8 +1,12 @@
 """
-`permalloy-bench`: the built-in model zoo under eager PyTorch, Inductor and
-permalloy, side by side.
+`permalloy-bench`: a suite of models under eager PyTorch, Inductor and
+permalloy, side by side. The `zoo` suite (the default) holds twelve small
+blocks; the `models` suite holds whole models of every common family.
 
-    permalloy-bench                                  # every case, every backend, on CPU
+    permalloy-bench                                  # every zoo case, every backend, on CPU
+    permalloy-bench --suite models --device cuda     # the broad model suite on a GPU
+    permalloy-bench --suite models --profile --cases resnet,bert
+                                                     # host vs kernel time, top kernels
     permalloy-bench --quick                          # tiny sizes, few repetitions (CI)
     permalloy-bench --cases layer_norm,mlp --backends eager,permalloy
     permalloy-bench --device cuda --json results.json --plot speedups.png
@@ -26,15 +30,22 @@ from permalloy.tools.bench.backends import BACKENDS, BenchError
 from permalloy.tools.bench.profiles import DEVICES, profile_for
 from permalloy.tools.bench.progress import Progress
 from permalloy.tools.bench.results import BenchConfig, BenchReport
-from permalloy.tools.zoo import CASES
+from permalloy.tools.bench.suites import SUITES, make_suite
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The command line of permalloy-bench."""
     parser = argparse.ArgumentParser(
         prog="permalloy-bench",
-        description="Time the built-in model zoo under eager PyTorch, Inductor and permalloy.",
-        epilog=f"cases: {', '.join(CASES)}; backends: {', '.join(BACKENDS)}",
+        description="Time a suite of models under eager PyTorch, Inductor and permalloy.",
+        epilog=f"suites: {', '.join(SUITES)} (--list shows a suite's cases); "
+        f"backends: {', '.join(BACKENDS)}",
+    )
+    parser.add_argument(
+        "--suite",
+        default=SUITES[0],
+        help=f"which cases: {' or '.join(SUITES)} (whole models of every family); "
+        f"default {SUITES[0]}",
     )
     parser.add_argument(
         "--device",
@@ -75,7 +86,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="time training steps (forward, a fixed loss, backward; models in train mode) "
         "and compare gradients with eager's",
     )
-    parser.add_argument("--list", action="store_true", help="list the cases and exit")
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also profile each case: host time per call (back-to-back calls minus summed "
+        "kernel time) and each compiler's ten most expensive kernels",
+    )
+    parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
     return parser
 
 
@@ -95,7 +112,8 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
     """The run the flags describe; a `BenchError` names what is wrong and what is valid."""
     if args.device not in DEVICES:
         raise BenchError(f"unknown device {args.device!r}; valid devices: {', '.join(DEVICES)}")
-    cases = parse_list(args.cases, list(CASES), "case") if args.cases is not None else tuple(CASES)
+    names = make_suite(args.suite).names()
+    cases = parse_list(args.cases, names, "case") if args.cases is not None else names
     backends = parse_list(args.backends, BACKENDS, "backend")
     ordered = tuple(b for b in BACKENDS if b in backends)
     if args.plot is not None:
@@ -107,7 +125,16 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         check_output_path(flag, path)
     profile = profile_for(args.device, args.quick)
     threads = parse_threads(args.threads)
-    return BenchConfig(args.device, cases, ordered, profile, threads, train=args.train)
+    return BenchConfig(
+        args.device,
+        cases,
+        ordered,
+        profile,
+        threads,
+        train=args.train,
+        suite=args.suite,
+        profile_kernels=args.profile,
+    )
 
 
 def check_output_path(flag: str, path: str | None) -> None:
@@ -132,10 +159,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the benchmark the flags describe; 0 on success, 2 on a bad flag, 1 on a set-up error."""
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.list:
-        print("\n".join(CASES))
-        return 0
     try:
+        if args.list:
+            print(_listing(args.suite))
+            return 0
         config = parse_config(args)
     except BenchError as error:
         parser.error(str(error))
@@ -148,6 +175,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     _write_outputs(report, args, json_to_stdout)
     return 0
+
+
+def _listing(suite_name: str) -> str:
+    """The suite's cases, one a line with what each is."""
+    suite = make_suite(suite_name)
+    names = suite.names()
+    width = max(len(n) for n in names)
+    return "\n".join(f"{n.ljust(width)}  {suite.describe(n)}".rstrip() for n in names)
 
 
 def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool) -> BenchReport:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from permalloy.tools.bench.accuracy import GRADIENT_FLOOR, Accuracy, GradientAccuracy
+from permalloy.tools.bench.kernel_profile import format_profiles
 from permalloy.tools.bench.results import BackendResult, BenchReport, CaseResult
 
 SCHEMA_VERSION = 1
@@ -31,16 +32,27 @@ def geomean(values: Iterable[float]) -> float | None:
 
 def geomeans(report: BenchReport) -> dict[str, dict[str, float | None]]:
     """Per backend: geometric means of its speedups over eager and over Inductor,
-    over the cases where both it and the baseline ran."""
+    over the cases where it ran accurately (and so did Inductor, for the ratio
+    to Inductor): a fast wrong answer counts for nothing."""
     means = {}
     for backend in report.config.backends:
-        results = [c.results[backend] for c in report.cases if backend in c.results]
+        accurate = [c for c in report.cases if _accurate(c, backend)]
+        both = [c for c in accurate if _accurate(c, "inductor")]
         means[backend] = {
-            "speedup_vs_eager": geomean(r.speedup_vs_eager for r in results),
-            "speedup_vs_inductor": geomean(r.speedup_vs_inductor for r in results),
-            "cases": sum(r.timing is not None for r in results),
+            "speedup_vs_eager": geomean(c.results[backend].speedup_vs_eager for c in accurate),
+            "speedup_vs_inductor": geomean(c.results[backend].speedup_vs_inductor for c in both),
+            "cases": sum(c.results[backend].timing is not None for c in accurate),
+            "cases_vs_inductor": sum(c.results[backend].timing is not None for c in both),
         }
     return means
+
+
+def _accurate(case: CaseResult, backend: str) -> bool:
+    """Whether `backend` ran `case`, was timed, and matched eager (eager always does)."""
+    result = case.results.get(backend)
+    if result is None or result.timing is None or not result.ok:
+        return False
+    return result.accuracy is None or result.accuracy.passed
 
 
 def to_dict(report: BenchReport) -> dict[str, Any]:
@@ -52,6 +64,8 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
         "config": {
             "device": config.device,
             "mode": "train" if config.train else "inference",
+            "suite": config.suite,
+            "profile_kernels": config.profile_kernels,
             "cases": list(config.cases),
             "backends": list(config.backends),
             "profile": config.profile.as_dict(),
@@ -86,7 +100,8 @@ _SHORT = {"eager": "eager", "inductor": "ind", "permalloy": "perm"}
 
 def format_table(report: BenchReport) -> str:
     """The results as a plain-text table, one row per case, geometric means last."""
-    columns = _columns(report.config.backends, report.config.train)
+    families = any(c.family for c in report.cases)
+    columns = _columns(report.config.backends, report.config.train, families)
     rows = [[title for title, _ in columns]]
     rows += [[cell(case) for _, cell in columns] for case in report.cases]
     rows.append(_geomean_row(report, columns))
@@ -95,16 +110,21 @@ def format_table(report: BenchReport) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     lines.insert(-1, lines[1])
     legend = _legend(report.config.backends, report.config.train)
-    return "\n".join([_header(report), "", *lines, "", *legend])
+    profiles = format_profiles(report.cases, report.config.backends)
+    if not any(r.profile for c in report.cases for r in c.results.values()):
+        profiles = []
+    return "\n".join([_header(report), "", *lines, "", *legend, *profiles])
 
 
 def _columns(
-    backends: tuple[str, ...], train: bool
+    backends: tuple[str, ...], train: bool, families: bool = False
 ) -> list[tuple[str, Callable[[CaseResult], str]]]:
     """(title, cell function) of every column, for the backends that ran; a
     training run compares gradients and has no bandwidth."""
     compiled = [b for b in backends if b != "eager"]
     columns: list[tuple[str, Callable[[CaseResult], str]]] = [("case", lambda c: c.case)]
+    if families:
+        columns.append(("family", lambda c: c.family or ""))
     columns += [(f"{_SHORT[b]} ms", _time_cell(b)) for b in backends]
     if "eager" in backends:
         columns += [(f"{_SHORT[b]}/eager", _speedup_cell(b, "eager")) for b in compiled]
@@ -112,6 +132,7 @@ def _columns(
         others = [b for b in compiled if b != "inductor"]
         columns += [(f"{_SHORT[b]}/ind", _speedup_cell(b, "inductor")) for b in others]
     columns += [(f"{_SHORT[b]} compile s", _compile_cell(b)) for b in compiled]
+    columns += [(f"{_SHORT[b]} graphs", _graphs_cell(b)) for b in compiled]
     columns += [(f"{_SHORT[b]} kernels", _kernels_cell(b)) for b in compiled]
     error = "grad err" if train else "rel err"
     columns += [(f"{_SHORT[b]} {error}", _accuracy_cell(b)) for b in compiled]
@@ -150,6 +171,18 @@ def _compile_cell(backend: str) -> Callable[[CaseResult], str]:
     return _result_cell(backend, lambda r: "-" if r.compile_s is None else f"{r.compile_s:.2f}")
 
 
+def _graphs_cell(backend: str) -> Callable[[CaseResult], str]:
+    """Dynamo's graphs, with the graph breaks between them when there are any."""
+
+    def show(r: BackendResult) -> str:
+        if r.dynamo is None:
+            return "-"
+        breaks = f" ({r.dynamo.graph_breaks} brk)" if r.dynamo.graph_breaks else ""
+        return f"{r.dynamo.graphs}{breaks}"
+
+    return _result_cell(backend, show)
+
+
 def _kernels_cell(backend: str) -> Callable[[CaseResult], str]:
     def show(r: BackendResult) -> str:
         k = r.kernels
@@ -184,6 +217,8 @@ def _bandwidth_cell(backend: str) -> Callable[[CaseResult], str]:
 
 def _notes_cell(case: CaseResult) -> str:
     """Errors, eager fallbacks and fallback ops, shortest first."""
+    if case.skipped:
+        return _cut(case.error or "skipped")
     if case.error:
         return _cut(f"case: {case.error}")
     notes = []
@@ -250,11 +285,17 @@ def _header(report: BenchReport) -> str:
     if m.get("load_average"):
         device += ", load average " + " ".join(f"{x:.2f}" for x in m["load_average"])
     mode = "training steps" if report.config.train else "inference"
+    if report.config.suite == "zoo":
+        sizes = (
+            f"batch {size.batch}, seq {size.seq}, hidden {size.hidden}, "
+            f"heads {size.heads}, channels {size.channels}, image {size.image}"
+        )
+    else:
+        sizes = f"each model's {profile.name!r} sizes (inputs in the JSON)"
     lines = [
-        f"permalloy-bench on {report.config.device} ({mode}): {device}",
+        f"permalloy-bench, {report.config.suite} suite, on {report.config.device} ({mode}): {device}",
         f"torch {m['torch']}, permalloy {m['permalloy']}, python {m['python']}, {m['platform']}",
-        f"profile {profile.name}: batch {size.batch}, seq {size.seq}, hidden {size.hidden}, "
-        f"heads {size.heads}, channels {size.channels}, image {size.image}",
+        f"profile {profile.name}: {sizes}",
     ]
     if report.copy is not None:
         copy = report.copy
@@ -271,7 +312,9 @@ def _legend(backends: tuple[str, ...], train: bool) -> list[str]:
     lines = [
         "times: median of the timed calls in ms (min and IQR in the JSON), ~ where the IQR "
         f"exceeds {NOISY_IQR:.0%} of the median; x/eager, x/ind: speedup of x over eager, "
-        "over Inductor",
+        "over Inductor; geomeans over the cases a backend ran accurately (x/ind: where "
+        "Inductor did too)",
+        "graphs: graphs Dynamo captured (brk: graph breaks between them)",
     ]
     if train:
         lines += [

@@ -10,6 +10,7 @@ from typing import Any
 
 from permalloy.tools.bench.accuracy import Accuracy
 from permalloy.tools.bench.backends import BenchError
+from permalloy.tools.bench.graphs import DynamoGraphs
 from permalloy.tools.bench.profiles import Profile
 from permalloy.tools.bench.timing import CopyBandwidth, TimingStats
 
@@ -31,6 +32,11 @@ class BenchConfig:
     train: bool = False
     """Time training steps (forward and backward) and compare gradients, rather
     than inference calls and outputs."""
+    suite: str = "zoo"
+    """The suite the cases come from (`zoo` or `models`)."""
+    profile_kernels: bool = False
+    """Also profile each case (`--profile`): host time per call against summed
+    kernel time, and each backend's most expensive kernels."""
 
 
 @dataclass
@@ -44,6 +50,10 @@ class BackendResult:
     accuracy: Accuracy | None = None
     timing: TimingStats | None = None
     kernels: dict[str, Any] = field(default_factory=dict)
+    dynamo: DynamoGraphs | None = None
+    """Graphs Dynamo captured and graph breaks, while compiling and checking."""
+    profile: dict[str, Any] | None = None
+    """With `--profile`: host and kernel time per call and the top kernels."""
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     bandwidth_gb_per_s: float | None = None
@@ -60,6 +70,8 @@ class BackendResult:
             "speedup_vs_eager": self.speedup_vs_eager,
             "speedup_vs_inductor": self.speedup_vs_inductor,
             "kernels": self.kernels,
+            "dynamo": None if self.dynamo is None else self.dynamo.as_dict(),
+            "profile": self.profile,
             "bandwidth_gb_per_s": self.bandwidth_gb_per_s,
             "bandwidth_fraction_of_copy": self.bandwidth_fraction_of_copy,
         }
@@ -76,11 +88,17 @@ class CaseResult:
     input_sets: int = 0
     error: str | None = None
     """Set when the case itself could not be built or run eagerly."""
+    skipped: bool = False
+    """The case cannot be built here (a package it needs is missing); `error` says why."""
+    family: str | None = None
+    """The model family (decoder, encoder, convnet, ...) in the models suite."""
     results: dict[str, BackendResult] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "case": self.case,
+            "family": self.family,
+            "skipped": self.skipped,
             "memory_bound": self.memory_bound,
             "input_shapes": self.input_shapes,
             "traffic_bytes": self.traffic_bytes,

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -40,14 +40,10 @@ from permalloy.tools.bench.timing import (
     synchronizer,
     timed,
 )
+from permalloy.tools.bench.graphs import dynamo_graphs
+from permalloy.tools.bench.kernel_profile import profile_backend, settings_for
+from permalloy.tools.bench.suites import CaseUnavailable, Suite, make_suite
 from permalloy.tools.bench.workload import InputSet, Workload, make_workload
-from permalloy.tools.zoo import make_case
-
-MEMORY_BOUND_CASES = frozenset(
-    {"pointwise_chain", "layer_norm", "masked_softmax", "rms_norm_silu", "layer_norm_gelu_residual"}
-)
-"""Cases with no library call, whose speed is limited by memory traffic: their
-achieved bandwidth is reported as a fraction of the copy bandwidth."""
 
 
 @dataclass(frozen=True)
@@ -64,13 +60,14 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
     if config.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
     workload = make_workload(config.train)
+    suite = make_suite(config.suite)
     with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads):
         machine = machine_description(config.device)
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
         first_use = {b: _first_use(b, config.device, workload, progress) for b in config.backends}
         cases = [
-            _run_case(i, name, config, workload, copy, progress)
+            _run_case(i, name, suite, config, workload, copy, progress)
             for i, name in enumerate(config.cases)
         ]
     progress.finish()
@@ -115,18 +112,23 @@ def _first_use(backend: str, device: str, workload: Workload, progress: Progress
 def _run_case(
     index: int,
     name: str,
+    suite: Suite,
     config: BenchConfig,
     workload: Workload,
     copy: CopyBandwidth,
     progress: Progress,
 ) -> CaseResult:
     """Build case `name`, run it eagerly, then under each backend."""
-    result = CaseResult(name, memory_bound=name in MEMORY_BOUND_CASES)
+    result = CaseResult(name, memory_bound=suite.memory_bound(name))
+    result.family = suite.family(name)
     try:
         with progress.phase(index, name, None, "building inputs and eager references"):
-            case = make_case(name, config.profile.size)
+            case = suite.build(name, config.profile, config.profile.size.seed)
             model = workload.prepare(case.model.to(config.device), _on(config.device, case.inputs))
-            inputs = _prepare_inputs(name, case.inputs, model, config, workload)
+            inputs = _prepare_inputs(name, suite, case.inputs, model, config, workload)
+    except CaseUnavailable as unavailable:
+        result.error, result.skipped = str(unavailable), True
+        return result
     except Exception as error:  # noqa: BLE001 - the case is reported, the run goes on
         result.error = short_error(error)
         return result
@@ -140,6 +142,8 @@ def _run_case(
     try:
         compiled = _prepare_backends(run, result.results)
         _time_backends(run, compiled, result.results)
+        if config.profile_kernels:
+            _profile_backends(run, compiled, result.results)
     finally:
         torch._dynamo.reset()  # noqa: SLF001
     add_speedups(result.results)
@@ -169,13 +173,14 @@ class _CaseRun:
 
 def _prepare_inputs(
     name: str,
+    suite: Suite,
     first: InputSet,
     model: torch.nn.Module,
     config: BenchConfig,
     workload: Workload,
 ) -> _Inputs:
     """Fresh input sets on the device and eager's results for the first two."""
-    sets = input_sets(name, first, config.profile)
+    sets = input_sets(name, suite, first, config.profile)
     sets = workload.prepare_inputs([_on(config.device, s) for s in sets])
     references = workload.results(model, model, sets[: accuracy_sets(sets)])
     return _Inputs(sets, references)
@@ -187,20 +192,19 @@ def _on(device: str, tensors: InputSet) -> InputSet:
 
 
 def input_sets(
-    name: str, first: tuple[torch.Tensor, ...], profile: Profile
+    name: str, suite: Suite, first: tuple[torch.Tensor, ...], profile: Profile
 ) -> list[tuple[torch.Tensor, ...]]:
     """
     The case's inputs and more built the same way from other seeds: enough sets
     to hold `profile.rotation_bytes` (at least two, at most
-    `profile.max_input_sets`), so the timed calls never see the same data twice
-    in a row and, on large sizes, read it from memory.
+    `profile.max_input_sets` and the suite's `max_input_sets`), so the timed
+    calls never see the same data twice in a row and, on large sizes, read it
+    from memory.
     """
     per_set = max(sum(t.nbytes for t in first), 1)
-    count = max(2, min(profile.max_input_sets, math.ceil(profile.rotation_bytes / per_set)))
-    others = [
-        make_case(name, replace(profile.size, seed=profile.size.seed + k)).inputs
-        for k in range(1, count)
-    ]
+    most = min(profile.max_input_sets, suite.max_input_sets)
+    count = max(2, min(most, math.ceil(profile.rotation_bytes / per_set)))
+    others = [suite.build(name, profile, profile.size.seed + k).inputs for k in range(1, count)]
     return [first, *others]
 
 
@@ -233,12 +237,13 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
     """Compile and check one backend; its result, and its compiled model or None."""
     result = BackendResult(backend)
     adapter = make_backend(backend, run.config.device)
+    graphs = dynamo_graphs() if adapter.compiles else contextlib.nullcontext()
     try:
-        with adapter.session():
+        with adapter.session(), graphs as record:
             try:
                 return result, _compile_and_check(run, adapter, result)
             finally:
-                result.kernels = adapter.kernel_info()
+                result.kernels, result.dynamo = adapter.kernel_info(), record
     except Exception as error:  # noqa: BLE001 - the failure is the result
         result.ok, result.error = False, short_error(error)
         return result, None
@@ -270,6 +275,22 @@ def _time_backends(
             results[backend].ok, results[backend].error = False, short_error(timing)
         else:
             results[backend].timing = timing
+
+
+def _profile_backends(
+    run: _CaseRun, compiled: dict[str, Callable[..., Any]], results: dict[str, BackendResult]
+) -> None:
+    """Each backend's profile (`--profile`): host and kernel time, top kernels."""
+    settings = settings_for(run.config.device, run.config.profile.name == "quick")
+    for backend, model in compiled.items():
+        if not results[backend].ok:
+            continue
+        call = _rotating_call(run.workload.step(model, run.model), run.inputs.sets)
+        with run.phase(backend, "profiling"):
+            try:
+                results[backend].profile = profile_backend(call, run.config.device, settings)
+            except Exception as error:  # noqa: BLE001 - the profile says why it is missing
+                results[backend].profile = {"error": short_error(error)}
 
 
 def _rotating_call(step: Callable[[InputSet], Any], sets: list[InputSet]) -> Callable:

@@ -13,7 +13,7 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from permalloy.lowering.attention_math import needs_gradients, rewrite_attention_as_math
+from permalloy.lowering.attention_math import attention_as_math, needs_gradients
 from permalloy.lowering.decompositions import decomposition_table
 
 
@@ -25,18 +25,19 @@ def aten_backend(compiler: Callable) -> Callable:
     by torch's min-cut rematerialization partitioner (which saves few
     activations and recomputes cheap pointwise work in the backward graph).
     In a graph that needs gradients, attention is written as math first
-    (`attention_math.py`), so that its backward is made of ops ptensor has.
+    (`attention_math.py`), so that its backward is made of ops ptensor has;
+    Dynamo's graph is left calling what it called, so that it can still run
+    eagerly as the user wrote it.
     """
 
     def backend(graph: torch.fx.GraphModule, example_inputs: Any) -> Callable:
-        if needs_gradients(example_inputs):
-            rewrite_attention_as_math(graph)
-        return aot_autograd(
-            fw_compiler=compiler,
-            bw_compiler=compiler,
-            partition_fn=min_cut_rematerialization_partition,
-            decompositions=decomposition_table(),
-        )(graph, example_inputs)
+        with attention_as_math(graph, needs_gradients(example_inputs)):
+            return aot_autograd(
+                fw_compiler=compiler,
+                bw_compiler=compiler,
+                partition_fn=min_cut_rematerialization_partition,
+                decompositions=decomposition_table(),
+            )(graph, example_inputs)
 
     return backend
 

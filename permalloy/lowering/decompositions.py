@@ -11,6 +11,7 @@ with ATen ops only, so that the importer sees one vocabulary.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 
@@ -60,10 +61,15 @@ def _upcast(x: torch.Tensor) -> torch.Tensor:
 
 
 def _reduced_dims(x: torch.Tensor, dims: Sequence[int] | int | None) -> list[int]:
+    """The dimensions a reduction over `dims` reduces, sorted: all of them for
+    None or an empty list, none for a 0-d tensor (whose dimension 0 or -1
+    names the tensor itself)."""
+    if x.dim() == 0:
+        return []
     if dims is None or (not isinstance(dims, int) and len(dims) == 0):
         return list(range(x.dim()))
     dims = [dims] if isinstance(dims, int) else dims
-    return sorted(d % max(x.dim(), 1) for d in dims)
+    return sorted(d % x.dim() for d in dims)
 
 
 def _count(x: torch.Tensor, dims: Sequence[int]):
@@ -199,8 +205,16 @@ def split_with_sizes(x, split_sizes, dim=0):
     return pieces
 
 
+_REAL_OF_COMPLEX = {
+    torch.complex32: torch.float16,
+    torch.complex64: torch.float32,
+    torch.complex128: torch.float64,
+}
+
+
 def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
-    """p-norms: max |x| for inf, the count of non-zeros for 0, else a sum."""
+    """p-norms of |x|: max for inf, the count of non-zeros for 0, else a sum
+    (of real magnitudes, so a complex input's norm is real)."""
     source = _upcast(x if dtype is None else x.to(dtype))
     dims = _reduced_dims(source, dim)
     magnitude = aten.abs.default(source)
@@ -209,17 +223,18 @@ def vector_norm(x, ord=2, dim=None, keepdim=False, *, dtype=None):
     elif ord == -math.inf:
         result = aten.amin.default(magnitude, dims, keepdim)
     elif ord == 0:
-        nonzero = aten.ne.Scalar(source, 0).to(source.dtype)
+        nonzero = aten.ne.Scalar(magnitude, 0).to(magnitude.dtype)
         result = aten.sum.dim_IntList(nonzero, dims, keepdim)
     elif ord == 1:
         result = aten.sum.dim_IntList(magnitude, dims, keepdim)
     elif ord == 2:
-        squares = aten.mul.Tensor(source, source)
+        squares = aten.mul.Tensor(magnitude, magnitude)
         result = aten.sqrt.default(aten.sum.dim_IntList(squares, dims, keepdim))
     else:
         powers = aten.pow.Tensor_Scalar(magnitude, ord)
         result = aten.pow.Tensor_Scalar(aten.sum.dim_IntList(powers, dims, keepdim), 1.0 / ord)
-    return result.to(x.dtype if dtype is None else dtype)
+    result_dtype = x.dtype if dtype is None else dtype
+    return result.to(_REAL_OF_COMPLEX.get(result_dtype, result_dtype))
 
 
 def diagonal(x, offset=0, dim1=0, dim2=1):
@@ -351,19 +366,43 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
 }
 
 
+def _has_complex(values) -> bool:
+    """Whether any tensor among `values` (nested in lists) is complex."""
+    for value in values:
+        if isinstance(value, list | tuple) and _has_complex(value):
+            return True
+        if isinstance(value, torch.Tensor) and value.is_complex():
+            return True
+    return False
+
+
+def real_only(decomposition: Callable) -> Callable:
+    """`decomposition` for real tensors; on complex ones the op is kept whole
+    (NotImplemented), as permalloy's decompositions are written for reals."""
+
+    @functools.wraps(decomposition)
+    def decompose(*args, **kwargs):
+        if _has_complex(args) or _has_complex(kwargs.values()):
+            return NotImplemented
+        return decomposition(*args, **kwargs)
+
+    return decompose
+
+
 def decomposition_table() -> dict[OpOverload, Callable]:
     """
     The decompositions to hand to AOTAutograd, a fresh dict on every call.
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
-    of `FROM_TORCH` and permalloy's own (`OWN`).
+    of `FROM_TORCH` and permalloy's own (`OWN`, which leave complex tensors
+    to torch).
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(list(FROM_TORCH)))
     for packet, function in OWN.items():
         for overload in _OWN_OVERLOADS[packet]:
-            table[getattr(packet, overload)] = function
-    table[aten.scatter.src] = scatter_src
+            table[getattr(packet, overload)] = real_only(function)
+    table[aten.scatter.src] = real_only(scatter_src)
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table

@@ -141,36 +141,99 @@ def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequ
     return run
 
 
-def graph_compiler(options: CompileOptions) -> Callable:
+class PermalloyCompileError(RuntimeError):
+    """A graph that could not be compiled, raised with `fallback="raise"`
+    when the failure happened before permalloy's compiler saw the graph (in
+    AOTAutograd or permalloy's decompositions)."""
+
+
+class _EagerFallback(Exception):
+    """Raised out of AOTAutograd by the graph compiler so that the backend runs
+    Dynamo's graph eagerly; carries the failure that caused it."""
+
+    def __init__(self, error: Exception):
+        super().__init__(f"{type(error).__name__}: {error}")
+        self.error = error
+
+
+@dataclasses.dataclass
+class CompileAttempt:
+    """One call of the backend on one Dynamo graph.
+
+    While the backend's call is in progress (`active`), Dynamo's graph can still
+    be run eagerly in place of everything AOTAutograd made of it. A backward
+    graph compiled later (AOTAutograd compiles it on the first backward call)
+    can only fall back to itself, an ATen graph made of decompositions."""
+
+    options: CompileOptions
+    active: bool = True
+    compiler_error: Exception | None = None
+    """A failure of permalloy's compiler with `fallback="raise"`, which goes
+    to the user as it is."""
+
+
+def _failure_reason(error: BaseException) -> str:
+    return f"{type(error).__name__}: {error}"
+
+
+def _warn_fallback(reason: str, target: str | None) -> None:
+    """The one warning, and the stats record, of a graph run eagerly."""
+    warnings.warn(f"permalloy could not compile a graph and runs it eagerly: {reason}", stacklevel=3)
+    STATS_LOG.add(GraphStats(target=target or "", compiled=False, reason=reason))
+    if torch._dynamo.config.verbose:  # noqa: SLF001
+        traceback.print_exc()
+
+
+def _compile_one(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], options: CompileOptions):
+    """Compile one ATen graph; gives the runner AOTAutograd calls."""
+    resolved = resolve_target(options, example_inputs)
+    # AOTAutograd calls this under its fake mode; the graph's constants
+    # (get_attr tensors) are real and are read as real tensors.
+    with unset_fake_temporarily():
+        compiled = compile_graph(graph, resolved)
+    runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
+    if resolved.mode == "reduce-overhead":
+        runner = CudaGraphRunner(runner)
+    STATS_LOG.add(compiled.stats)
+    return runner
+
+
+def graph_compiler(attempt: CompileAttempt) -> Callable:
     """The compiler AOTAutograd calls for each graph: inference, forward or backward."""
+    options = attempt.options
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
-        resolved = options
         try:
-            resolved = resolve_target(options, example_inputs)
-            # AOTAutograd calls this under its fake mode; the graph's constants
-            # (get_attr tensors) are real and are read as real tensors.
-            with unset_fake_temporarily():
-                compiled = compile_graph(graph, resolved)
-            runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
-            if resolved.mode == "reduce-overhead":
-                runner = CudaGraphRunner(runner)
+            return boxed(_compile_one(graph, example_inputs, options))
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
             if options.fallback == "raise":
+                attempt.compiler_error = error
                 raise
-            reason = f"{type(error).__name__}: {error}"
-            warnings.warn(
-                f"permalloy could not compile a graph and runs it eagerly: {reason}",
-                stacklevel=2,
-            )
-            STATS_LOG.add(GraphStats(target=resolved.target or "", compiled=False, reason=reason))
-            if torch._dynamo.config.verbose:  # noqa: SLF001
-                traceback.print_exc()
+            if attempt.active:
+                raise _EagerFallback(error) from error
+            _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs))
             return boxed(graph)
-        STATS_LOG.add(compiled.stats)
-        return boxed(runner)
 
     return compiler
+
+
+def _eager(
+    graph: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    attempt: CompileAttempt,
+    error: Exception,
+) -> Callable:
+    """Dynamo's graph, run as the user wrote it, after a failure to compile it;
+    with `fallback="raise"`, a clear error instead."""
+    cause = error.error if isinstance(error, _EagerFallback) else error
+    reason = _failure_reason(cause)
+    if attempt.options.fallback == "raise":
+        raise PermalloyCompileError(
+            f"permalloy could not compile a graph: {reason} (raised while AOTAutograd "
+            "traced it with permalloy's decompositions; fallback='warn' runs it eagerly)"
+        ) from error
+    _warn_fallback(reason, attempt.options.target or default_target(example_inputs))
+    return graph.forward
 
 
 def permalloy_backend(
@@ -179,6 +242,15 @@ def permalloy_backend(
     mode: str | None = None,
     options: dict[str, Any] | None = None,
 ) -> Callable:
-    """The entry point torch.compile calls with Dynamo's graph."""
-    compile_options = parse_options(options, mode)
-    return aten_backend(graph_compiler(compile_options))(graph, example_inputs)
+    """The entry point torch.compile calls with Dynamo's graph. Any failure,
+    in AOTAutograd, permalloy's decompositions or its compiler, runs Dynamo's
+    graph eagerly after one warning (or raises with `fallback="raise"`)."""
+    attempt = CompileAttempt(parse_options(options, mode))
+    try:
+        return aten_backend(graph_compiler(attempt))(graph, example_inputs)
+    except Exception as error:  # noqa: BLE001 - any failure falls back to eager
+        if error is attempt.compiler_error:
+            raise
+        return _eager(graph, example_inputs, attempt, error)
+    finally:
+        attempt.active = False

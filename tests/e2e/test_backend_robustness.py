@@ -1,0 +1,215 @@
+"""
+The backend on inputs at the edges: failures that fall back, special values,
+empty and broadcast tensors, options of the wrong type.
+
+- A graph that cannot compile runs eagerly as the user wrote it (Dynamo's
+  graph, before permalloy's decompositions), after one warning, wherever it
+  fails: in AOTAutograd, a decomposition, the importer or the lowering.
+- `CASES` are small functions whose results must match eager's exactly as
+  `backend_check` (conftest.py) compares them: values, NaN and infinity
+  positions, dtypes, shapes and strides. Every case runs on the llvm target;
+  those marked `triton` also on the Triton target (under Triton's interpreter
+  on the CPU).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+import torch
+import torch.nn.functional as F
+from conftest import assert_outputs_match, to_test_device
+from torch._dynamo.exc import BackendCompilerFailed
+
+import permalloy
+from permalloy.lowering.capture import capture_aten_graphs
+
+pytestmark = pytest.mark.usefixtures("fresh_backend")
+
+INF, NAN = math.inf, math.nan
+
+
+@dataclass(frozen=True)
+class Case:
+    """A function, a maker of its inputs, and where it runs."""
+
+    name: str
+    fn: Callable
+    make_inputs: Callable[[], Sequence[Any]]
+    triton: bool = True
+    fallback_ops: tuple[str, ...] = ()
+
+
+def _seeded(*shape: int, dtype: torch.dtype = torch.float32) -> Callable[[], torch.Tensor]:
+    def make() -> torch.Tensor:
+        g = torch.Generator().manual_seed(sum(shape) + 7)
+        return torch.randn(shape, generator=g).to(dtype)
+
+    return make
+
+
+def _inputs(*makers: Callable[[], Any]) -> Callable[[], list[Any]]:
+    return lambda: [make() for make in makers]
+
+
+def _tensor(values: Sequence[float], dtype: torch.dtype = torch.float32) -> Callable[[], torch.Tensor]:
+    return lambda: torch.tensor(values, dtype=dtype)
+
+
+SPECIAL = [0.0, -0.0, 1.5, -2.5, INF, -INF, NAN, 3.0, -1.0, 0.5, 7.0, -7.0]
+"""Floats with both zeros, infinities and NaN."""
+
+
+CASES: list[Case] = [
+    # reductions over the one dimension of a 0-d tensor
+    Case("mean_dim0_of_0d", lambda x: x.mean(dim=0), _inputs(_tensor(3.0))),
+    Case("var_dim0_of_0d", lambda x: x.var(dim=0, correction=0), _inputs(_tensor(3.0))),
+    Case("std_var_mean_of_0d", lambda x: (x.std(-1, keepdim=True, correction=0),
+                                          *torch.var_mean(x, 0, correction=0)), _inputs(_tensor(-2.0))),
+    Case("vector_norm_of_0d", lambda x: torch.linalg.vector_norm(x, dim=0), _inputs(_tensor(-2.0))),
+]
+
+
+def _case_params(cases: Sequence[Case], triton: bool = False) -> list:
+    return [pytest.param(c, id=c.name) for c in cases if c.triton or not triton]
+
+
+@pytest.mark.parametrize("case", _case_params(CASES))
+def test_case_llvm(case: Case, backend_check) -> None:
+    backend_check(case.fn, case.make_inputs, "llvm", case.fallback_ops)
+
+
+@pytest.mark.parametrize("case", _case_params(CASES, triton=True))
+def test_case_triton(case: Case, backend_check, triton_device) -> None:
+    backend_check(
+        case.fn,
+        lambda: [to_test_device(x) for x in case.make_inputs()],
+        "triton",
+        case.fallback_ops,
+    )
+
+
+def test_case_names_are_unique() -> None:
+    names = [c.name for c in CASES]
+    assert len(names) == len(set(names))
+
+
+# -- graphs that cannot compile -----------------------------------------------------
+
+
+def _permalloy_warnings(caught: list[warnings.WarningMessage]) -> list[str]:
+    return [str(w.message) for w in caught if "permalloy could not compile" in str(w.message)]
+
+
+def _run_with_fallback(fn: Callable, *inputs: Any, calls: int = 2) -> tuple[Any, list[str]]:
+    """`fn` compiled with `fallback="warn"`, run `calls` times; its last result
+    and permalloy's warnings."""
+    compiled = torch.compile(fn, backend="permalloy", options={"fallback": "warn"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(calls):
+            result = compiled(*inputs)
+    return result, _permalloy_warnings(caught)
+
+
+def _complex_norm(x):
+    return torch.linalg.vector_norm(x)
+
+
+def test_fallback_runs_the_graph_before_decompositions() -> None:
+    """A complex norm cannot be imported: eager runs what the user wrote, a
+    real norm, not a decomposition of it."""
+    x = torch.randn(6, dtype=torch.complex64)
+    result, messages = _run_with_fallback(_complex_norm, x)
+    assert len(messages) == 1 and "complex64 is not supported" in messages[0]
+    assert_outputs_match(result, _complex_norm(x))
+    (record,) = permalloy.stats()
+    assert not record["compiled"] and record["target"] == "llvm"
+
+
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.linalg.vector_norm(x),
+        lambda x: torch.linalg.vector_norm(x, 0),
+        lambda x: torch.linalg.vector_norm(x, 3.0, dim=0),
+        lambda x: x.var(0),
+        lambda x: x.mean(),
+    ],
+    ids=["norm2", "norm0", "norm3", "var", "mean"],
+)
+def test_decompositions_are_right_for_complex_inputs(fn) -> None:
+    """permalloy's decompositions leave complex tensors to torch: the ATen
+    graph computes what eager does."""
+    x = torch.randn(4, 3, dtype=torch.complex64)
+    (graph,) = capture_aten_graphs(fn, x)
+    assert_outputs_match(graph(x), (fn(x),))
+
+
+def test_decomposition_failure_warns_once_and_runs_eagerly(monkeypatch) -> None:
+    """A failure inside AOTAutograd (here a decomposition) is the backend's to
+    handle: one warning, then Dynamo's graph runs eagerly."""
+    from permalloy.lowering import decompositions
+
+    def broken(*args, **kwargs):
+        raise IndexError("decomposition exploded")
+
+    monkeypatch.setitem(decompositions.OWN, torch.ops.aten.mean, broken)
+    x = torch.randn(3, 4)
+    result, messages = _run_with_fallback(lambda x: x.mean(dim=0) + 1, x, calls=3)
+    assert len(messages) == 1 and "IndexError: decomposition exploded" in messages[0]
+    torch.testing.assert_close(result, x.mean(dim=0) + 1)
+    (record,) = permalloy.stats()
+    assert not record["compiled"] and "IndexError" in record["reason"]
+
+
+def test_decomposition_failure_is_a_clear_error_with_fallback_raise(monkeypatch) -> None:
+    from permalloy.lowering import decompositions
+    from permalloy.tools.backend import PermalloyCompileError
+
+    def broken(*args, **kwargs):
+        raise IndexError("decomposition exploded")
+
+    monkeypatch.setitem(decompositions.OWN, torch.ops.aten.mean, broken)
+    compiled = torch.compile(lambda x: x.mean(dim=0), backend="permalloy", options={"fallback": "raise"})
+    with pytest.raises(BackendCompilerFailed) as caught:
+        compiled(torch.randn(3))
+    inner = caught.value.inner_exception
+    assert isinstance(inner, PermalloyCompileError)
+    assert "permalloy could not compile a graph: IndexError: decomposition exploded" in str(inner)
+
+
+def _attention(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def test_training_fallback_runs_attention_as_written(monkeypatch) -> None:
+    """A training graph whose attention was written as math for AOTAutograd
+    falls back to Dynamo's graph calling attention itself."""
+    from permalloy.tools import backend
+
+    seen = []
+
+    def failing(graph, options):
+        raise RuntimeError("lowering exploded")
+
+    monkeypatch.setattr(backend, "compile_graph", failing)
+    original = torch._dynamo.backends.registry.lookup_backend("permalloy")
+
+    def spy(graph, example_inputs, **kwargs):
+        result = original(graph, example_inputs, **kwargs)
+        seen.append([n.target for n in graph.graph.nodes if n.op == "call_function"])
+        return result
+
+    q, k, v = (torch.randn(1, 2, 4, 8, requires_grad=True) for _ in range(3))
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        out = torch.compile(_attention, backend=spy)(q, k, v)
+    out.sum().backward()
+    assert seen and all(F.scaled_dot_product_attention in targets for targets in seen)
+    torch.testing.assert_close(out, _attention(q, k, v))

@@ -45,10 +45,12 @@ class Case:
     fallback_ops: tuple[str, ...] = ()
 
 
-def _seeded(*shape: int, dtype: torch.dtype = torch.float32) -> Callable[[], torch.Tensor]:
+def _seeded(*shape: int, seed: int = 0) -> Callable[[], torch.Tensor]:
+    """Standard normal floats of `shape`, the same on every call."""
+
     def make() -> torch.Tensor:
-        g = torch.Generator().manual_seed(sum(shape) + 7)
-        return torch.randn(shape, generator=g).to(dtype)
+        g = torch.Generator().manual_seed(sum(shape) + seed)
+        return torch.randn(shape, generator=g)
 
     return make
 
@@ -72,6 +74,16 @@ CASES: list[Case] = [
     Case("std_var_mean_of_0d", lambda x: (x.std(-1, keepdim=True, correction=0),
                                           *torch.var_mean(x, 0, correction=0)), _inputs(_tensor(-2.0))),
     Case("vector_norm_of_0d", lambda x: torch.linalg.vector_norm(x, dim=0), _inputs(_tensor(-2.0))),
+    # grouped-query attention: fewer key/value heads than query heads
+    Case("attention_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
+         _inputs(_seeded(2, 8, 5, 16), _seeded(2, 2, 7, 16), _seeded(2, 2, 7, 16, seed=1))),
+    Case("attention_gqa_causal_scaled",
+         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=0.3, enable_gqa=True),
+         _inputs(_seeded(1, 6, 4, 8), _seeded(1, 3, 4, 8, seed=1), _seeded(1, 3, 4, 8, seed=2)), triton=False),
+    Case("attention_gqa_mask",
+         lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m, enable_gqa=True),
+         _inputs(_seeded(4, 3, 8), _seeded(1, 5, 8), _seeded(1, 5, 8, seed=1), _seeded(3, 5)),
+         triton=False),
 ]
 
 
@@ -213,3 +225,30 @@ def test_training_fallback_runs_attention_as_written(monkeypatch) -> None:
     out.sum().backward()
     assert seen and all(F.scaled_dot_product_attention in targets for targets in seen)
     torch.testing.assert_close(out, _attention(q, k, v))
+
+
+def _gradients(fn: Callable, inputs: Sequence[torch.Tensor]) -> list[torch.Tensor]:
+    """The output of `fn` and the gradients of its inputs, for a fixed
+    upstream gradient."""
+    leaves = [x.detach().clone().requires_grad_(True) for x in inputs]
+    output = fn(*leaves)
+    weights = torch.randn(output.shape, generator=torch.Generator().manual_seed(3))
+    output.backward(weights)
+    return [output.detach(), *(x.grad for x in leaves)]
+
+
+def _gqa_causal(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+
+
+def test_grouped_query_attention_gradients() -> None:
+    """Training graphs write attention as math, repeating each key/value head
+    for its group of query heads; forward and backward compile."""
+    inputs = [_seeded(2, 4, 5, 8)(), _seeded(2, 2, 5, 8, seed=1)(), _seeded(2, 2, 5, 8, seed=2)()]
+    compiled = torch.compile(_gqa_causal, backend="permalloy", options={"fallback": "raise"})
+    actual, expected = _gradients(compiled, inputs), _gradients(_gqa_causal, inputs)
+    for a, e in zip(actual, expected, strict=True):
+        assert a.shape == e.shape
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+    records = permalloy.stats()
+    assert len(records) == 2 and all(r["compiled"] and not r["fallback_ops"] for r in records)

@@ -130,12 +130,48 @@ def _only_first_result_used(node: fx.Node) -> bool:
     )
 
 
+def _query_groups(query: SSAValue, key: SSAValue) -> int | None:
+    """How many query heads share each key/value head (grouped-query
+    attention: `[..., Hq, L, E]` queries over `[..., Hkv, S, E]` keys, Hq a
+    multiple of Hkv); None where that is not a constant."""
+    query_type, key_type = ptensor.tensor_type(query), ptensor.tensor_type(key)
+    if query_type.rank < 3 or key_type.rank != query_type.rank:
+        return 1
+    heads, kv_heads = query_type.sizes[-3], key_type.sizes[-3]
+    if ptensor.sizes_equal(heads, kv_heads):
+        return 1
+    if not (heads.is_Integer and kv_heads.is_Integer) or int(kv_heads) == 0:
+        return None
+    if int(heads) % int(kv_heads):
+        return None
+    return int(heads) // int(kv_heads)
+
+
+def _repeat_heads(ctx: ImportContext, tensor: SSAValue, groups: int) -> SSAValue:
+    """`tensor.repeat_interleave(groups, -3)` as views: each head of
+    `[..., H, S, E]` broadcast over a new dimension of `groups`, merged into
+    `[..., H * groups, S, E]`."""
+    if groups == 1:
+        return tensor
+    source = ptensor.tensor_type(tensor)
+    *batch, heads, length, width = source.sizes
+    rank = source.rank
+    split = source.with_shape([*batch, heads, 1, length, width])
+    widened = source.with_shape([*batch, heads, groups, length, width])
+    merged = source.with_shape([*batch, heads * groups, length, width])
+    unsqueezed = ctx.emit(ptensor.UnsqueezeOp(tensor, rank - 2, split))
+    expanded = ctx.emit(ptensor.ExpandOp(unsqueezed, widened))
+    return ctx.emit(ptensor.ReshapeOp(expanded, merged))
+
+
 def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: int) -> Converter:
     """
     An SDPA variant, given where its mask (position, or None for keyword-only,
-    and name), dropout and causal arguments are. Attention with dropout,
-    grouped-query attention, a symbolic scale, or a use of the extra results
-    (log-sum-exp and the like) falls back.
+    and name), dropout and causal arguments are. Grouped-query attention
+    (fewer key/value heads than query heads, as `enable_gqa` allows) reads
+    each key/value head once per query head of its group. Attention with
+    dropout, a symbolic scale, symbolic head counts that differ, or a use of
+    the extra results (log-sum-exp and the like) falls back.
     """
 
     def convert(ctx: ImportContext, node: fx.Node):
@@ -145,9 +181,13 @@ def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: in
         if not _floats(ctx, node) or argument(node, dropout_index, "dropout_p", 0.0):
             return None
         scale = ctx.scalar(node.kwargs.get("scale"))
-        if node.kwargs.get("enable_gqa", False) or isinstance(scale, sympy.Basic):
+        if isinstance(scale, sympy.Basic):
             return None
         query, key, value = (ctx.tensor(a) for a in node.args[:3])
+        groups = _query_groups(query, key)
+        if groups is None:
+            return None
+        key, value = (_repeat_heads(ctx, t, groups) for t in (key, value))
         mask_index, mask_name = mask
         mask_arg = (
             node.kwargs.get(mask_name)

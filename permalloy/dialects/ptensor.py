@@ -1925,6 +1925,21 @@ def _convolution_properties(
     }
 
 
+def convolution_geometry(op: ConvolutionOp | ConvolutionBackwardOp) -> list:
+    """aten's stride, padding, dilation, transposed, output_padding and groups
+    arguments of a convolution or its backward, as Python values."""
+    spatial = len(op.stride.data)
+    output_padding = [0] * spatial if op.output_padding is None else op.output_padding.data
+    return [
+        list(op.stride.data),
+        list(op.padding.data),
+        list(op.dilation.data),
+        op.transposed is not None,
+        list(output_padding),
+        op.groups.value.data,
+    ]
+
+
 def _check_convolution_geometry(
     op: ConvolutionOp | ConvolutionBackwardOp, source: TensorType, weight: TensorType
 ) -> int:

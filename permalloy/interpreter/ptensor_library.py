@@ -137,7 +137,7 @@ class LibraryFunctions(PTensorFunctionsBase):
     ) -> PythonValues:
         x, weight, *rest = args
         bias = rest[0] if rest else None
-        geometry = _convolution_geometry(op, x.dim() - 2)
+        geometry = ptensor.convolution_geometry(op)
         return (torch.ops.aten.convolution.default(x, weight, bias, *geometry),)
 
     @tensor_impl(ptensor.ConvolutionBackwardOp)
@@ -145,7 +145,7 @@ class LibraryFunctions(PTensorFunctionsBase):
         self, interpreter: Interpreter, op: ptensor.ConvolutionBackwardOp, args: PythonValues
     ) -> PythonValues:
         grad_output, x, weight = args
-        geometry = _convolution_geometry(op, x.dim() - 2)
+        geometry = ptensor.convolution_geometry(op)
         mask = [bool(m) for m in op.output_mask.data]
         gradients = torch.ops.aten.convolution_backward.default(
             grad_output, x, weight, None, *geometry, mask
@@ -185,19 +185,3 @@ class LibraryFunctions(PTensorFunctionsBase):
                 f"{len(op.results)} results"
             )
         return tuple(outputs)
-
-
-def _convolution_geometry(
-    op: ptensor.ConvolutionOp | ptensor.ConvolutionBackwardOp, spatial: int
-) -> list:
-    """aten's stride, padding, dilation, transposed, output_padding and groups
-    arguments of a convolution or its backward."""
-    output_padding = [0] * spatial if op.output_padding is None else op.output_padding.data
-    return [
-        list(op.stride.data),
-        list(op.padding.data),
-        list(op.dilation.data),
-        op.transposed is not None,
-        list(output_padding),
-        op.groups.value.data,
-    ]

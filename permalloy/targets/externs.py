@@ -83,7 +83,6 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
     keywords: dict[str, Any] = {"is_causal": op.causal is not None}
     if op.scale is not None:
         keywords["scale"] = op.scale.value.data
-    keywords.update(_optional_attention_flags(op))
     attention = F.scaled_dot_product_attention
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
@@ -91,15 +90,6 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
         return (attention(query, key, value, attn_mask=mask[0] if mask else None, **keywords),)
 
     return call
-
-
-def _optional_attention_flags(op: pt.AttentionOp) -> dict[str, Any]:
-    """Flags of the attention op beyond causality and scale (grouped-query
-    attention), where the op carries them."""
-    flags = {}
-    if getattr(op, "enable_gqa", None) is not None:
-        flags["enable_gqa"] = True
-    return flags
 
 
 def _fallback(op: pt.FallbackOp) -> ExternCall:

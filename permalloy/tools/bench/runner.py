@@ -43,7 +43,8 @@ from permalloy.tools.bench.timing import (
 from permalloy.tools.bench.graphs import dynamo_graphs
 from permalloy.tools.bench.kernel_profile import profile_backend, settings_for
 from permalloy.tools.bench.suites import CaseUnavailable, Suite, make_suite
-from permalloy.tools.bench.workload import InputSet, Workload, make_workload
+from permalloy.tools.bench.training import Training
+from permalloy.tools.bench.workload import Inference, InputSet, Workload
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,11 @@ class _Inputs:
 
     sets: list[InputSet]
     references: list[Any]
+
+
+def make_workload(train: bool) -> Workload:
+    """The workload of a run: a training step with `train`, else inference."""
+    return Training() if train else Inference()
 
 
 def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:

@@ -2,7 +2,7 @@
 What one timed call of a case does. `Inference` (the default) calls the model
 on an input set under `torch.no_grad()` and compares outputs with eager's;
 `Training` (`--train`, in `training`) runs a training step, forward and
-backward, and compares gradients. The runner asks the workload for everything
+backward, and compares gradients; `make_workload` (in `runner`) picks one. The runner asks the workload for everything
 that differs between the two, so that building inputs, compiling, checking and
 timing are written once.
 """
@@ -78,12 +78,3 @@ class Inference:
 
     def compare(self, results: Sequence[Any], references: Sequence[Any]) -> Accuracy:
         return compare(results, references)
-
-
-def make_workload(train: bool) -> Workload:
-    """The workload of a run: a training step with `train`, else inference."""
-    if train:
-        from permalloy.tools.bench.training import Training
-
-        return Training()
-    return Inference()

@@ -1,0 +1,120 @@
+"""
+permalloy-bench's suites and profile: `--suite models` runs whole models of the
+broad suite end to end (accuracy against eager and every field of a row),
+Dynamo's graphs and graph breaks are counted per backend, `--profile` gives
+host and kernel time per call with the top kernels, a model that needs a
+missing package is a row that says so, and geomeans count only accurate cases.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from permalloy.tools.bench import cli, report
+from permalloy.tools.bench.graphs import dynamo_graphs
+from permalloy.tools.bench.suites import CaseUnavailable, ModelSuite, make_suite
+from permalloy.tools.bench.profiles import QUICK
+from permalloy.tools.bench.progress import Progress
+from permalloy.tools.bench.results import BenchConfig
+from permalloy.tools.bench.runner import run_benchmark
+from permalloy.tools.models import MODELS
+
+
+def run_json(argv: list[str], capsys: pytest.CaptureFixture[str]) -> dict:
+    """Run the CLI with `--json -` and parse what it printed."""
+    assert cli.main([*argv, "--json", "-"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_models_suite_runs_two_models_end_to_end(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["--suite", "models", "--quick", "--cases", "small_cnn,distilbert"]
+    data = run_json([*argv, "--backends", "eager,permalloy", "--profile"], capsys)
+    assert data["config"]["suite"] == "models" and data["config"]["profile_kernels"]
+    assert [c["case"] for c in data["cases"]] == ["small_cnn", "distilbert"]
+    for case in data["cases"]:
+        assert case["error"] is None and not case["skipped"]
+        assert case["family"] == MODELS[case["case"]].family
+        assert case["input_sets"] >= 2 and case["input_shapes"]
+        ours = case["results"]["permalloy"]
+        assert ours["ok"], ours["error"]
+        assert ours["accuracy"]["passed"] and ours["accuracy"]["relative_error"] < 1e-4
+        assert ours["compile_s"] > 0 and ours["time"]["median_s"] > 0
+        assert ours["kernels"]["graphs"] >= 1 and ours["kernels"]["kernels"] >= 1
+        assert ours["kernels"]["graphs_fell_back"] == 0
+        assert ours["dynamo"]["graphs"] >= 1 and ours["dynamo"]["graph_breaks"] >= 0
+        profile = ours["profile"]
+        assert profile["back_to_back_ms"] > 0 and profile["top_kernels"]
+        assert all(0 <= k["share"] <= 1 for k in profile["top_kernels"])
+        assert case["results"]["eager"]["dynamo"] is None
+    assert data["geomean"]["permalloy"]["cases"] == 2
+
+
+def test_models_suite_lists_every_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["--suite", "models", "--list"]) == 0
+    listed = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in listed] == list(MODELS)
+    assert len(MODELS) >= 30
+    families = {spec.family for spec in MODELS.values()}
+    assert {"decoder", "encoder", "encoder-decoder", "vision-transformer", "convnet",
+            "audio", "block"} <= families
+
+
+def test_unknown_suite_and_case_list_valid_names(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["--suite", "zo"])
+    assert "valid suites: zoo, models" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        cli.main(["--suite", "models", "--cases", "resnet,gpt3"])
+    err = capsys.readouterr().err
+    assert "unknown case 'gpt3'" in err and "resnet" in err
+
+
+def test_missing_package_is_a_skipped_row(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def unavailable(self, name, profile, seed):
+        raise CaseUnavailable("skipped: timm is not installed")
+
+    monkeypatch.setattr(ModelSuite, "build", unavailable)
+    data = run_json(["--suite", "models", "--quick", "--cases", "resnet",
+                     "--backends", "eager"], capsys)
+    (case,) = data["cases"]
+    assert case["skipped"] and case["error"] == "skipped: timm is not installed"
+    assert case["results"] == {}
+
+
+def test_graph_breaks_are_counted_with_their_reasons() -> None:
+    def broken(x):
+        y = x.sin()
+        torch._dynamo.graph_break()
+        return y.cos()
+
+    torch._dynamo.reset()
+    with dynamo_graphs() as record:
+        torch.compile(broken, backend="eager")(torch.randn(4))
+    assert record.graphs == 2 and record.graph_breaks == 1 and len(record.reasons) == 1
+
+
+def test_geomeans_skip_inaccurate_cases() -> None:
+    config = BenchConfig("cpu", ("pointwise_chain", "layer_norm"), ("eager", "permalloy"), QUICK)
+    ran = run_benchmark(config, Progress(None, len(config.cases)))
+    first, second = (case.results["permalloy"] for case in ran.cases)
+    assert report.geomeans(ran)["permalloy"]["cases"] == 2
+    first.accuracy = type(first.accuracy)(1.0, 1.0, 1e-4)
+    means = report.geomeans(ran)
+    assert means["permalloy"]["cases"] == 1
+    assert means["permalloy"]["speedup_vs_eager"] == pytest.approx(second.speedup_vs_eager)
+
+
+def test_suites_build_cases_from_seeds() -> None:
+    zoo = make_suite("zoo")
+    first, again = zoo.build("layer_norm", QUICK, 0), zoo.build("layer_norm", QUICK, 0)
+    other = zoo.build("layer_norm", QUICK, 1)
+    assert torch.equal(first.inputs[0], again.inputs[0])
+    assert not torch.equal(first.inputs[0], other.inputs[0])
+    assert zoo.memory_bound("layer_norm") and not zoo.memory_bound("mlp")
+    models = make_suite("models")
+    assert models.family("resnet") == "convnet" and not models.memory_bound("resnet")

@@ -118,3 +118,31 @@ def test_suites_build_cases_from_seeds() -> None:
     assert zoo.memory_bound("layer_norm") and not zoo.memory_bound("mlp")
     models = make_suite("models")
     assert models.family("resnet") == "convnet" and not models.memory_bound("resnet")
+
+
+def test_saved_reports_merge_into_one_table(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = []
+    for case in ("pointwise_chain", "layer_norm"):
+        paths.append(str(tmp_path / f"{case}.json"))
+        argv = ["--quick", "--cases", case, "--backends", "eager,permalloy", "--json", paths[-1]]
+        assert cli.main(argv) == 0
+    capsys.readouterr()
+    merged = run_json(["--merge", ",".join(paths)], capsys)
+    assert [c["case"] for c in merged["cases"]] == ["pointwise_chain", "layer_norm"]
+    assert merged["geomean"]["permalloy"]["cases"] == 2
+    assert cli.main(["--merge", ",".join(paths)]) == 0
+    table = capsys.readouterr().out
+    assert "pointwise_chain" in table and "layer_norm" in table and "geomean" in table
+
+
+def test_merge_refuses_other_configurations(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    quick = str(tmp_path / "quick.json")
+    train = str(tmp_path / "train.json")
+    base = ["--quick", "--cases", "pointwise_chain", "--backends", "eager"]
+    assert cli.main([*base, "--json", quick]) == 0
+    assert cli.main([*base, "--train", "--json", train]) == 0
+    capsys.readouterr()
+    assert cli.main(["--merge", f"{quick},{train}"]) == 1
+    assert "must share device, workload" in capsys.readouterr().err

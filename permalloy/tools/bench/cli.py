@@ -92,6 +92,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="also profile each case: host time per call (back-to-back calls minus summed "
         "kernel time) and each compiler's ten most expensive kernels",
     )
+    parser.add_argument(
+        "--merge",
+        default=None,
+        metavar="A.json,B.json",
+        help="run nothing: print the table of saved reports of one configuration "
+        "(a suite split over several runs with --cases) as one run's; --json saves the merge",
+    )
     parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
     return parser
 
@@ -163,9 +170,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.list:
             print(_listing(args.suite))
             return 0
-        config = parse_config(args)
+        if args.merge is None:
+            config = parse_config(args)
+        else:
+            check_output_path("--json", args.json)
     except BenchError as error:
         parser.error(str(error))
+    if args.merge is not None:
+        return _merge(args)
     json_to_stdout = args.json == "-"
     progress = Progress(None if json_to_stdout else sys.stderr, len(config.cases))
     try:
@@ -174,6 +186,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"permalloy-bench: error: {error}", file=sys.stderr)
         return 1
     _write_outputs(report, args, json_to_stdout)
+    return 0
+
+
+def _merge(args: argparse.Namespace) -> int:
+    """Print (and with `--json`, save) the merge of the saved reports `--merge` names."""
+    from permalloy.tools.bench.saved import load_report, merge_reports
+
+    paths = [p.strip() for p in args.merge.split(",") if p.strip()]
+    try:
+        merged = merge_reports([load_report(p) for p in paths])
+    except BenchError as error:
+        print(f"permalloy-bench: error: {error}", file=sys.stderr)
+        return 1
+    _write_outputs(merged, args, json_to_stdout=args.json == "-")
     return 0
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+
+import sympy
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -127,6 +130,16 @@ def _dense_up_to_unit_dims(layout: buf.BufferType) -> bool:
     )
 
 
+def _broadcast_dims(sizes: Sequence[sympy.Expr], strides: Sequence[sympy.Expr]) -> list[int]:
+    """The dimensions a layout repeats one element along (stride 0, size
+    other than 1): memory there cannot be written element by element."""
+    return [
+        d
+        for d, (size, stride) in enumerate(zip(sizes, strides))
+        if sizes_equal(stride, 0) and not sizes_equal(size, 1)
+    ]
+
+
 class _FunctionConversion:
     """The state of converting one function: the buffer of each tensor value."""
 
@@ -223,6 +236,8 @@ class _FunctionConversion:
         for result in op.results:
             position = returned.get(result)
             layout = self.result_layouts.get(position) if position is not None else None
+            if layout is not None and _broadcast_dims(result.type.sizes, layout.data):
+                layout = None  # written densely; the return makes the broadcast view
             alloc = self._insert(buf.AllocOp(_buffer_for(result.type, layout)), op)  # type: ignore[arg-type]
             alloc.results[0].name_hint = result.name_hint
             allocs.append(alloc.results[0])
@@ -261,7 +276,8 @@ class _FunctionConversion:
 
     def _convert_return(self, op: func.ReturnOp) -> None:
         """Return each result in the layout its `ptensor.strides` asks for, or
-        else dense row-major, copying when it differs. A returned view that is
+        else dense row-major, copying when it differs (a layout repeating
+        elements gets a copy of the elements it does not repeat). A returned view that is
         already dense stays a view (with its offset), aliasing its source as
         eager's would."""
         values = []
@@ -271,10 +287,13 @@ class _FunctionConversion:
             result_type = buf.buffer_type(result)
             if wanted is None and not _dense_up_to_unit_dims(result_type):
                 wanted = SymListAttr(buf.contiguous_strides(result_type.sizes))
-            if wanted is not None and (
+            relayout = wanted is not None and (
                 tuple(wanted.data) != tuple(result_type.strides.data)
                 or result_type.offset.expr != 0
-            ):
+            )
+            if relayout and _broadcast_dims(result_type.sizes, wanted.data):
+                result = self._broadcast_result(result, wanted, op)
+            elif relayout:
                 relaid = self._insert(
                     buf.AllocOp(buf.BufferType(result_type.sizes, result_type.element_type, wanted.data)), op
                 )
@@ -284,6 +303,25 @@ class _FunctionConversion:
         self._insert(func.ReturnOp(*values), op)
         self.result_types = [v.type for v in values]
         self._erase(op)
+
+    def _broadcast_result(self, result: SSAValue, wanted: SymListAttr, before: Operation) -> SSAValue:
+        """A returned result in a layout that repeats elements (stride 0, as
+        an expanded tensor of eager's has): the elements it does not repeat are
+        copied into a new allocation, then viewed with the wanted strides."""
+        layout = buf.buffer_type(result)
+        repeated = _broadcast_dims(layout.sizes, wanted.data)
+        compact = [1 if d in repeated else size for d, size in enumerate(layout.sizes)]
+        element = layout.element_type
+        source = self._insert(
+            buf.ViewOp(result, buf.BufferType(compact, element, layout.strides.data, layout.offset.expr)),
+            before,
+        )
+        alloc = self._insert(buf.AllocOp(buf.BufferType(compact, element, wanted.data)), before)
+        self._insert(buf.CopyOp(source.results[0], alloc.results[0]), before)
+        view = self._insert(
+            buf.ViewOp(alloc.results[0], buf.BufferType(layout.sizes, element, wanted.data)), before
+        )
+        return view.results[0]
 
     def _replace(self, op: Operation, new: SSAValue) -> None:
         self.buffers[op.results[0]] = new

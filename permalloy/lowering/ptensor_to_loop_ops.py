@@ -150,6 +150,9 @@ def lower_cat(op: pt.CatOp) -> Operation:
         index[dim] = position - offset
         pieces.append((inside, builder.read(value, index, mask=inside)))
         offset = end
+    if not pieces:
+        # every input is empty along `dim`, so the result has no elements
+        return builder.pointwise(body.constant(0, result_type.element_type))
     result = pieces[-1][1]
     for inside, piece in reversed(pieces[:-1]):
         assert inside is not None

@@ -38,7 +38,8 @@ class ImportContext:
     fallback_ops: list[str] = field(default_factory=list)
     extern_ops: list[str] = field(default_factory=list)
     output_examples: list[Any] = field(default_factory=list)
-    """The example value of each tensor result, for its layout."""
+    """The example value of each tensor result, with the strides eager gives it
+    where they differ from the example's (else None), for its layout."""
     node: fx.Node | None = None
     """The node being imported, for error messages."""
 

@@ -15,19 +15,26 @@ aten = torch.ops.aten
 
 
 def cat(ctx: ImportContext, node: fx.Node) -> SSAValue:
-    """cat, in the result dtype; 1-D empty inputs are skipped as torch does."""
+    """cat, in the result dtype; inputs with no elements along the dimension
+    (and 1-D empty ones, as torch does) are skipped."""
     result = ctx.result_type(node)
+    dim = normalize_dim(argument(node, 1, "dim", 0), result.rank)
     inputs = [
         ctx.cast(ctx.tensor(t), result.element_type)
         for t in node.args[0]
-        if not _is_legacy_empty(ctx.meta(t))
+        if not _is_legacy_empty(ctx.meta(t)) and not _empty_along(ctx.meta(t), dim)
     ]
     if not inputs:
         return ctx.emit(ptensor.FullOp(0, result))
-    dim = normalize_dim(argument(node, 1, "dim", 0), result.rank)
     if len(inputs) == 1:
         return inputs[0]
     return ctx.emit(ptensor.CatOp(inputs, dim, result))
+
+
+def _empty_along(example: torch.Tensor, dim: int) -> bool:
+    """Whether a cat input has size 0 along `dim` (a constant size)."""
+    size = example.shape[dim] if example.dim() > dim else None
+    return isinstance(size, int) and size == 0
 
 
 def _is_legacy_empty(example: torch.Tensor) -> bool:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import operator
 import warnings
 from dataclasses import dataclass, field
+from typing import Any
 
 import sympy
 import torch
@@ -222,18 +223,46 @@ def _output(ctx: ImportContext, node: fx.Node) -> list[tuple[object, SSAValue | 
         imported = ctx.values.get(value) if isinstance(value, fx.Node) else value
         if isinstance(imported, SSAValue):
             described.append((TensorOutput(results), imported))
-            ctx.output_examples.append(ctx.meta(value))
+            ctx.output_examples.append((ctx.meta(value), _eager_strides(ctx, value)))
             results += 1
         else:
             described.append((ValueOutput(ctx.scalar(imported)), None))
     return described
 
 
-def _layout(ctx: ImportContext, example: torch.Tensor) -> dict[str, Attribute]:
+def _eager_strides(ctx: ImportContext, value: Any) -> tuple | None:
+    """The strides eager gives an output where they differ from its example's:
+    an `expand`'s dimensions of size 1 that eager strides as the dimension
+    after them (so a new leading dimension before a broadcast one is 0),
+    where torch's meta function keeps the input's (for constant layouts).
+    None otherwise."""
+    if not (isinstance(value, fx.Node) and value.target is torch.ops.aten.expand.default):
+        return None
+    source, example = ctx.meta(value.args[0]), ctx.meta(value)
+    if not isinstance(source, torch.Tensor) or not isinstance(example, torch.Tensor):
+        return None
+    if not all(isinstance(n, int) for n in (*source.shape, *source.stride(), *example.shape)):
+        return None
+    offset = example.dim() - source.dim()
+    strides: list[Any] = [0] * example.dim()
+    for i in reversed(range(example.dim())):
+        dim = i - offset
+        if dim >= 0:
+            stride = source.stride()[dim]
+        else:
+            stride = example.shape[i + 1] * strides[i + 1] if i + 1 < example.dim() else 1
+        if (source.shape[dim] if dim >= 0 else 1) != example.shape[i]:
+            stride = 0
+        strides[i] = stride
+    return tuple(strides)
+
+
+def _layout(ctx: ImportContext, example: torch.Tensor, strides: tuple | None = None) -> dict[str, Attribute]:
     """`{ptensor.strides = ...}` for a tensor that is not dense row-major: the
-    layout a graph input arrives with, or a graph output must be returned in."""
+    layout a graph input arrives with, or a graph output must be returned in
+    (`strides` where they differ from the example's)."""
     sizes = ctx.shape(example.shape)
-    strides = [ctx.symbols.convert(s) for s in example.stride()]
+    strides = [ctx.symbols.convert(s) for s in (example.stride() if strides is None else strides)]
     dense: list[sympy.Expr] = []
     running: sympy.Expr = sympy.Integer(1)
     for size in reversed(sizes):
@@ -252,8 +281,8 @@ def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> Mo
     returned = [v for _, v in outputs if v is not None]
     ctx.block.add_op(func.ReturnOp(*returned))
     result_layouts = [
-        _layout(ctx, example) if isinstance(example, torch.Tensor) else {}
-        for example in ctx.output_examples
+        _layout(ctx, example, strides) if isinstance(example, torch.Tensor) else {}
+        for example, strides in ctx.output_examples
     ]
     function = func.FuncOp(
         name,

@@ -15,7 +15,16 @@ from __future__ import annotations
 
 import importlib.util
 
-from permalloy.tools.models import audio, blocks, convnets, decoders, encoders, seq2seq, timm_models, vision
+from permalloy.tools.models import (
+    audio,
+    blocks,
+    convnets,
+    decoders,
+    encoders,
+    seq2seq,
+    timm_models,
+    vision,
+)
 from permalloy.tools.models.spec import FAMILIES, SIZES, MissingPackage, ModelSpec, check_size
 from permalloy.tools.zoo import Case
 

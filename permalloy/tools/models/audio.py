@@ -38,12 +38,13 @@ def wav2vec2(size: str) -> tuple:
         mask_time_prob=0.0,
         attn_implementation="sdpa",
     )
-    model = KeywordCall(transformers.Wav2Vec2Model(config), ("input_values",), ("last_hidden_state",))
+    model = transformers.Wav2Vec2Model(config)
+    model = KeywordCall(model, ("input_values",), ("last_hidden_state",))
     return model, torch.randn(shape.batch, samples)
 
 
 def whisper_encoder(size: str) -> tuple:
-    """Whisper's encoder: two 1-d convs over mel frames (the second strided), sinusoidal positions."""
+    """Whisper's encoder: two 1-d convs over mel frames (one strided), sinusoidal positions."""
     import transformers
     from transformers.models.whisper.modeling_whisper import WhisperEncoder
 

@@ -32,10 +32,19 @@ class UNet(nn.Module):
     def __init__(self, channels: int, width: int, classes: int):
         super().__init__()
         widths = [width, 2 * width, 4 * width]
-        self.down = nn.ModuleList([_conv_block(channels, widths[0]), _conv_block(widths[0], widths[1])])
+        self.down = nn.ModuleList(
+            [_conv_block(channels, widths[0]), _conv_block(widths[0], widths[1])]
+        )
         self.bottom = _conv_block(widths[1], widths[2])
-        self.up = nn.ModuleList([nn.ConvTranspose2d(widths[2], widths[1], 2, 2), nn.ConvTranspose2d(widths[1], widths[0], 2, 2)])
-        self.merge = nn.ModuleList([_conv_block(2 * widths[1], widths[1]), _conv_block(2 * widths[0], widths[0])])
+        self.up = nn.ModuleList(
+            [
+                nn.ConvTranspose2d(widths[2], widths[1], kernel_size=2, stride=2),
+                nn.ConvTranspose2d(widths[1], widths[0], kernel_size=2, stride=2),
+            ]
+        )
+        self.merge = nn.ModuleList(
+            [_conv_block(2 * widths[1], widths[1]), _conv_block(2 * widths[0], widths[0])]
+        )
         self.head = nn.Conv2d(widths[0], classes, 1)
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
@@ -52,14 +61,19 @@ class UNet(nn.Module):
 
 
 class MixerLayer(nn.Module):
-    """One MLP-Mixer layer: an MLP across tokens, then an MLP across channels, each pre-normed and residual."""
+    """One MLP-Mixer layer: an MLP across tokens, then one across channels,
+    each pre-normed and residual."""
 
     def __init__(self, tokens: int, hidden: int):
         super().__init__()
         self.token_norm = nn.LayerNorm(hidden)
-        self.token_mlp = nn.Sequential(nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Linear(2 * tokens, tokens))
+        self.token_mlp = nn.Sequential(
+            nn.Linear(tokens, 2 * tokens), nn.GELU(), nn.Linear(2 * tokens, tokens)
+        )
         self.channel_norm = nn.LayerNorm(hidden)
-        self.channel_mlp = nn.Sequential(nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden))
+        self.channel_mlp = nn.Sequential(
+            nn.Linear(hidden, 4 * hidden), nn.GELU(), nn.Linear(4 * hidden, hidden)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         x = x + self.token_mlp(self.token_norm(x).transpose(1, 2)).transpose(1, 2)
@@ -98,7 +112,9 @@ class SmallCNN(nn.Module):
             nn.ReLU(),
             nn.AdaptiveAvgPool2d(1),
         )
-        self.classifier = nn.Sequential(nn.Flatten(), nn.Linear(4 * width, 4 * width), nn.ReLU(), nn.Linear(4 * width, classes))
+        self.classifier = nn.Sequential(
+            nn.Flatten(), nn.Linear(4 * width, 4 * width), nn.ReLU(), nn.Linear(4 * width, classes)
+        )
 
     def forward(self, image: torch.Tensor) -> torch.Tensor:
         return self.classifier(self.features(image))
@@ -127,7 +143,9 @@ class GatedMLP(nn.Module):
 
     def __init__(self, tokens: int, hidden: int):
         super().__init__()
-        self.layers = nn.Sequential(SpatialGatingLayer(tokens, hidden), SpatialGatingLayer(tokens, hidden))
+        self.layers = nn.Sequential(
+            SpatialGatingLayer(tokens, hidden), SpatialGatingLayer(tokens, hidden)
+        )
         self.norm = nn.LayerNorm(hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -149,7 +167,15 @@ class TransformerEncoder(nn.Module):
         super().__init__()
         self.tokens = nn.Embedding(vocab, hidden)
         self.positions = nn.Parameter(0.02 * torch.randn(max_positions, hidden))
-        layer = nn.TransformerEncoderLayer(hidden, heads, 4 * hidden, dropout=0.0, activation=TanhGELU(), batch_first=True, norm_first=True)
+        layer = nn.TransformerEncoderLayer(
+            hidden,
+            heads,
+            4 * hidden,
+            dropout=0.0,
+            activation=TanhGELU(),
+            batch_first=True,
+            norm_first=True,
+        )
         self.encoder = nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False)
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
@@ -158,7 +184,7 @@ class TransformerEncoder(nn.Module):
 
 
 def unet(size: str) -> tuple:
-    """UNet (4-class segmentation): conv blocks with batch norm, max pool down, transposed conv up, skip concatenation."""
+    """UNet (4-class segmentation): max pools down, transposed convs up, skip concatenation."""
     shape = convnet_shape(size)
     model = UNet(channels=3, width=shape.width, classes=4)
     return model, torch.randn(shape.batch, 3, shape.image, shape.image)
@@ -174,7 +200,8 @@ def mlp_mixer(size: str) -> tuple:
 def small_cnn(size: str) -> tuple:
     """A small CNN: convs, ReLU, max pools, global average pool, MLP classifier."""
     shape = convnet_shape(size)
-    return SmallCNN(2 * shape.width, shape.classes), torch.randn(shape.batch, 3, shape.image, shape.image)
+    model = SmallCNN(2 * shape.width, shape.classes)
+    return model, torch.randn(shape.batch, 3, shape.image, shape.image)
 
 
 def gated_mlp(size: str) -> tuple:

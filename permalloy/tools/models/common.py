@@ -102,7 +102,9 @@ class KeywordCall(nn.Module):
     arguments and returns plain tensors: the one output named, or a tuple of
     the outputs named, of the model's output object."""
 
-    def __init__(self, model: nn.Module, inputs: tuple[str, ...], outputs: tuple[str, ...], **options):
+    def __init__(
+        self, model: nn.Module, inputs: tuple[str, ...], outputs: tuple[str, ...], **options
+    ):
         super().__init__()
         self.model = model
         self.input_names = inputs
@@ -110,7 +112,8 @@ class KeywordCall(nn.Module):
         self.options = options
 
     def forward(self, *tensors: torch.Tensor):
-        result = self.model(**dict(zip(self.input_names, tensors)), **self.options, return_dict=True)
+        keywords = dict(zip(self.input_names, tensors))
+        result = self.model(**keywords, **self.options, return_dict=True)
         if len(self.output_names) == 1:
             return getattr(result, self.output_names[0])
         return tuple(getattr(result, name) for name in self.output_names)

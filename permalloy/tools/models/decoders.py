@@ -5,7 +5,14 @@ over token ids with a padded attention mask, returning next-token logits.
 
 from __future__ import annotations
 
-from permalloy.tools.models.common import KeywordCall, TextShape, padded_mask, position_ids, text_shape, token_ids
+from permalloy.tools.models.common import (
+    KeywordCall,
+    TextShape,
+    padded_mask,
+    position_ids,
+    text_shape,
+    token_ids,
+)
 from permalloy.tools.models.spec import ModelSpec, model_spec
 
 DECODER_INPUTS = ("input_ids", "attention_mask", "position_ids")
@@ -50,7 +57,8 @@ def mistral(size: str) -> tuple:
     import transformers
 
     shape = text_shape(size)
-    config = transformers.MistralConfig(**_llama_like_options(shape), num_key_value_heads=shape.heads // 2)
+    options = _llama_like_options(shape)
+    config = transformers.MistralConfig(**options, num_key_value_heads=shape.heads // 2)
     return _causal_lm(transformers.MistralForCausalLM(config), shape)
 
 
@@ -59,7 +67,8 @@ def qwen2(size: str) -> tuple:
     import transformers
 
     shape = text_shape(size)
-    config = transformers.Qwen2Config(**_llama_like_options(shape), num_key_value_heads=shape.heads // 2)
+    options = _llama_like_options(shape)
+    config = transformers.Qwen2Config(**options, num_key_value_heads=shape.heads // 2)
     return _causal_lm(transformers.Qwen2ForCausalLM(config), shape)
 
 

@@ -45,7 +45,8 @@ def roberta(size: str) -> tuple:
     import transformers
 
     shape = text_shape(size)
-    config = transformers.RobertaConfig(**_bert_like_options(shape), pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    options = _bert_like_options(shape)
+    config = transformers.RobertaConfig(**options, pad_token_id=1, bos_token_id=0, eos_token_id=2)
     return _encoder(transformers.RobertaModel(config, add_pooling_layer=False), shape)
 
 
@@ -84,7 +85,8 @@ def electra(size: str) -> tuple:
     import transformers
 
     shape = text_shape(size)
-    config = transformers.ElectraConfig(**_bert_like_options(shape), embedding_size=shape.hidden // 2)
+    options = _bert_like_options(shape)
+    config = transformers.ElectraConfig(**options, embedding_size=shape.hidden // 2)
     return _encoder(transformers.ElectraModel(config), shape)
 
 

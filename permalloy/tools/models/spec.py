@@ -49,7 +49,8 @@ class ModelSpec:
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
-            raise ValueError(f"model '{self.name}': family '{self.family}' is not one of {', '.join(FAMILIES)}")
+            families = ", ".join(FAMILIES)
+            raise ValueError(f"model '{self.name}': family '{self.family}' is not one of {families}")
 
 
 class MissingPackage(Exception):

@@ -38,13 +38,14 @@ def mobilenetv3_small(size: str) -> tuple:
 
 
 def vit_tiny(size: str) -> tuple:
-    """timm vit_tiny_patch16_224 cut to 2 layers (width 192, 3 heads), at the size's image and patch."""
+    """timm vit_tiny_patch16_224 cut to 2 layers (width 192, 3 heads), at the size's patch."""
     shape = vit_shape(size)
-    return _timm_classifier("vit_tiny_patch16_224", shape, img_size=shape.image, patch_size=shape.patch, depth=2)
+    options = dict(img_size=shape.image, patch_size=shape.patch, depth=2)
+    return _timm_classifier("vit_tiny_patch16_224", shape, **options)
 
 
 def swin_tiny(size: str) -> tuple:
-    """timm swin_tiny_patch4_window7_224 cut to 2 stages of 2 blocks, with windows fitting the image."""
+    """timm swin_tiny_patch4_window7_224 cut to 2 stages of 2 blocks, windows fitting the image."""
     shape = vit_shape(size)
     image = per_size(size, quick=32, cpu=64, cuda=224)
     window = per_size(size, quick=4, cpu=8, cuda=7)

@@ -63,7 +63,7 @@ def beit(size: str) -> tuple:
 
 
 def swin(size: str) -> tuple:
-    """Swin: attention in shifted windows with a relative position bias, patch merging between 2 stages."""
+    """Swin: shifted-window attention with relative position bias, 2 stages, patch merging."""
     import transformers
 
     shape = vit_shape(size)

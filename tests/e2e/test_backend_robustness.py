@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from conftest import assert_outputs_match, to_test_device
+from conftest import TEST_DEVICE, assert_outputs_match, to_test_device
 from torch._dynamo.exc import BackendCompilerFailed
 
 import permalloy
@@ -45,6 +45,8 @@ class Case:
     fallback_ops: tuple[str, ...] = ()
     llvm_bug: str | None = None
     """What goes wrong on the llvm target, where the case is a strict xfail."""
+    interpreter_bug: str | None = None
+    """What goes wrong on the Triton target under Triton's CPU interpreter."""
 
 
 def _seeded(*shape: int, seed: int = 0) -> Callable[[], torch.Tensor]:
@@ -64,6 +66,11 @@ def _inputs(*makers: Callable[[], Any]) -> Callable[[], list[Any]]:
 def _tensor(values: Sequence[float], dtype: torch.dtype = torch.float32) -> Callable[[], torch.Tensor]:
     return lambda: torch.tensor(values, dtype=dtype)
 
+
+_INTERPRETER_POW = (
+    "the Triton target's pow for the CPU interpreter (targets/triton/compat.py) gives NaN "
+    "for pow(1, inf), pow(-1, inf) and pow(inf, 0), where C's pow gives 1"
+)
 
 SPECIAL = [0.0, -0.0, 1.5, -2.5, INF, -INF, NAN, 3.0, -1.0, 0.5, 7.0, -7.0]
 """Floats with both zeros, infinities and NaN."""
@@ -100,6 +107,27 @@ CASES: list[Case] = [
     Case("cat_of_empty_only", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(0, 3))),
     Case("cat_with_empty_middle", lambda a, b, c: torch.cat([a, b * 2, c], 1),
          _inputs(_seeded(2, 2), _seeded(2, 0), _seeded(2, 1))),
+    # pow with infinite and NaN exponents and bases
+    *[
+        Case(f"pow_{name}", fn, _inputs(_tensor(SPECIAL)), triton=name in ("inf", "nan", "inf_base"),
+             interpreter_bug=None if name == "nan" else _INTERPRETER_POW)
+        for name, fn in [
+            ("inf", lambda x: x ** INF),
+            ("minus_inf", lambda x: x ** -INF),
+            ("nan", lambda x: x ** NAN),
+            ("half", lambda x: x ** 0.5),
+            ("minus_half", lambda x: x ** -0.5),
+            ("minus_one", lambda x: x ** -1.0),
+            ("two_and_a_half", lambda x: x ** 2.5),
+            ("inf_base", lambda x: torch.pow(INF, x)),
+            ("minus_inf_base", lambda x: torch.pow(-INF, x)),
+            ("nan_base", lambda x: torch.pow(NAN, x)),
+            ("two_base", lambda x: torch.pow(2.0, x)),
+            ("minus_one_base", lambda x: torch.pow(-1.0, x)),
+            ("zero_base", lambda x: torch.pow(0.0, x)),
+            ("tensors", lambda x: torch.pow(x, x.flip(0))),
+        ]
+    ],
     Case("cat_with_legacy_empty", lambda a, b, c: torch.cat([a, b, c]),
          _inputs(_seeded(0), _seeded(2, 3), _seeded(1, 3))),
 ]
@@ -112,25 +140,41 @@ def _case_params(cases: Sequence[Case], triton: bool = False) -> list:
     for c in cases:
         if triton and not c.triton:
             continue
-        bug = None if triton else c.llvm_bug
+        bug = c.llvm_bug
+        if triton:
+            bug = c.interpreter_bug if TEST_DEVICE == "cpu" else None
         marks = [pytest.mark.xfail(strict=True, reason=bug)] if bug else []
         params.append(pytest.param(c, id=c.name, marks=marks))
     return params
 
 
+def assert_zero_signs(actual: Any, expected: Any) -> None:
+    """Zeros carry eager's signs (which value comparisons do not see)."""
+    from conftest import flatten_outputs
+
+    for index, (a, e) in enumerate(zip(flatten_outputs(actual), flatten_outputs(expected), strict=True)):
+        if isinstance(e, torch.Tensor) and e.is_floating_point():
+            zeros = (e == 0).cpu()
+            assert torch.equal(
+                torch.signbit(a.cpu())[zeros], torch.signbit(e.cpu())[zeros]
+            ), f"output {index}: signs of zeros {a} != eager's {e}"
+
+
 @pytest.mark.parametrize("case", _case_params(CASES))
 def test_case_llvm(case: Case, backend_check) -> None:
-    backend_check(case.fn, case.make_inputs, "llvm", case.fallback_ops)
+    actual = backend_check(case.fn, case.make_inputs, "llvm", case.fallback_ops)
+    assert_zero_signs(actual, case.fn(*case.make_inputs()))
 
 
 @pytest.mark.parametrize("case", _case_params(CASES, triton=True))
 def test_case_triton(case: Case, backend_check, triton_device) -> None:
-    backend_check(
+    actual = backend_check(
         case.fn,
         lambda: [to_test_device(x) for x in case.make_inputs()],
         "triton",
         case.fallback_ops,
     )
+    assert_zero_signs(actual, case.fn(*case.make_inputs()))
 
 
 def test_case_names_are_unique() -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import torch
 from torch import fx
 from xdsl.ir import SSAValue
@@ -184,17 +186,24 @@ def divide_with_mode(ctx: ImportContext, node: fx.Node) -> SSAValue:
     return ctx.emit(ptensor.UnaryOp(UnaryKind.TRUNC, quotient, result))
 
 
+_ROOT_EXPONENTS = {0.5: UnaryKind.SQRT, -0.5: UnaryKind.RSQRT}
+"""Exponents eager computes as a root (which differs from `pow` at -0 and -inf)."""
+
+
 def power(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
-    """pow: `x * x` for exponent 2, sqrt for 0.5, repeated products for ints."""
+    """pow: `x * x` for exponent 2, sqrt for 0.5, rsqrt for -0.5, repeated products for ints
+    (as eager's kernel special-cases them); other exponents, infinite and NaN
+    ones included, are `pow` itself."""
     base, exponent = node.args[0], node.args[1]
     result = ctx.result_type(node)
     if isinstance(exponent, int | float) and not isinstance(exponent, bool):
         if exponent == 1:
             return ctx.operand(base, result.element_type)
-        if exponent == 0.5 and ptensor.is_float(result.element_type):
+        root = _ROOT_EXPONENTS.get(exponent)
+        if root is not None and ptensor.is_float(result.element_type):
             value = ctx.operand(base, result.element_type)
-            return ctx.emit(ptensor.UnaryOp(UnaryKind.SQRT, value, result))
-        if exponent == int(exponent) and 2 <= exponent <= 8:
+            return ctx.emit(ptensor.UnaryOp(root, value, result))
+        if math.isfinite(exponent) and exponent == int(exponent) and 2 <= exponent <= 8:
             return _repeated_product(ctx, node, base, int(exponent))
     if not ptensor.is_float(result.element_type):
         return None

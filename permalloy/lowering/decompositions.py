@@ -175,9 +175,12 @@ def hardtanh(x, min_val=-1, max_val=1):
 
 
 def softplus(x, beta=1, threshold=20):
-    scaled = aten.mul.Tensor(x, beta)
+    """`log1p(exp(beta * x)) / beta`, or x above the threshold; computed in
+    float32 for half-precision inputs (whose exp overflows from about 11)."""
+    source = _upcast(x)
+    scaled = aten.mul.Tensor(source, beta)
     soft = aten.div.Tensor(aten.log1p.default(aten.exp.default(scaled)), beta)
-    return aten.where.self(aten.gt.Scalar(scaled, threshold), x, soft)
+    return aten.where.self(aten.gt.Scalar(scaled, threshold), source, soft).to(x.dtype)
 
 
 def mish(x):

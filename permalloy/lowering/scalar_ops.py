@@ -104,11 +104,24 @@ class BodyBuilder:
                 converted = self.add(arith.SIToFPOp(value, target_compute))
             return self.round_to(converted, target)
         if is_float(source):
-            # torch truncates towards zero; through i64 so that narrow types wrap.
-            wide = self.add(arith.FPToSIOp(value, IntegerType(64)))
-            return self._resize_int(wide, target_compute, unsigned=False)
+            return self._resize_int(self._float_to_int(value, target_compute), target_compute, unsigned=False)
         unsigned = is_unsigned(source) or is_bool(source)
         return self._resize_int(value, target_compute, unsigned)
+
+    def _float_to_int(self, value: SSAValue, target: Attribute) -> SSAValue:
+        """A float truncated towards zero as eager's CPU kernels convert it
+        (x86's conversion): to i64 for 64-bit targets, else to i32 (narrower
+        types then wrap); NaN, infinities and values out of that range give
+        the smallest integer of the width."""
+        assert isinstance(target, IntegerType)
+        width = 64 if target.width.data == 64 else 32
+        wide = IntegerType(width)
+        bound = float(2 ** (width - 1))
+        low = self.add(arith.CmpfOp(value, self.constant(-bound, value.type), "oge"))
+        high = self.add(arith.CmpfOp(value, self.constant(bound, value.type), "olt"))
+        in_range = self.add(arith.AndIOp(low, high))
+        converted = self.add(arith.FPToSIOp(value, wide))
+        return self.select(in_range, converted, self.constant(-(2 ** (width - 1)), wide))
 
     def round_to(self, value: SSAValue, element_type: Attribute) -> SSAValue:
         """Round a compute-type float to a narrower storage type and back, so
@@ -237,7 +250,7 @@ class BodyBuilder:
         if simple is not None:
             return self.add(simple(a, b))
         if kind == BinaryKind.FLOORDIV:
-            return self.add(mathd.FloorOp(self.add(arith.DivfOp(a, b))))
+            return self._floor_divide(a, b)
         if kind == BinaryKind.REMAINDER:
             return self._adjust_remainder(self._fmod(a, b), b, is_float_type=True)
         if kind == BinaryKind.FMOD:
@@ -245,9 +258,43 @@ class BodyBuilder:
         raise UnsupportedScalarOp(f"ptensor.binary {kind} on floats")
 
     def _fmod(self, a: SSAValue, b: SSAValue) -> SSAValue:
-        """C's fmod: `a - trunc(a / b) * b`, the sign of the dividend."""
+        """C's fmod: `a - trunc(a / b) * b` with the sign of the dividend
+        (zeros included); a finite dividend over an infinite divisor is itself."""
         quotient = self.add(mathd.TruncOp(self.add(arith.DivfOp(a, b))))
-        return self.add(arith.SubfOp(a, self.add(arith.MulfOp(quotient, b))))
+        difference = self.add(arith.SubfOp(a, self.add(arith.MulfOp(quotient, b))))
+        remainder = self.add(mathd.CopySignOp(difference, a))
+        infinity = self.constant(pymath.inf, a.type)
+        infinite_divisor = self.add(arith.CmpfOp(self.add(mathd.AbsFOp(b)), infinity, "oeq"))
+        finite_dividend = self.add(arith.CmpfOp(self.add(mathd.AbsFOp(a)), infinity, "one"))
+        keep = self.add(arith.AndIOp(infinite_divisor, finite_dividend))
+        return self.select(keep, a, remainder)
+
+    def _floor_divide(self, a: SSAValue, b: SSAValue) -> SSAValue:
+        """torch's floor division of floats, `(a - fmod(a, b)) / b` rounded
+        down, exact where `floor(a / b)` is not; `a / b` for a zero divisor;
+        a zero quotient has the sign of `a / b`."""
+        zero = self.constant(0.0, a.type)
+        one = self.constant(1.0, a.type)
+        quotient = self.add(arith.DivfOp(a, b))
+        remainder = self._fmod(a, b)
+        whole = self.add(arith.DivfOp(self.add(arith.SubfOp(a, remainder)), b))
+        nonzero = self.add(arith.CmpfOp(remainder, zero, "one"))
+        signs_differ = self.add(
+            arith.XOrIOp(
+                self.add(arith.CmpfOp(b, zero, "olt")),
+                self.add(arith.CmpfOp(remainder, zero, "olt")),
+            )
+        )
+        down = self.add(arith.AndIOp(nonzero, signs_differ))
+        whole = self.select(down, self.add(arith.SubfOp(whole, one)), whole)
+        floored = self.add(mathd.FloorOp(whole))
+        half = self.constant(0.5, a.type)
+        above_half = self.add(arith.CmpfOp(self.add(arith.SubfOp(whole, floored)), half, "ogt"))
+        floored = self.select(above_half, self.add(arith.AddfOp(floored, one)), floored)
+        signed_zero = self.add(mathd.CopySignOp(zero, quotient))
+        floored = self.select(self.add(arith.CmpfOp(whole, zero, "une")), floored, signed_zero)
+        zero_divisor = self.add(arith.CmpfOp(b, zero, "oeq"))
+        return self.select(zero_divisor, quotient, floored)
 
     def _binary_int(
         self, kind: BinaryKind, a: SSAValue, b: SSAValue, element_type: Attribute

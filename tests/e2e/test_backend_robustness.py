@@ -72,6 +72,14 @@ _INTERPRETER_POW = (
     "for pow(1, inf), pow(-1, inf) and pow(inf, 0), where C's pow gives 1"
 )
 
+_INTERPRETER_SCALAR_AND = (
+    "under Triton's interpreter, `&` of a comparison of two 0-d constants (a numpy bool) "
+    "with a block of booleans raises TypeError in the Triton target's kernel"
+)
+
+OUT_OF_RANGE = [300.0, -1.0, 1e10, -1e10, NAN, INF, -INF, 70000.0, 3e9, -0.5, 2.9, -2.9, -3e9]
+"""Floats to convert to integers: in range, out of each width's range, NaN."""
+
 SPECIAL = [0.0, -0.0, 1.5, -2.5, INF, -INF, NAN, 3.0, -1.0, 0.5, 7.0, -7.0]
 """Floats with both zeros, infinities and NaN."""
 
@@ -128,6 +136,34 @@ CASES: list[Case] = [
             ("tensors", lambda x: torch.pow(x, x.flip(0))),
         ]
     ],
+    # float to integer conversions of NaN, infinities and out-of-range values
+    *[
+        Case(f"float_to_{str(dtype)[6:]}", lambda x, dtype=dtype: (x * 1).to(dtype),
+             _inputs(_tensor(OUT_OF_RANGE)), triton=dtype in (torch.int64, torch.int32))
+        for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8)
+    ],
+    Case("double_to_int32", lambda x: (x * 1).to(torch.int32), _inputs(_tensor(OUT_OF_RANGE, torch.float64)),
+         triton=False),
+    # signs of zero
+    Case("sign_of_zeros", lambda x: (torch.sign(x), torch.sgn(x)), _inputs(_tensor(SPECIAL))),
+    Case("where_minus_zero", lambda x: torch.where(x > 0, x, -0.0), _inputs(_tensor(SPECIAL))),
+    Case("maximum_minus_zero", lambda x: torch.maximum(x, torch.tensor(-0.0)), _inputs(_tensor(SPECIAL)),
+         triton=False),
+    # fmod, remainder and floor division by infinities
+    *[
+        Case(f"{name}_by_{label}", lambda x, fn=fn, d=d: fn(x, d), _inputs(_tensor(SPECIAL)),
+             triton=label == "inf", interpreter_bug=_INTERPRETER_SCALAR_AND)
+        for name, fn in (("fmod", torch.fmod), ("remainder", torch.remainder),
+                         ("floor_divide", torch.floor_divide))
+        for label, d in (("inf", INF), ("minus_inf", -INF), ("two", 2.0), ("minus_two", -2.0))
+    ],
+    Case("fmod_remainder_floor_divide_tensors",
+         lambda x: (torch.fmod(x, x.flip(0)), torch.remainder(x, x.flip(0)), torch.floor_divide(x, x.flip(0))),
+         _inputs(_tensor(SPECIAL))),
+    # softplus in float32 for half precision
+    Case("softplus_float16", lambda x: F.softplus(x), lambda: [torch.linspace(-5, 25, 61).half()]),
+    Case("softplus_bfloat16_beta", lambda x: F.softplus(x, beta=2, threshold=5),
+         lambda: [torch.linspace(-5, 25, 61).bfloat16()], triton=False),
     Case("cat_with_legacy_empty", lambda a, b, c: torch.cat([a, b, c]),
          _inputs(_seeded(0), _seeded(2, 3), _seeded(1, 3))),
 ]

@@ -33,6 +33,7 @@ graphs after two warm-up calls (`targets/cuda_graph.py`).
 from __future__ import annotations
 
 import dataclasses
+import os
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -89,6 +90,10 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
     if not isinstance(fusion, bool):
         raise PermalloyOptionError(f"option 'fusion' takes True or False, got {fusion!r}")
     dump_dir = options.get("dump_dir")
+    if dump_dir is not None and not isinstance(dump_dir, str | os.PathLike):
+        raise PermalloyOptionError(
+            f"option 'dump_dir' takes a folder path (str or os.PathLike) or None, got {dump_dir!r}"
+        )
     return CompileOptions(
         target=target,
         dump_dir=None if dump_dir is None else str(dump_dir),

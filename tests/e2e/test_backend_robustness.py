@@ -359,3 +359,12 @@ def test_grouped_query_attention_gradients() -> None:
         torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
     records = permalloy.stats()
     assert len(records) == 2 and all(r["compiled"] and not r["fallback_ops"] for r in records)
+
+
+@pytest.mark.parametrize("value", [5, ["dumps"], True])
+def test_dump_dir_of_the_wrong_type_is_a_clear_error(value, tmp_path, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    compiled = torch.compile(lambda x: x + 1, backend="permalloy", options={"dump_dir": value})
+    with pytest.raises(BackendCompilerFailed, match="option 'dump_dir' takes a folder path"):
+        compiled(torch.randn(3))
+    assert list(tmp_path.iterdir()) == []

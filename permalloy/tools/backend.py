@@ -113,7 +113,15 @@ def default_target(example_inputs: Sequence[Any]) -> str:
 
 def resolve_target(options: CompileOptions, example_inputs: Sequence[Any]) -> CompileOptions:
     """`options` with a target: the user's, else the one for the inputs' device.
-    Triton on CPU tensors needs Triton's interpreter."""
+    Triton on CPU tensors needs Triton's interpreter; other devices (meta
+    tensors) are errors, and so fall back to eager."""
+    devices = {v.device.type for v in example_inputs if isinstance(v, torch.Tensor)}
+    unsupported = sorted(devices - {"cpu", "cuda"})
+    if unsupported:
+        raise PermalloyOptionError(
+            f"permalloy compiles graphs of CPU and CUDA tensors; these inputs are on "
+            f"{', '.join(unsupported)} (which has no data to run kernels on)"
+        )
     if options.target is None:
         options = dataclasses.replace(options, target=default_target(example_inputs))
     if options.target == "triton" and default_target(example_inputs) != "triton":

@@ -368,3 +368,12 @@ def test_dump_dir_of_the_wrong_type_is_a_clear_error(value, tmp_path, monkeypatc
     with pytest.raises(BackendCompilerFailed, match="option 'dump_dir' takes a folder path"):
         compiled(torch.randn(3))
     assert list(tmp_path.iterdir()) == []
+
+
+def test_meta_tensors_fall_back_with_a_warning() -> None:
+    """Meta tensors have no data for kernels: the graph runs eagerly, giving
+    eager's meta result."""
+    x = torch.randn(3, 4, device="meta")
+    result, messages = _run_with_fallback(lambda x: x.sin() + 1, x)
+    assert len(messages) == 1 and "meta" in messages[0]
+    assert result.device.type == "meta" and result.shape == (3, 4)

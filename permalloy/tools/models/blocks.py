@@ -9,7 +9,13 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from permalloy.tools.models.common import convnet_shape, padded_mask, text_shape, vit_shape
+from permalloy.tools.models.common import (
+    convnet_shape,
+    padded_mask,
+    text_shape,
+    vit_shape,
+    with_trained_like_statistics,
+)
 from permalloy.tools.models.spec import ModelSpec, model_spec
 
 
@@ -186,7 +192,7 @@ class TransformerEncoder(nn.Module):
 def unet(size: str) -> tuple:
     """UNet (4-class segmentation): max pools down, transposed convs up, skip concatenation."""
     shape = convnet_shape(size)
-    model = UNet(channels=3, width=shape.width, classes=4)
+    model = with_trained_like_statistics(UNet(channels=3, width=shape.width, classes=4))
     return model, torch.randn(shape.batch, 3, shape.image, shape.image)
 
 

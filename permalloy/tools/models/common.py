@@ -97,6 +97,25 @@ def position_ids(shape: TextShape) -> torch.Tensor:
     return torch.arange(shape.seq).repeat(shape.batch, 1)
 
 
+def with_trained_like_statistics(model: nn.Module) -> nn.Module:
+    """`model` with He-initialized convolutions, which keep activations at a
+    steady scale through many layers, and batch norms whose running statistics
+    and affine parameters are random, as after training, instead of an identity;
+    seeded by torch's generator. Returns `model`."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.Conv1d | nn.Conv2d):
+                nn.init.kaiming_normal_(module.weight, mode="fan_in", nonlinearity="relu")
+            elif isinstance(module, nn.BatchNorm2d) and module.running_mean is not None:
+                channels = module.num_features
+                module.running_mean.copy_(0.1 * torch.randn(channels))
+                module.running_var.copy_(0.5 + torch.rand(channels))
+                if module.affine:
+                    module.weight.copy_(0.5 + torch.rand(channels))
+                    module.bias.copy_(0.1 * torch.randn(channels))
+    return model
+
+
 class KeywordCall(nn.Module):
     """Calls a transformers model with its positional tensors as keyword
     arguments and returns plain tensors: the one output named, or a tuple of

@@ -6,12 +6,20 @@ returning class logits.
 
 from __future__ import annotations
 
-from permalloy.tools.models.common import ImageShape, KeywordCall, convnet_shape, images
+from permalloy.tools.models.common import (
+    ImageShape,
+    KeywordCall,
+    convnet_shape,
+    images,
+    with_trained_like_statistics,
+)
 from permalloy.tools.models.spec import ModelSpec, model_spec, per_size
 
 
 def _classifier(model, shape: ImageShape) -> tuple:
-    """An image classifier wrapped to return its logits, with a batch of images."""
+    """An image classifier with trained-like convolution and batch norm
+    statistics, wrapped to return its logits, with a batch of images."""
+    model = with_trained_like_statistics(model)
     return KeywordCall(model, ("pixel_values",), ("logits",)), images(shape)
 
 

@@ -5,16 +5,23 @@ downloaded; the transformers among them are cut to 2 layers per stage.
 
 from __future__ import annotations
 
-from permalloy.tools.models.common import ImageShape, convnet_shape, images, vit_shape
+from permalloy.tools.models.common import (
+    ImageShape,
+    convnet_shape,
+    images,
+    vit_shape,
+    with_trained_like_statistics,
+)
 from permalloy.tools.models.spec import ModelSpec, model_spec, per_size
 
 
 def _timm_classifier(name: str, shape: ImageShape, **options) -> tuple:
-    """timm model `name` with random weights and `shape.classes` classes, and a batch of images."""
+    """timm model `name` with random weights, trained-like batch norm statistics and
+    `shape.classes` classes, and a batch of images."""
     import timm
 
     model = timm.create_model(name, pretrained=False, num_classes=shape.classes, **options)
-    return model, images(shape)
+    return with_trained_like_statistics(model), images(shape)
 
 
 def resnet18(size: str) -> tuple:

@@ -18,7 +18,10 @@ L1), walking the reduction dimension row by row so that memory is read in
 long contiguous runs. Every body op gets the level of the
 deepest loop it depends on, so it is computed once per iteration of that loop
 (loop-invariant values are hoisted by construction), and is a vector when it
-depends on the vectorized variable.
+depends on the vectorized variable. A load of a tensor that an earlier stage
+of its group writes depends on the row loop as well, through memory: it is
+never hoisted above it, even when its address names no row variable (a group
+whose rows all collapsed away, as in a norm over a single row).
 """
 
 from __future__ import annotations
@@ -81,6 +84,7 @@ class StagePlan:
     lanes: int
     inputs: dict[SSAValue, Tensor]
     outputs: list[Tensor]
+    row_written: frozenset[int] = frozenset()  # slots that earlier stages of its group write
     addresses: dict[Operation, sympy.Expr] = field(default_factory=dict)
     output_addresses: list[sympy.Expr] = field(default_factory=list)
     index_exprs: dict[Operation, sympy.Expr] = field(default_factory=dict)
@@ -178,10 +182,23 @@ def group_stages(stages: Sequence[StagePlan]) -> list[list[StagePlan]]:
     groups: list[list[StagePlan]] = []
     for stage in stages:
         if groups and _joins(groups[-1], stage):
+            _read_in_rows(stage, {t.slot for s in groups[-1] for t in s.outputs})
             groups[-1].append(stage)
         else:
             groups.append([stage])
     return groups
+
+
+def _read_in_rows(stage: StagePlan, slots: set[int]) -> None:
+    """
+    Re-plan the levels of a stage that joins a group: loads of `slots`, which
+    earlier stages of the group write row by row, stay inside the row loop.
+    """
+    stage.row_written = frozenset(slots)
+    stage.levels.clear()
+    stage.vectors.clear()
+    stage.loads.clear()
+    _assign_levels(stage)
 
 
 def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
@@ -308,6 +325,8 @@ def _assign_levels(stage: StagePlan) -> None:
             stage.loads[op] = load
             address_level, address_vector = _expr_level(stage, load.address, op.index_values)
             level, vector = max(level, address_level), vector or address_vector
+            if stage.inputs[op.source].slot in stage.row_written:
+                level = max(level, 0)
         stage.levels[op] = level
         if vector:
             stage.vectors.add(op)

@@ -30,6 +30,7 @@ def machine_description(device: str) -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": torch.__version__,
         "permalloy": permalloy_version,
+        "tf32": torch.backends.cudnn.allow_tf32 or torch.backends.cuda.matmul.allow_tf32,
     }
     if device == "cuda" and torch.cuda.is_available():
         machine["gpu"] = torch.cuda.get_device_name()

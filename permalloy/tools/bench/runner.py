@@ -67,7 +67,7 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
     workload = make_workload(config.train)
     suite = make_suite(config.suite)
-    with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads):
+    with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads), _full_float32():
         machine = machine_description(config.device)
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
@@ -78,6 +78,23 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
         ]
     progress.finish()
     return BenchReport(config, machine, copy, first_use, cases)
+
+
+@contextlib.contextmanager
+def _full_float32() -> Iterator[None]:
+    """
+    float32 matrix products and convolutions in float32 for the block: torch
+    lets cuDNN's convolutions use TF32 by default, whose rounding (about 1e-3
+    relative) differs with the algorithm each backend's layout selects, so that
+    no backend could be compared with eager at float32's bar.
+    """
+    backends = torch.backends
+    previous = (backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32)
+    backends.cudnn.allow_tf32 = backends.cuda.matmul.allow_tf32 = False
+    try:
+        yield
+    finally:
+        backends.cudnn.allow_tf32, backends.cuda.matmul.allow_tf32 = previous
 
 
 @contextlib.contextmanager

@@ -53,12 +53,16 @@ func.func @bf16(%x: !ptensor.tensor<[4], bf16>) -> !ptensor.tensor<[4], bf16> {
 // -----
 
 
-// Float to integer truncates through i64 so that narrow types wrap; to i1 is
-// `!= 0` (true for NaN); unsigned elements load as signless i8.
+// Float to a narrow integer truncates through i32 so that narrow types wrap,
+// NaN and values out of i32's range giving its smallest value as on x86; to
+// i1 is `!= 0` (true for NaN); unsigned elements load as signless i8.
 // CHECK-LABEL: func.func @casts(
 // CHECK:         %i = loop.pointwise
-// CHECK:           %[[W:.+]] = arith.fptosi %{{.+}} : f32 to i64
-// CHECK-NEXT:      %[[N:.+]] = arith.trunci %[[W]] : i64 to i8
+// CHECK:           %[[IN:.+]] = arith.andi %{{.+}}, %{{.+}} : i1
+// CHECK-NEXT:      %[[W:.+]] = arith.fptosi %{{.+}} : f32 to i32
+// CHECK-NEXT:      %[[MIN:.+]] = arith.constant -2147483648 : i32
+// CHECK-NEXT:      %[[S:.+]] = arith.select %[[IN]], %[[W]], %[[MIN]] : i32
+// CHECK-NEXT:      %[[N:.+]] = arith.trunci %[[S]] : i32 to i8
 // CHECK-NEXT:      loop.yield %[[N]] : i8
 // CHECK:         %b = loop.pointwise
 // CHECK:           %[[Z:.+]] = arith.constant 0.000000e+00 : f32

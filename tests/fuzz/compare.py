@@ -8,7 +8,8 @@ failure). Floats are compared at their dtype's tolerance: the relative error
 integers and bools exactly; NaNs and infinities by position. An element that
 differs from eager but agrees with the exact result (the graph computed in
 float64) is not a failure: eager's own rounding (float16 ops rounded one by
-one, say) is no bug of the compiler.
+one, say) is no bug of the compiler. Fresh allocations are filled with NaN
+while a case runs, so a read of memory that nothing wrote is reproducible.
 """
 
 from __future__ import annotations
@@ -72,6 +73,22 @@ def time_limit(seconds: int | None) -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
+@contextmanager
+def poisoned_allocations() -> Iterator[None]:
+    """Fresh tensors (`torch.empty`) filled with NaN (integers: their largest
+    value), so that reading memory nothing wrote fails the same way every run."""
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = torch.utils.deterministic.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = True
+    try:
+        yield
+    finally:
+        torch.use_deterministic_algorithms(deterministic, warn_only=warn_only)
+        torch.utils.deterministic.fill_uninitialized_memory = fill
+
+
 def compile_function(fn: Callable, backend: str, target: str, dynamic: bool) -> Callable:
     """`fn` under torch.compile: permalloy on `target` (raising instead of falling
     back to eager), or Inductor."""
@@ -94,6 +111,12 @@ def error_class(error: BaseException) -> str:
     if isinstance(error, torch._dynamo.exc.TorchDynamoException):  # noqa: SLF001
         return f"compile-error:{type(error).__name__}"
     return f"runtime-error:{type(error).__name__}"
+
+
+def error_message(error: BaseException) -> str:
+    """The error's type and message, less Dynamo's advice on verbose logging."""
+    message = str(error).split("Set TORCHDYNAMO_VERBOSE")[0].strip()
+    return f"{type(error).__name__}: {message[:2000]}"
 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
@@ -223,22 +246,28 @@ def run_function(
     torch._dynamo.reset()  # noqa: SLF001
     compiled = compile_function(fn, backend, target, dynamic=dynamic)
     try:
-        for inputs in calls:
-            with quiet():
-                expected = fn(*inputs)
-            try:
-                with time_limit(timeout), quiet():
-                    actual = compiled(*inputs)
-            except Exception as error:  # noqa: BLE001 - every error is a finding
-                return Outcome(error_class(error), f"{type(error).__name__}: {str(error).strip()[:2000]}")
-            outcome = compare_outputs(actual, expected, lambda inputs=inputs: exact_outputs(fn, inputs))
-            if not outcome.passed:
-                shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
-                call = f" (call with input shapes {shapes})" if len(calls) > 1 else ""
-                return Outcome(outcome.failure, outcome.detail + call)
-        return Outcome(None)
+        with poisoned_allocations():
+            return compare_calls(fn, compiled, calls, timeout)
     finally:
         torch._dynamo.reset()  # noqa: SLF001
+
+
+def compare_calls(fn: Callable, compiled: Callable, calls: list[list[torch.Tensor]], timeout: int | None) -> Outcome:
+    """Calls eager and compiled `fn` on each list of inputs; the first disagreement."""
+    for inputs in calls:
+        with quiet():
+            expected = fn(*inputs)
+        try:
+            with time_limit(timeout), quiet():
+                actual = compiled(*inputs)
+        except Exception as error:  # noqa: BLE001 - every error is a finding
+            return Outcome(error_class(error), error_message(error))
+        outcome = compare_outputs(actual, expected, lambda inputs=inputs: exact_outputs(fn, inputs))
+        if not outcome.passed:
+            shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
+            call = f" (call with input shapes {shapes})" if len(calls) > 1 else ""
+            return Outcome(outcome.failure, outcome.detail + call)
+    return Outcome(None)
 
 
 def run_case(graph: Graph, backend: str = "permalloy", target: str = "llvm", timeout: int | None = 300) -> Outcome:

@@ -49,3 +49,17 @@ def render_test(graph: Graph, failure: str, backend: str = "permalloy", target: 
     arguments = f"backend={backend!r}, target={target!r}" + (", dynamic=True" if graph.dynamic else "")
     lines.append(f"    assert_matches_eager(fn, calls, {arguments})")
     return "\n".join(lines) + "\n"
+
+
+def one_line(graph: Graph) -> str:
+    """The graph on one line: its inputs (shape, dtype, layout) and its statements,
+    for the table of known failures."""
+    sizes = graph.size_sets()[0]
+    inputs = ", ".join(
+        f"{spec.name}: {str(spec.dtype).removeprefix('torch.')}{list(spec.shape(sizes))}"
+        + ("" if spec.layout == "contiguous" else f" {spec.layout}")
+        for spec in graph.inputs
+    )
+    statements = "; ".join(op.statement() for op in graph.ops)
+    dynamic = " (dynamic)" if graph.dynamic else ""
+    return f"{inputs}{dynamic}; {statements}; return {', '.join(graph.outputs)}"

@@ -84,6 +84,45 @@ SPECIAL = [0.0, -0.0, 1.5, -2.5, INF, -INF, NAN, 3.0, -1.0, 0.5, 7.0, -7.0]
 """Floats with both zeros, infinities and NaN."""
 
 
+def _indices(values: Sequence[int]) -> Callable[[], torch.Tensor]:
+    return lambda: torch.tensor(values, dtype=torch.int64)
+
+
+def _random_indices(high: int, *shape: int) -> Callable[[], torch.Tensor]:
+    """Indices in [0, high) of `shape`, the same on every call."""
+    return lambda: torch.randint(0, high, shape, generator=torch.Generator().manual_seed(high + sum(shape)))
+
+
+def _expanded(rows: int, columns: int, *shape: int) -> Callable[[], torch.Tensor]:
+    """A seeded tensor of `shape` expanded to (rows, columns): stride 0 where it is broadcast."""
+    return lambda: _seeded(*shape)().expand(rows, columns)
+
+
+BROADCAST_GATHERS: list[Case] = [
+    Case("flip_of_expanded_both", lambda x: x.flip(0, 1), _inputs(_expanded(4, 5, 1, 5))),
+    Case("flip_of_expanded_rows_large", lambda x: x.flip(0) * 2, _inputs(_expanded(40, 3000, 1, 3000))),
+    Case("flip_of_expanded_then_sum", lambda x: (x.flip(0) * 3).sum(), _inputs(_expanded(4, 5, 1, 5))),
+    Case("gather_of_expanded_rows", lambda x, i: torch.gather(x, 0, i),
+         _inputs(_expanded(4, 5, 1, 5), _random_indices(4, 3, 5))),
+    Case("gather_of_expanded_columns", lambda x, i: torch.gather(x, 1, i),
+         _inputs(_expanded(4, 5, 4, 1), _random_indices(5, 4, 7))),
+    Case("gather_of_expanded_rows_large", lambda x, i: torch.gather(x, 0, i).sum(0),
+         _inputs(_expanded(40, 3000, 1, 3000), _random_indices(40, 40, 3000))),
+    Case("index_select_of_expanded_rows", lambda x, i: torch.index_select(x, 0, i),
+         _inputs(_expanded(4, 5, 1, 5), _indices([3, 0, 2]))),
+    Case("index_select_of_expanded_large", lambda x, i: torch.index_select(x, 0, i).sum(1),
+         _inputs(_expanded(40, 5000, 1, 5000), _random_indices(40, 60))),
+    Case("index_of_expanded_rows", lambda x, i: x[i] + 1, _inputs(_expanded(4, 5, 1, 5), _indices([3, 0, 2, 1, 1]))),
+    Case("index_of_expanded_columns", lambda x, i: x[:, i] + 1,
+         _inputs(_expanded(4, 5, 4, 1), _indices([3, 0, 2, 1, 1]))),
+    Case("index_2d_of_expanded_scalar", lambda x, i, j: x[i, j],
+         _inputs(_expanded(4, 5, 1, 1), _indices([3, 0, 2]), _indices([1, 4, 0]))),
+    Case("embedding_of_expanded_rows", lambda w, i: F.embedding(i, w),
+         _inputs(_expanded(10, 8, 1, 8), _indices([[1, 9], [0, 3]]))),
+]
+"""Gathers from inputs broadcast (stride 0) in the gathered dimension: the
+address loses the index value it is computed from."""
+
 CASES: list[Case] = [
     # reductions over the one dimension of a 0-d tensor
     Case("mean_dim0_of_0d", lambda x: x.mean(dim=0), _inputs(_tensor(3.0))),
@@ -107,9 +146,8 @@ CASES: list[Case] = [
     Case("expand_of_sum_output", lambda x: x.sum(0, keepdim=True).expand(3, 4), _inputs(_seeded(5, 4))),
     Case("expand_of_add_output", lambda x: (x + 1).expand(2, 3, 4), _inputs(_seeded(1, 4))),
     Case("flip_of_expanded_columns", lambda x: x.flip(1) + 1, lambda: [_seeded(4, 1)().expand(4, 3)]),
-    Case("flip_of_expanded_rows", lambda x: x.flip(0), lambda: [_seeded(1, 4)().expand(3, 4)],
-         llvm_bug="the LLVM target emits a gather's address before its index value when "
-         "the gathered dimension has stride 0 (KeyError in targets/llvm/body.py expr_env)"),
+    Case("flip_of_expanded_rows", lambda x: x.flip(0), lambda: [_seeded(1, 4)().expand(3, 4)]),
+    *BROADCAST_GATHERS,
     # cat of inputs some or all of which are empty
     Case("cat_with_empty_rows", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(2, 3))),
     Case("cat_of_empty_only", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(0, 3))),
@@ -211,6 +249,18 @@ def test_case_triton(case: Case, backend_check, triton_device) -> None:
         case.fallback_ops,
     )
     assert_zero_signs(actual, case.fn(*case.make_inputs()))
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("case", _case_params(BROADCAST_GATHERS))
+def test_broadcast_gathers_llvm_threads(case: Case, threads: int, backend_check) -> None:
+    """Gathers from broadcast inputs, large ones shared among threads."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        backend_check(case.fn, case.make_inputs, "llvm", case.fallback_ops)
+    finally:
+        torch.set_num_threads(before)
 
 
 def test_case_names_are_unique() -> None:

@@ -341,5 +341,14 @@ def _plan_load(stage: StagePlan, op: LoadOp) -> LoadPlan:
     if split is not None:
         rest_level, rest_vector = _expr_level(stage, split[0], op.index_values)
         if not rest_vector:
-            return LoadPlan("affine", address, split[0], split[1], rest_level)
+            return LoadPlan("affine", address, split[0], split[1], max(rest_level, _index_values_level(stage, op)))
     return LoadPlan("gather", address)
+
+
+def _index_values_level(stage: StagePlan, op: LoadOp) -> int:
+    """
+    The deepest level of a load's index values. Its base pointer is computed
+    where they all exist, even those its address lost (an index into a
+    dimension of stride 0, as in a gather from a broadcast input).
+    """
+    return max((stage.level_of(v) for v in op.index_values), default=-1)

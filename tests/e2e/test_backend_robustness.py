@@ -67,11 +67,6 @@ def _tensor(values: Sequence[float], dtype: torch.dtype = torch.float32) -> Call
     return lambda: torch.tensor(values, dtype=dtype)
 
 
-_INTERPRETER_POW = (
-    "the Triton target's pow for the CPU interpreter (targets/triton/compat.py) gives NaN "
-    "for pow(1, inf), pow(-1, inf) and pow(inf, 0), where C's pow gives 1"
-)
-
 _INTERPRETER_SCALAR_AND = (
     "under Triton's interpreter, `&` of a comparison of two 0-d constants (a numpy bool) "
     "with a block of booleans raises TypeError in the Triton target's kernel"
@@ -155,8 +150,7 @@ CASES: list[Case] = [
          _inputs(_seeded(2, 2), _seeded(2, 0), _seeded(2, 1))),
     # pow with infinite and NaN exponents and bases
     *[
-        Case(f"pow_{name}", fn, _inputs(_tensor(SPECIAL)), triton=name in ("inf", "nan", "inf_base"),
-             interpreter_bug=None if name == "nan" else _INTERPRETER_POW)
+        Case(f"pow_{name}", fn, _inputs(_tensor(SPECIAL)))
         for name, fn in [
             ("inf", lambda x: x ** INF),
             ("minus_inf", lambda x: x ** -INF),
@@ -174,6 +168,11 @@ CASES: list[Case] = [
             ("tensors", lambda x: torch.pow(x, x.flip(0))),
         ]
     ],
+    Case("pow_special_pairs", torch.pow, lambda: [_tensor(SPECIAL)().repeat_interleave(len(SPECIAL)),
+                                                 _tensor(SPECIAL)().repeat(len(SPECIAL))]),
+    Case("pow_of_ones_and_minus_ones", lambda x, y: torch.pow(x, y),
+         _inputs(_tensor([1.0, 1.0, 1.0, -1.0, -1.0, -1.0, 1.0, -1.0, NAN, INF, -INF, NAN]),
+                 _tensor([INF, -INF, NAN, INF, -INF, 0.0, -0.0, -0.0, 0.0, 0.0, -0.0, -0.0]))),
     # float to integer conversions of NaN, infinities and out-of-range values
     *[
         Case(f"float_to_{str(dtype)[6:]}", lambda x, dtype=dtype: (x * 1).to(dtype),

@@ -112,18 +112,25 @@ _MATH: dict[str, Helper] = {
         ),
         ("atan_f64",),
     ),
+    # C's pow (libdevice's follows it): 1 for a zero exponent or a base of 1
+    # (NaN included) and for a base of -1 to an infinite power; the sign of
+    # the base (zeros and infinities included) for odd integer exponents; NaN
+    # for a finite negative base to a finite non-integer power. Both operands
+    # are broadcast first: comparisons of 0-d values do not combine with
+    # blocks in the interpreter.
     "pow": Helper(
         _libdevice("pow", 2),
         _jit(
             "_pow(x, y2)",
-            "y = x.to(tl.float64)",
-            "z = y2.to(tl.float64)",
-            "r = tl.exp(z * tl.log(tl.abs(y)))",
+            "y, z = tl.broadcast(x.to(tl.float64), y2.to(tl.float64))",
+            "a = tl.abs(y)",
+            "r = tl.exp(z * tl.log(a))",
             "whole = tl.floor(z) == z",
             "odd = whole & (z - 2.0 * tl.floor(z * 0.5) == 1.0)",
-            "r = tl.where(y < 0, tl.where(whole, tl.where(odd, -r, r), r - r + float('nan')), r)",
-            "r = tl.where(z == 0, 1.0 + 0.0 * r, r)",
-            "r = tl.where(y == 1, 1.0 + 0.0 * r, r)",
+            "r = tl.where(odd & (y.to(tl.int64, bitcast=True) < 0), -r, r)",
+            "r = tl.where((y < 0) & (a != float('inf')) & ~whole, float('nan'), r)",
+            "one = (z == 0) | (y == 1) | ((a == 1) & (tl.abs(z) == float('inf')))",
+            "r = tl.where(one, 1.0, r)",
             "return r.to(x.dtype)",
         ),
     ),

@@ -67,11 +67,6 @@ def _tensor(values: Sequence[float], dtype: torch.dtype = torch.float32) -> Call
     return lambda: torch.tensor(values, dtype=dtype)
 
 
-_INTERPRETER_SCALAR_AND = (
-    "under Triton's interpreter, `&` of a comparison of two 0-d constants (a numpy bool) "
-    "with a block of booleans raises TypeError in the Triton target's kernel"
-)
-
 OUT_OF_RANGE = [300.0, -1.0, 1e10, -1e10, NAN, INF, -INF, 70000.0, 3e9, -0.5, 2.9, -2.9, -3e9]
 """Floats to convert to integers: in range, out of each width's range, NaN."""
 
@@ -188,12 +183,20 @@ CASES: list[Case] = [
          triton=False),
     # fmod, remainder and floor division by infinities
     *[
-        Case(f"{name}_by_{label}", lambda x, fn=fn, d=d: fn(x, d), _inputs(_tensor(SPECIAL)),
-             triton=label == "inf", interpreter_bug=_INTERPRETER_SCALAR_AND)
+        Case(f"{name}_by_{label}", lambda x, fn=fn, d=d: fn(x, d), _inputs(_tensor(SPECIAL)))
         for name, fn in (("fmod", torch.fmod), ("remainder", torch.remainder),
                          ("floor_divide", torch.floor_divide))
         for label, d in (("inf", INF), ("minus_inf", -INF), ("two", 2.0), ("minus_two", -2.0))
     ],
+    # comparisons of constants (0-d) combined with comparisons of tensors
+    Case("and_with_constant_comparison", lambda x: torch.where((x > 0) & (x.new_full((), 2.0) < 3.0), x, -x),
+         _inputs(_tensor(SPECIAL))),
+    Case("xor_with_constant_nan_comparison",
+         lambda x: (x > 0) ^ (x.new_full((), NAN) != x.new_full((), NAN)), _inputs(_tensor(SPECIAL))),
+    Case("or_with_constant_comparison", lambda x: (x != x) | (x.new_full((), INF) > x.new_full((), 1.0)),
+         _inputs(_tensor(SPECIAL))),
+    Case("remainder_of_inf_by_tensor", lambda x: torch.remainder(x.new_full((), INF), x),
+         _inputs(_tensor(SPECIAL))),
     Case("fmod_remainder_floor_divide_tensors",
          lambda x: (torch.fmod(x, x.flip(0)), torch.remainder(x, x.flip(0)), torch.floor_divide(x, x.flip(0))),
          _inputs(_tensor(SPECIAL))),

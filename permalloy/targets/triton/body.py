@@ -22,7 +22,7 @@ from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.math_ops import translate_math
 from permalloy.targets.triton.plan import Stage, TensorRef
 from permalloy.targets.triton.source import SourceWriter, Value
-from permalloy.targets.triton.types import UnsupportedKernelError, value_dtype
+from permalloy.targets.triton.types import UnsupportedKernelError, is_bool_dtype, value_dtype
 
 
 @dataclass
@@ -95,7 +95,10 @@ class BodyWriter:
             text = translate_math(self.w, op, args)
         else:
             raise UnsupportedKernelError(f"the Triton target cannot translate {op.name} in a loop body")
-        return self.w.assign(text, result_dtype(op), deps)
+        dtype = result_dtype(op)
+        if is_bool_dtype(dtype) and not deps and args:
+            text = scalar_bool(text)
+        return self.w.assign(text, dtype, deps)
 
     def _load(self, op: LoadOp) -> Value:
         source = self.stage.sources[op.source]
@@ -123,6 +126,16 @@ class BodyWriter:
         if source.dtype != dtype:
             loaded += f".to({dtype}, bitcast=True)"
         return self.w.assign(loaded, dtype, frozenset(axes))
+
+
+def scalar_bool(text: str) -> str:
+    """
+    A 0-d i1 computed from 0-d operands (a comparison of constants), rebuilt
+    as an i1 scalar. Triton's interpreter keeps a comparison's result with
+    its operands' element type, so broadcasting it to a block (for `&`, `|`,
+    `^` with a block of booleans) would give floats.
+    """
+    return f"tl.where({text}, True, False)"
 
 
 def store(w: SourceWriter, tensor: TensorRef, address: Value, value: Value, mask: str, mask_axes: set[str]) -> None:

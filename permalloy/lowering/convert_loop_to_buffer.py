@@ -18,6 +18,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
 from permalloy.lowering.view_layouts import view_layout
+from permalloy.passes.diagnostics import check_loop_level, defined_functions
 
 STRIDES_ATTR = "ptensor.strides"
 """Argument and result attribute giving the strides a graph input arrives with
@@ -64,7 +65,10 @@ class ConvertLoopToBufferPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         names = _KernelNames()
-        for function in [f for f in op.body.block.ops if isinstance(f, func.FuncOp)]:
+        functions = [f for f in defined_functions(op) if f.parent_op() is op]
+        for function in functions:
+            check_loop_level(function, self.name)
+        for function in functions:
             _FunctionConversion(op, function, names).run()
 
 

@@ -10,6 +10,7 @@ from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
 from permalloy.dialects import loop
+from permalloy.passes.diagnostics import check_loop_level, defined_functions
 from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
 from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
 
@@ -65,7 +66,10 @@ class FuseLoopsPass(ModulePass):
     max_group_size: int = 8
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+        functions = list(defined_functions(op))
+        for function in functions:
+            check_loop_level(function, self.name)
+        for function in functions:
             if self.inline:
                 self._inline(function)
             if self.group:

@@ -23,8 +23,8 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import IO, ClassVar, NoReturn, cast
 
 from xdsl.context import Context
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import Attribute, Operation, TypeAttribute
+from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
+from xdsl.ir import Attribute, Block, Operation, SSAValue, TypeAttribute
 from xdsl.parser import Parser
 from xdsl.utils.arg_spec import parse_spec
 from xdsl.utils.exceptions import (
@@ -34,6 +34,7 @@ from xdsl.utils.exceptions import (
     ParseError,
     VerifyException,
 )
+from xdsl.utils.lexer import Span
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -45,6 +46,7 @@ from permalloy.passes import (
     instantiate_from_spec,
     spec_syntax_message,
 )
+from permalloy.passes.diagnostics import OpDiagnostic, fail_at
 
 TOOL_NAME = "permalloy-opt"
 
@@ -139,7 +141,13 @@ class SourceParser(Parser):
     """
     xDSL's parser, reporting attributes and types that fail their verifier as
     parse errors at the place they are written, instead of as bare exceptions.
+
+    Each op without a `loc(...)` gets the location it is written at (a
+    `FileLineColLoc`, `line_offset` lines into the file), so that passes can
+    report an op they cannot handle at its place in the input.
     """
+
+    line_offset: int = 0
 
     def parse_optional_attribute(self) -> Attribute | None:
         start = self.pos
@@ -158,9 +166,19 @@ class SourceParser(Parser):
     def parse_optional_operation(self) -> Operation | None:
         start = self.pos
         try:
-            return super().parse_optional_operation()
+            op = super().parse_optional_operation()
         except _VALUE_ERRORS as error:
             self.raise_error(str(error), start)
+        if op is not None and isinstance(op.location, UnknownLoc):
+            op.location = self._location(start)
+        return op
+
+    def _location(self, position: int) -> FileLineColLoc:
+        span = Span(position, position + 1, self.lexer.input, self.line_offset)
+        location = span.get_location()
+        return FileLineColLoc(
+            StringAttr(location.file), IntAttr(location.line), IntAttr(location.col)
+        )
 
 
 class PermalloyOptMain(xDSLOptMain):
@@ -201,7 +219,19 @@ class PermalloyOptMain(xDSLOptMain):
                 f"byte {error.start})"
             ) from None
         parser = SourceParser(self.ctx, text, self.get_input_name())
-        return parser.parse_module(not self.args.no_implicit_module)
+        parser.line_offset = self.chunk_line_offset
+        module = parser.parse_module(not self.args.no_implicit_module)
+        check_defined_before_use(module)
+        return module
+
+    chunk_line_offset: int = 0
+    """The line of the input file the chunk being parsed starts after."""
+
+    def parse_chunk(
+        self, chunk: IO[bytes], file_extension: str, start_offset: int = 0
+    ) -> ModuleOp | None:
+        self.chunk_line_offset = start_offset
+        return super().parse_chunk(chunk, file_extension, start_offset)
 
     def get_input_name(self) -> str:
         return self.args.input_file or "<stdin>"
@@ -250,10 +280,51 @@ class PermalloyOptMain(xDSLOptMain):
         return instantiate_from_spec(factory(), spec, "target")
 
 
+def check_defined_before_use(root: Operation) -> None:
+    """
+    Fail at the first op that uses a value its block defines only later, or that
+    its enclosing blocks do not define at all (xDSL's parser accepts forward
+    references, and no verifier checks dominance). In regions of several blocks
+    (control flow), every value of the region counts as defined.
+    """
+    _check_regions(root, set())
+
+
+def _check_regions(op: Operation, visible: set[SSAValue]) -> None:
+    for region in op.regions:
+        added: set[SSAValue] = set()
+        if len(region.blocks) > 1:
+            added = {v for block in region.blocks for v in _block_values(block)} - visible
+        visible |= added
+        for block in region.blocks:
+            _check_block(block, visible)
+        visible -= added
+
+
+def _block_values(block: Block) -> list[SSAValue]:
+    return [*block.args, *(r for op in block.ops for r in op.results)]
+
+
+def _check_block(block: Block, visible: set[SSAValue]) -> None:
+    added = set(block.args) - visible
+    visible |= added
+    for op in block.ops:
+        for position, value in enumerate(op.operands):
+            if value not in visible:
+                fail_at(op, f"operand {position} of '{op.name}' is used before it is defined")
+        _check_regions(op, visible)
+        new = set(op.results) - visible
+        added |= new
+        visible |= new
+    visible -= added
+
+
 def format_error(error: BaseException) -> str:
     """The message `permalloy-opt` prints for an error the user caused."""
     if isinstance(error, ParseError):
         return _format_parse_error(error)
+    if isinstance(error, OpDiagnostic):
+        return _format_op_diagnostic(error)
     notes = "".join(f"{note}\n" for note in getattr(error, "__notes__", ()))
     message = str(error)
     if isinstance(error, ArgSpecParseError):
@@ -262,6 +333,18 @@ def format_error(error: BaseException) -> str:
             "pass-pipeline:", "target:", 1
         )
     return f"{TOOL_NAME}: error: {message}\n{notes}"
+
+
+def _format_op_diagnostic(error: OpDiagnostic) -> str:
+    """`file:line:col: error: message` and the op's first line, or the tool's
+    name in place of a location the op does not have."""
+    text = str(error) if error.location else f"{TOOL_NAME}: error: {error}"
+    return f"{text}\n  {_first_line(error.op)}\n"
+
+
+def _first_line(op: Operation) -> str:
+    lines = str(op).strip().splitlines()
+    return lines[0] if lines else op.name
 
 
 def _format_parse_error(error: ParseError) -> str:

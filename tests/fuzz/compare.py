@@ -103,10 +103,10 @@ def compile_function(fn: Callable, backend: str, target: str, dynamic: bool) -> 
 def error_class(error: BaseException) -> str:
     """`compile-error:<type>` for errors of compilation (inside the backend or
     Dynamo), `runtime-error:<type>` for errors of running compiled code."""
-    if isinstance(error, CaseTimeout):
+    inner = getattr(error, "inner_exception", None) or error.__cause__ or error
+    if isinstance(error, CaseTimeout) or isinstance(inner, CaseTimeout):
         return "timeout"
     if isinstance(error, torch._dynamo.exc.BackendCompilerFailed):  # noqa: SLF001
-        inner = getattr(error, "inner_exception", None) or error
         return f"compile-error:{type(inner).__name__}"
     if isinstance(error, torch._dynamo.exc.TorchDynamoException):  # noqa: SLF001
         return f"compile-error:{type(error).__name__}"

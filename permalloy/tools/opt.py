@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
-from typing import IO, ClassVar, NoReturn, cast
+from typing import IO, Any, ClassVar, NoReturn, cast
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import FileLineColLoc, IntAttr, ModuleOp, StringAttr, UnknownLoc
@@ -108,9 +108,32 @@ class KernelSourceTarget(Target):
             if (name, layouts) in emitted:
                 continue
             emitted.add((name, layouts))
+            source = self._kernel_source(generator, kernels[name], layouts, launch)
             output.write(f"// kernel @{name}\n")
-            output.write(generator.emit_source(kernels[name], layouts).rstrip("\n"))
+            output.write(source.rstrip("\n"))
             output.write("\n\n")
+
+    def _kernel_source(
+        self, generator: Any, kernel: Operation, layouts: tuple[Attribute, ...], launch: Operation
+    ) -> str:
+        """The target's source for a kernel, or an error at the launch saying why
+        the target cannot translate it."""
+        try:
+            return generator.emit_source(kernel, layouts)
+        except unsupported_kernel_errors(self.name) as error:
+            fail_at(launch, f"target '{self.name}' cannot emit kernel @{kernel.sym_name.data}: {error}")
+
+
+def unsupported_kernel_errors(name: str) -> tuple[type[Exception], ...]:
+    """The exceptions kernel target `name` raises for a kernel it cannot
+    translate (a reason meant for the user, not a bug)."""
+    if name == "llvm":
+        from permalloy.targets.llvm.types import UnsupportedKernelError
+    elif name == "triton":
+        from permalloy.targets.triton.types import UnsupportedKernelError
+    else:
+        return ()
+    return (UnsupportedKernelError,)
 
 
 def kernel_source_target(name: str) -> type[Target]:

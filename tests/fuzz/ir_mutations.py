@@ -336,6 +336,7 @@ class Run:
 
     seed: int
     index: int
+    level: str | None
     source: Source
     mutation: str
     text: str
@@ -345,17 +346,18 @@ class Run:
         return f"{self.source.path}#{self.source.chunk} {self.mutation} permalloy-opt {' '.join(map(_quote, self.options))}"
 
     def replay_command(self) -> str:
-        return f"python -m tests.fuzz.ir_mutations --replay {self.index} --seed {self.seed}"
+        level = f" --level {self.level}" if self.level else ""
+        return f"python -m tests.fuzz.ir_mutations --replay {self.index} --seed {self.seed}{level}"
 
 
 def _quote(word: str) -> str:
     return word if re.fullmatch(r"[\w.,=/-]+", word) else f"'{word}'"
 
 
-def make_run(seed: int, index: int) -> Run:
-    """The run `index` of the runs of `seed`."""
-    rng = random.Random(f"ir-mutations:{seed}:{index}")
-    sources = corpus()
+def make_run(seed: int, index: int, level: str | None = None) -> Run:
+    """The run `index` of the runs of `seed` (on inputs at `level` only, if given)."""
+    rng = random.Random(f"ir-mutations:{seed}:{index}" + (f":{level}" if level else ""))
+    sources = [s for s in corpus() if level in (None, s.level)]
     source = sources[rng.randrange(len(sources))]
     names = list(MUTATIONS)
     for _ in range(20):
@@ -366,7 +368,7 @@ def make_run(seed: int, index: int) -> Run:
     else:
         mutation, mutated = "none", list(source.lines)
     options = rng.choice(command_lines(source.level))
-    return Run(seed, index, source, mutation, "\n".join(mutated) + "\n", options)
+    return Run(seed, index, level, source, mutation, "\n".join(mutated) + "\n", options)
 
 
 @dataclass
@@ -469,9 +471,10 @@ def execute(run: Run) -> Outcome:
     return run_tool(run.text, run.options)
 
 
-def iterate_runs(seed: int, count: int, start: int = 0) -> Iterator[Run]:
+def iterate_runs(seed: int, count: int, start: int = 0, level: str | None = None) -> Iterator[Run]:
+    """The runs `start` to `start + count - 1` of `seed`."""
     for index in range(start, start + count):
-        yield make_run(seed, index)
+        yield make_run(seed, index, level)
 
 
 # ---------------------------------------------------------------------------
@@ -532,10 +535,10 @@ def summarize(failures: dict[str, list[Run]], runs: int, seconds: float) -> str:
     return "\n".join(text)
 
 
-def fuzz(seed: int, count: int, start: int = 0, verbose: bool = False) -> dict[str, list[Run]]:
+def fuzz(seed: int, count: int, start: int = 0, level: str | None = None, verbose: bool = False) -> dict[str, list[Run]]:
     """The failing runs of `count` runs of `seed`, by failure class."""
     failures: dict[str, list[Run]] = collections.defaultdict(list)
-    for run in iterate_runs(seed, count, start):
+    for run in iterate_runs(seed, count, start, level):
         outcome = execute(run)
         if outcome.failure:
             failures[outcome.failure].append(run)
@@ -544,9 +547,9 @@ def fuzz(seed: int, count: int, start: int = 0, verbose: bool = False) -> dict[s
     return failures
 
 
-def replay(seed: int, index: int, do_shrink: bool) -> int:
+def replay(seed: int, index: int, level: str | None, do_shrink: bool) -> int:
     """Print run `index` of `seed`, run it and show its traceback, if any."""
-    run = make_run(seed, index)
+    run = make_run(seed, index, level)
     outcome = execute(run)
     text = run.text
     if outcome.failure and do_shrink:
@@ -569,14 +572,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=1000, help="how many runs (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="the seed of the runs (default 0)")
     parser.add_argument("--start", type=int, default=0, help="the index of the first run")
+    parser.add_argument("--level", choices=("ptensor", "loop", "buffer"), help="mutate inputs at this level only")
     parser.add_argument("--replay", type=int, metavar="INDEX", help="replay one run and show its traceback")
     parser.add_argument("--shrink", action="store_true", help="with --replay, shrink the failing input")
     parser.add_argument("--verbose", action="store_true", help="a line per failing run")
     args = parser.parse_args(argv)
     if args.replay is not None:
-        return replay(args.seed, args.replay, args.shrink)
+        return replay(args.seed, args.replay, args.level, args.shrink)
     started = time.perf_counter()
-    failures = fuzz(args.seed, args.runs, args.start, args.verbose)
+    failures = fuzz(args.seed, args.runs, args.start, args.level, args.verbose)
     print(summarize(failures, args.runs, time.perf_counter() - started))
     return 1 if failures else 0
 

@@ -101,7 +101,8 @@ _SHORT = {"eager": "eager", "inductor": "ind", "permalloy": "perm"}
 def format_table(report: BenchReport) -> str:
     """The results as a plain-text table, one row per case, geometric means last."""
     families = any(c.family for c in report.cases)
-    columns = _columns(report.config.backends, report.config.train, families)
+    memory_bound = any(c.memory_bound for c in report.cases)
+    columns = _columns(report.config.backends, report.config.train, families, memory_bound)
     rows = [[title for title, _ in columns]]
     rows += [[cell(case) for _, cell in columns] for case in report.cases]
     rows.append(_geomean_row(report, columns))
@@ -117,7 +118,7 @@ def format_table(report: BenchReport) -> str:
 
 
 def _columns(
-    backends: tuple[str, ...], train: bool, families: bool = False
+    backends: tuple[str, ...], train: bool, families: bool = False, memory_bound: bool = True
 ) -> list[tuple[str, Callable[[CaseResult], str]]]:
     """(title, cell function) of every column, for the backends that ran; a
     training run compares gradients and has no bandwidth."""
@@ -136,7 +137,7 @@ def _columns(
     columns += [(f"{_SHORT[b]} kernels", _kernels_cell(b)) for b in compiled]
     error = "grad err" if train else "rel err"
     columns += [(f"{_SHORT[b]} {error}", _accuracy_cell(b)) for b in compiled]
-    if "permalloy" in backends and not train:
+    if "permalloy" in backends and not train and memory_bound:
         columns.append(("perm BW/copy", _bandwidth_cell("permalloy")))
     columns.append(("notes", _notes_cell))
     return columns
@@ -337,9 +338,9 @@ def _legend(backends: tuple[str, ...], train: bool) -> list[str]:
         )
     elif "permalloy" in backends:
         lines.append(
-            "perm kernels: generated kernels + library (extern) calls; perm BW/copy: "
-            "bytes of inputs read once and outputs written once over the median time, "
-            "as a fraction of copy bandwidth (memory-bound cases)"
+            "perm kernels: generated kernels + library (extern) calls; perm BW/copy (where "
+            "cases are memory-bound): bytes of inputs read once and outputs written once "
+            "over the median time, as a fraction of copy bandwidth"
         )
     if "inductor" in backends:
         lines.append(

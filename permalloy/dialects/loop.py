@@ -350,6 +350,8 @@ def _check_index_symbols(
 ) -> None:
     """Check that every symbol of `exprs` is bound where `op` stands."""
     loop = enclosing_loop(op)
+    if loop is not None and not isinstance(loop.result.type, TensorType):
+        return  # the loop op's own verifier reports its result type
     parallel_rank = loop.parallel_rank if loop is not None else 0
     reduction_rank = len(loop.reduction_sizes) if loop is not None else 0
     limits = {"d": parallel_rank, "r": reduction_rank, "v": index_value_count}

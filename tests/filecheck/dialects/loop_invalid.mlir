@@ -31,6 +31,20 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 
 // -----
 
+// A result that is not a tensor is reported by the loop op, not by the loads
+// of its body, whose indices are checked against the result's rank.
+func.func @f(%x: !ptensor.tensor<[4], f32>) {
+  // CHECK: Operation does not verify: result 'result' at position 0 does not verify:
+  %0 = "loop.reduce"(%x) <{kind = #ptensor<reduce_kind sum>, reduction = #ptensor.exprs[4]}> ({
+  ^bb0(%a: !ptensor.tensor<[4], f32>):
+    %v = loop.load %a[r0] : f32
+    "loop.yield"(%v) : (f32) -> ()
+  }) : (!ptensor.tensor<[4], f32>) -> !buffer.buffer<[], f32>
+  func.return
+}
+
+// -----
+
 func.func @f(%x: !ptensor.tensor<[4], f32>) {
   // CHECK: Operation does not verify: loop.pointwise: the body must end with loop.yield
   %0 = loop.pointwise ins(%a = %x : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], f32> {

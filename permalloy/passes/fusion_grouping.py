@@ -7,19 +7,22 @@ domain (softmax's max and sum, layer norm's mean and variance) and independent
 computations sharing inputs end up in one kernel. Legality comes from the index
 expressions: a member joins a group when it reads the group's results only at
 its own row (the leading index of each such load is its own `d0` over the same
-size) or shares an input with a member over the same rows.
+size) or shares an input with a member over the same rows. A reduction to
+one element shares its kernel only when every member is short enough for
+one program: a longer one is split across threads or programs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import sympy
 from xdsl.dialects import func
 from xdsl.ir import Block, Region, SSAValue
 
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, sizes_equal
-from permalloy.dialects.sym import parallel_index
+from permalloy.dialects.sym import parallel_index, product
 
 
 def _rows(op: loop.LoopOp):
@@ -42,10 +45,42 @@ def _reads_row_locally(reader: loop.LoopOp, producer: loop.LoopOp) -> bool:
     return True
 
 
+MAX_SINGLE_PROGRAM_POINTS = 16384
+"""The most points (result elements times reduced elements) a loop op may
+have to share a kernel with a reduction to one element. Such a kernel runs
+as one row program (one thread on a CPU, one program on a GPU); a longer
+reduction to one element is split across threads or programs instead (the
+LLVM target splits reductions of 32768 points and more, `split-reductions`
+those of 16384 elements and more), and a longer pointwise op runs on many."""
+
+
 def _reduces_everything(op: loop.LoopOp) -> bool:
     result_type = op.result.type
     assert isinstance(result_type, TensorType)
     return isinstance(op, loop.ReduceOp) and sizes_equal(result_type.numel(), 1)
+
+
+def _points(op: loop.LoopOp) -> sympy.Expr:
+    """The points of a loop op's iteration domain: its results times its reduced elements."""
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    return sympy.expand(result_type.numel() * product(op.reduction_sizes))
+
+
+def _fits_one_program(op: loop.LoopOp) -> bool:
+    """Whether `op` is known to be short enough to run in a single row program."""
+    points = _points(op)
+    return points.is_Integer and int(points) <= MAX_SINGLE_PROGRAM_POINTS
+
+
+def _splits_a_reduction(ops: Sequence[loop.LoopOp]) -> bool:
+    """
+    Whether grouping `ops` would keep a reduction to one element from being
+    split across threads or programs, or run a long loop op in the single
+    program such a reduction makes of its kernel. Short ones (a norm or a
+    softmax over one row of a few thousand elements) share it.
+    """
+    return any(_reduces_everything(op) for op in ops) and not all(_fits_one_program(op) for op in ops)
 
 
 def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
@@ -53,9 +88,7 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     rows = _rows(candidate)
     if rows is None or any(_rows(m) is None or not sizes_equal(_rows(m), rows) for m in group):
         return False
-    if any(_reduces_everything(op) for op in (*group, candidate)):
-        # a reduction to one element is split across threads by reduction
-        # range, so nothing may share its kernel
+    if _splits_a_reduction((*group, candidate)):
         return False
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import to_test_device
 from torch import nn
 
 import permalloy
@@ -41,10 +42,14 @@ def compile_and_compare(
     inputs: Sequence[torch.Tensor],
     fusion: bool,
     dump_dir: Path | None = None,
+    target: str | None = None,
     **compile_kwargs: Any,
 ) -> dict[str, Any]:
-    """Compile `fn`, check its result against eager's, give the one graph's stats."""
+    """Compile `fn` (for `target`, else the default one), check its result
+    against eager's, give the one graph's stats."""
     options: dict[str, Any] = {"fallback": "raise", "fusion": fusion}
+    if target is not None:
+        options["target"] = target
     if dump_dir is not None:
         options["dump_dir"] = str(dump_dir)
     compiled = torch.compile(fn, backend="permalloy", options=options, fullgraph=True, **compile_kwargs)
@@ -233,6 +238,48 @@ def test_softmaxes_over_rows_and_columns(fusion):
     # needs whole columns first. Unfused: five loop ops per softmax.
     record = compile_and_compare(TwoSoftmaxes(), [torch.randn(8, 16)], fusion)
     assert record["kernels"] == (3 if fusion else 10)
+
+
+def rms_norm(x, w):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w
+
+
+def layer_norm(x, w):
+    return nn.functional.layer_norm(x, x.shape[-1:], w)
+
+
+def weighted_softmax(x, w):
+    return torch.softmax(x, -1) * w
+
+
+SINGLE_ROW_KERNELS = {
+    # (llvm, triton) at (1, 4096), then at (1, 1048576): one kernel over a
+    # short row; over a long one, each reduction to one element in a kernel of
+    # its own (on the LLVM target split across threads, on the Triton target
+    # split by split-reductions into partial sums and their sum), then the
+    # scaling
+    rms_norm: ((1, 1), (2, 3)),
+    weighted_softmax: ((1, 1), (3, 5)),
+    layer_norm: ((1, 1), (3, 5)),
+}
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+@pytest.mark.parametrize("length", [4096, 1 << 20])
+@pytest.mark.parametrize("fn", list(SINGLE_ROW_KERNELS), ids=lambda f: f.__name__)
+def test_normalizations_over_one_row(fn, length, target, request):
+    """A batch of one (a decoding step): a norm or a softmax over a row of a
+    few thousand is one kernel on both targets; over a million elements its
+    reductions are split."""
+    torch.manual_seed(0)
+    inputs = [torch.randn(1, length), torch.randn(length)]
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+        inputs = [to_test_device(x) for x in inputs]
+    record = compile_and_compare(fn, inputs, fusion=True, target=target)
+    short, long = SINGLE_ROW_KERNELS[fn]
+    expected = (short if length == 4096 else long)[["llvm", "triton"].index(target)]
+    assert record["kernels"] == expected
 
 
 # --------------------------------------------------------------------------

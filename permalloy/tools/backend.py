@@ -40,6 +40,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
+from torch._dynamo.exc import RestartAnalysis, SkipFrame
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy.compiler import CompileOptions, boxed, compile_graph
@@ -154,6 +155,13 @@ def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequ
     return run
 
 
+DYNAMO_CONTROL_FLOW: tuple[type[Exception], ...] = (RestartAnalysis, SkipFrame)
+"""Exceptions Dynamo raises through a backend to steer its own tracing, not
+failures: a restart of the frame's analysis (e.g. once Python float inputs
+are turned into 0-d tensors during AOTAutograd's trace) or a request to skip
+the frame. They pass through the backend untouched, whatever `fallback` says."""
+
+
 class PermalloyCompileError(RuntimeError):
     """A graph that could not be compiled, raised with `fallback="raise"`
     when the failure happened before permalloy's compiler saw the graph (in
@@ -218,6 +226,8 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         try:
             return boxed(_compile_one(graph, example_inputs, options))
+        except DYNAMO_CONTROL_FLOW:
+            raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
             if options.fallback == "raise":
                 attempt.compiler_error = error
@@ -257,10 +267,13 @@ def permalloy_backend(
 ) -> Callable:
     """The entry point torch.compile calls with Dynamo's graph. Any failure,
     in AOTAutograd, permalloy's decompositions or its compiler, runs Dynamo's
-    graph eagerly after one warning (or raises with `fallback="raise"`)."""
+    graph eagerly after one warning (or raises with `fallback="raise"`);
+    Dynamo's own control-flow exceptions (`DYNAMO_CONTROL_FLOW`) propagate."""
     attempt = CompileAttempt(parse_options(options, mode))
     try:
         return aten_backend(graph_compiler(attempt))(graph, example_inputs)
+    except DYNAMO_CONTROL_FLOW:
+        raise
     except Exception as error:  # noqa: BLE001 - any failure falls back to eager
         if error is attempt.compiler_error:
             raise

@@ -206,6 +206,12 @@ CASES: list[Case] = [
          lambda: [torch.linspace(-5, 25, 61).bfloat16()], triton=False),
     Case("cat_with_legacy_empty", lambda a, b, c: torch.cat([a, b, c]),
          _inputs(_seeded(0), _seeded(2, 3), _seeded(1, 3))),
+    # 0-d float64 tensors and Python floats: Dynamo restarts its analysis to
+    # trace the floats as tensors, which the backend lets through
+    Case("tanh_of_0d_double", torch.tanh, _inputs(_tensor(0.5, torch.float64))),
+    Case("python_float_input", lambda x, s: torch.tanh(x) * s + s,
+         lambda: [_tensor(-0.25, torch.float64)(), 2.5]),
+    Case("python_float_input_float32", lambda x, s: (x * s).sum() - s, lambda: [_seeded(3, 4)(), -1.5]),
 ]
 
 
@@ -320,6 +326,22 @@ def test_decompositions_are_right_for_complex_inputs(fn) -> None:
     x = torch.randn(4, 3, dtype=torch.complex64)
     (graph,) = capture_aten_graphs(fn, x)
     assert_outputs_match(graph(x), (fn(x),))
+
+
+@pytest.mark.parametrize("fallback", ["warn", "raise"])
+def test_dynamo_restarts_pass_through_the_backend(fallback) -> None:
+    """Dynamo restarts its analysis from inside AOTAutograd's trace when a
+    graph takes a 0-d float64 tensor or a Python float; the restart is no
+    failure: no warning, no error, one compiled graph."""
+    fn = lambda x, s: torch.tanh(x) * s  # noqa: E731
+    x = torch.tensor(0.5, dtype=torch.float64)
+    compiled = torch.compile(fn, backend="permalloy", options={"fallback": fallback, "target": "llvm"})
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = compiled(x, 2.5)
+    assert _permalloy_warnings(caught) == []
+    torch.testing.assert_close(result, fn(x, 2.5))
+    assert [record["compiled"] for record in permalloy.stats()] == [True]
 
 
 def test_decomposition_failure_warns_once_and_runs_eagerly(monkeypatch) -> None:

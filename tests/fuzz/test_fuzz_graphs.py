@@ -23,7 +23,6 @@ LLVM_SEEDS = range(200)
 TRITON_SEEDS = range(40)
 
 KNOWN_FAILURES: dict[tuple[str, int], str] = {
-    ("llvm", 97): "compile-error:PermalloyCompileError: x0: float64[] (0-d); v0 = torch.tanh(x0)",
     ("llvm", 186): "value-mismatch:float32: x0: float16[]; v0 = torch.add(x0, -0.86); v1 = v0.to(torch.float32)",
 }
 """(target, seed) -> "<failure class>: <minimal reproduction>"."""

@@ -14,8 +14,10 @@ without a Python traceback.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import os
+import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +36,6 @@ from xdsl.utils.exceptions import (
     ParseError,
     VerifyException,
 )
-from xdsl.utils.lexer import Span
 from xdsl.utils.target import Target
 from xdsl.xdsl_opt_main import xDSLOptMain
 
@@ -197,11 +198,17 @@ class SourceParser(Parser):
         return op
 
     def _location(self, position: int) -> FileLineColLoc:
-        span = Span(position, position + 1, self.lexer.input, self.line_offset)
-        location = span.get_location()
+        line = bisect.bisect_right(self._line_starts, position)
+        column = position - self._line_starts[line - 1] + 1
         return FileLineColLoc(
-            StringAttr(location.file), IntAttr(location.line), IntAttr(location.col)
+            StringAttr(self.lexer.input.name), IntAttr(line + self.line_offset), IntAttr(column)
         )
+
+    @functools.cached_property
+    def _line_starts(self) -> list[int]:
+        """The offset of the first character of each line of the input."""
+        content = self.lexer.input.content
+        return [0, *(m.end() for m in re.finditer("\n", content))]
 
 
 class PermalloyOptMain(xDSLOptMain):

@@ -25,7 +25,7 @@ from permalloy.lowering.index_algebra import (
     simplify_index,
     view_input_index,
 )
-from permalloy.lowering.scalar_ops import BodyBuilder, compute_type
+from permalloy.lowering.scalar_ops import BodyBuilder, compute_type, element_value
 
 
 def resolve_views(value: SSAValue, index: Index) -> tuple[SSAValue, Index]:
@@ -105,7 +105,8 @@ class LoopBuilder:
         """Every element of a `ptensor.full` is its value: no load needed."""
         value = full.value
         assert isinstance(value, FloatAttr | IntegerAttr)
-        return self.body.constant(value.value.data, compute_type(element_type))
+        number = element_value(value.value.data, element_type)
+        return self.body.constant(number, compute_type(element_type))
 
     def read_broadcast(self, value: SSAValue) -> SSAValue:
         """Load an operand broadcast to the result's shape at the current point."""

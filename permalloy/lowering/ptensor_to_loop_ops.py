@@ -23,7 +23,7 @@ from permalloy.lowering.index_algebra import (
     broadcast_index,
 )
 from permalloy.lowering.loop_builder import LoopBuilder
-from permalloy.lowering.scalar_ops import compute_type, is_unsigned
+from permalloy.lowering.scalar_ops import compute_type, element_value, is_unsigned
 
 
 def _result_type(op: Operation) -> pt.TensorType:
@@ -78,6 +78,7 @@ def lower_full(op: pt.FullOp) -> Operation:
     builder = LoopBuilder(result_type)
     value = op.value
     number = value.value.data if isinstance(value, FloatAttr | IntegerAttr) else 0
+    number = element_value(number, result_type.element_type)
     return builder.pointwise(builder.body.constant(number, builder.compute_type()))
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math as pymath
 
+import torch
 from xdsl.dialects import arith
 from xdsl.dialects import math as mathd
 from xdsl.dialects.builtin import (
@@ -43,6 +44,19 @@ def compute_type(element_type: Attribute) -> Attribute:
     if isinstance(element_type, Float16Type | BFloat16Type):
         return Float32Type()
     return signless(element_type)
+
+
+_NARROW_FLOATS = {Float16Type: torch.float16, BFloat16Type: torch.bfloat16, Float32Type: torch.float32}
+
+
+def element_value(value: float | int | bool, element_type: Attribute) -> float | int | bool:
+    """`value` as an element of `element_type` holds it: a float rounded to
+    the element type's precision (a float16 `ptensor.full` of 0.1 holds
+    0.0999755859375, which its f32 compute type represents exactly)."""
+    dtype = _NARROW_FLOATS.get(type(element_type))
+    if dtype is None or not isinstance(value, float | int):
+        return value
+    return torch.tensor(float(value), dtype=torch.float64).to(dtype).item()
 
 
 def is_unsigned(element_type: Attribute) -> bool:

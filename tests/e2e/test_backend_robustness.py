@@ -211,6 +211,16 @@ CASES: list[Case] = [
     Case("tanh_of_0d_double", torch.tanh, _inputs(_tensor(0.5, torch.float64))),
     Case("python_float_input", lambda x, s: torch.tanh(x) * s + s,
          lambda: [_tensor(-0.25, torch.float64)(), 2.5]),
+    # Python numbers with half-precision tensors: the number is an element of
+    # the tensor's dtype (rounded to it) before the float32 computation
+    Case("add_scalar_to_0d_float16", lambda x: torch.add(x, -0.86).to(torch.float32),
+         _inputs(_tensor(0.3, torch.float16))),
+    Case("scalar_ops_float16_to_float32", lambda x: ((x * 0.1).float(), (x - 0.86).float(), (x / 0.7).float()),
+         lambda: [torch.linspace(-3, 3, 37).half()]),
+    Case("add_scalar_bfloat16_to_float32", lambda x: (x + 0.123).float(),
+         lambda: [torch.linspace(-3, 3, 37).bfloat16()]),
+    Case("compare_float16_with_scalar", lambda x: (x < 0.3, x == 0.1, x >= -0.7),
+         lambda: [torch.tensor([0.3, 0.1, -0.7, 0.2998, 0.0999, -0.6997], dtype=torch.float16)]),
     Case("python_float_input_float32", lambda x, s: (x * s).sum() - s, lambda: [_seeded(3, 4)(), -1.5]),
 ]
 

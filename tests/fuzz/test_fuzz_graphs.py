@@ -22,9 +22,7 @@ from .shrink import shrink
 LLVM_SEEDS = range(200)
 TRITON_SEEDS = range(40)
 
-KNOWN_FAILURES: dict[tuple[str, int], str] = {
-    ("llvm", 186): "value-mismatch:float32: x0: float16[]; v0 = torch.add(x0, -0.86); v1 = v0.to(torch.float32)",
-}
+KNOWN_FAILURES: dict[tuple[str, int], str] = {}
 """(target, seed) -> "<failure class>: <minimal reproduction>"."""
 
 

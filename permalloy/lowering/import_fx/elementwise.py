@@ -48,6 +48,36 @@ def binary_values(
     in the node's result dtype (in i1 for the logical kinds).
     """
     result = ctx.result_type(node)
+    if _number_in_float32(ctx, kind, rhs, result):
+        wide = result.with_element_type(ctx.element_type(torch.float32))
+        value = _binary_in(ctx, kind, lhs, rhs, alpha, wide)
+        return ctx.cast(value, result.element_type)
+    return _binary_in(ctx, kind, lhs, rhs, alpha, result)
+
+
+_FLOAT32_NUMBER_KINDS = (BinaryKind.MUL, BinaryKind.DIV)
+
+
+def _number_in_float32(ctx: ImportContext, kind: BinaryKind, rhs, result) -> bool:
+    """
+    Whether torch multiplies or divides a float16/bfloat16 tensor by a Python
+    number `rhs` in float32, reading the number in float32: its CPU kernels of
+    `mul` and `div` do, where every other binary op rounds the number to the
+    tensor's dtype first (`x + 0.1` adds float16's 0.0999755859375).
+    """
+    return (
+        kind in _FLOAT32_NUMBER_KINDS
+        and not _is_tensor(ctx, rhs)
+        and result.element_type in (ctx.element_type(torch.float16), ctx.element_type(torch.bfloat16))
+    )
+
+
+def _is_tensor(ctx: ImportContext, arg) -> bool:
+    return isinstance(arg, fx.Node) and isinstance(ctx.values.get(arg), SSAValue)
+
+
+def _binary_in(ctx: ImportContext, kind: BinaryKind, lhs, rhs, alpha, result) -> SSAValue:
+    """`kind(lhs, alpha * rhs)` computed in `result`'s element type."""
     operand_type = result.element_type
     if kind in ptensor.BOOL_ONLY_BINARY:
         operand_type = ctx.element_type(torch.bool)

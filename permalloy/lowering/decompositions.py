@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 aten = torch.ops.aten
 
@@ -87,6 +88,17 @@ def mean(x, dim=None, keepdim=False, *, dtype=None):
     return aten.div.Tensor(total, _count(source, dims)).to(source.dtype)
 
 
+def _degrees_of_freedom(count, correction):
+    """torch's divisor of a variance, `max(count - correction, 0)`: a variance
+    over fewer elements than the correction (an empty one) is 0 / 0, NaN."""
+    difference = count - correction
+    if not isinstance(difference, torch.SymInt | torch.SymFloat):
+        return max(difference, 0)
+    if statically_known_true(difference >= 0):
+        return difference
+    return torch.sym_max(difference, 0)
+
+
 def var_mean(x, dim=None, *, correction=None, keepdim=False):
     """Two-pass variance and mean, as eager computes them."""
     dims = _reduced_dims(x, dim)
@@ -96,7 +108,7 @@ def var_mean(x, dim=None, *, correction=None, keepdim=False):
     centred = aten.sub.Tensor(source, centre)
     squares = aten.sum.dim_IntList(aten.mul.Tensor(centred, centred), dims, keepdim)
     correction = 1 if correction is None else correction
-    variance = aten.div.Tensor(squares, count - correction)
+    variance = aten.div.Tensor(squares, _degrees_of_freedom(count, correction))
     if not keepdim:
         centre = aten.squeeze.dims(centre, dims)
     return variance.to(x.dtype), centre.to(x.dtype)

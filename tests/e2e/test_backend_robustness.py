@@ -120,6 +120,13 @@ CASES: list[Case] = [
     Case("std_var_mean_of_0d", lambda x: (x.std(-1, keepdim=True, correction=0),
                                           *torch.var_mean(x, 0, correction=0)), _inputs(_tensor(-2.0))),
     Case("vector_norm_of_0d", lambda x: torch.linalg.vector_norm(x, dim=0), _inputs(_tensor(-2.0))),
+    # reductions over empty dimensions, and variances over fewer elements
+    # than their correction: divisions by zero, NaN or infinity as in eager
+    Case("var_of_empty", lambda x: torch.var(x, dim=(0,)), _inputs(_seeded(0))),
+    Case("mean_var_std_over_empty_dim", lambda x: (x.mean(1), x.std(1), *torch.var_mean(x, 1), x.var()),
+         _inputs(_seeded(3, 0))),
+    Case("var_with_correction_past_count", lambda x: (x.var(1, correction=3), x.std(0, correction=2)),
+         _inputs(_seeded(2, 2))),
     # grouped-query attention: fewer key/value heads than query heads
     Case("attention_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
          _inputs(_seeded(2, 8, 5, 16), _seeded(2, 2, 7, 16), _seeded(2, 2, 7, 16, seed=1))),

@@ -11,6 +11,7 @@ expression there is.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 
 import sympy
@@ -50,7 +51,11 @@ def linearize(index: Sequence[sympy.Expr], sizes: Sequence[sympy.Expr]) -> sympy
 
 
 def delinearize(flat: sympy.Expr, sizes: Sequence[sympy.Expr]) -> Index:
-    """The index of row-major position `flat` in a tensor of `sizes`."""
+    """The index of row-major position `flat` in a tensor of `sizes`. An empty
+    tensor has no positions: its index is all zeros (never read), where
+    dividing by its strides would divide by zero."""
+    if any(size == 0 for size in sizes):
+        return tuple(sympy.Integer(0) for _ in sizes)
     result: list[sympy.Expr] = []
     for position, stride in enumerate(row_major_strides(sizes)):
         quotient = FloorDiv(flat, stride)
@@ -254,6 +259,7 @@ def _is_integral_polynomial(expr: sympy.Expr) -> bool:
     return all(c.is_Integer for c in sympy.Poly(expr, *expr.free_symbols).coeffs())
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def _pull_multiples(
     base: sympy.Expr, divisor: sympy.Expr
 ) -> tuple[sympy.Expr, sympy.Expr]:
@@ -310,11 +316,32 @@ def simplify_index(expr: sympy.Expr, bounds: Bounds) -> sympy.Expr:
     Simplify an index expression given the largest value of each loop index:
     `(d0 * 8 + d1) floordiv 8` is `d0` and `(d0 * 8 + d1) mod 8` is `d1` when
     `d1 <= 7`. Innermost `floordiv`/`mod` are simplified first.
+
+    The result depends only on the expression and the bounds of its symbols, so
+    it is remembered per such pair: the layers of a model repeat the same views,
+    and their index expressions are simplified once.
     """
     expr = sympy.sympify(expr)
     if expr.is_Atom:
         return expr
-    arguments = [simplify_index(a, bounds) for a in expr.args]
+    relevant = tuple(sorted(
+        ((s, bounds[s]) for s in expr.free_symbols if s in bounds), key=lambda b: b[0].name
+    ))
+    return _simplify_index_under(expr, relevant)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _simplify_index_under(
+    expr: sympy.Expr, bounds: tuple[tuple[sympy.Symbol, sympy.Expr], ...]
+) -> sympy.Expr:
+    """`simplify_index` with the bounds of `expr`'s symbols as a hashable tuple."""
+    return _simplify_index(expr, dict(bounds))
+
+
+def _simplify_index(expr: sympy.Expr, bounds: Bounds) -> sympy.Expr:
+    if expr.is_Atom:
+        return expr
+    arguments = [_simplify_index(a, bounds) for a in expr.args]
     if isinstance(expr, FloorDiv):
         return _simplify_floordiv(arguments[0], arguments[1], bounds)
     if isinstance(expr, sympy.Mod):

@@ -127,6 +127,11 @@ CASES: list[Case] = [
          _inputs(_seeded(3, 0))),
     Case("var_with_correction_past_count", lambda x: (x.var(1, correction=3), x.std(0, correction=2)),
          _inputs(_seeded(2, 2))),
+    # reshapes of empty tensors read through (a stride of 0 in their layout)
+    Case("log_softmax_of_empty_flatten", lambda x: F.log_softmax(x.flatten(0, 2), dim=-2),
+         _inputs(_seeded(1, 0, 1, 1))),
+    Case("softmax_of_empty_reshape", lambda x: (x.flatten().softmax(0), x.reshape(2, 0, 3).sum(1)),
+         _inputs(_seeded(2, 0, 1, 3))),
     # grouped-query attention: fewer key/value heads than query heads
     Case("attention_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
          _inputs(_seeded(2, 8, 5, 16), _seeded(2, 2, 7, 16), _seeded(2, 2, 7, 16, seed=1))),

@@ -37,7 +37,8 @@ done
 if [ "$i" -lt "${#cases[@]}" ]; then
   echo "not reached: ${cases[*]:$i}"
 fi
-reports=$(find "$out" -name '[0-9]*.json' -size +0 | sort -n | paste -sd, -)
+reports=$(find "$out" -maxdepth 1 -name '[0-9]*.json' -size +0 -printf '%f\n' | sort -n \
+  | sed "s|^|$out/|" | paste -sd, -)
 if [ -n "$reports" ]; then
   "${bench[@]}" --merge "$reports" --json "$out/merged.json" >"$out/merged.txt"
   cat "$out/merged.txt"

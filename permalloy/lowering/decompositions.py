@@ -123,7 +123,9 @@ def std(x, dim=None, *, correction=None, keepdim=False):
 
 
 def native_layer_norm(x, normalized_shape, weight, bias, eps):
-    """Layer norm over the trailing dimensions; gives (out, mean, rstd)."""
+    """Layer norm over the trailing dimensions; gives (out, mean, rstd). The
+    output is contiguous whatever the input's layout, as torch's kernels
+    write it (its elementwise steps alone would follow a permuted input's)."""
     dims = list(range(x.dim() - len(normalized_shape), x.dim()))
     variance, centre = var_mean(_upcast(x), dims, correction=0, keepdim=True)
     rstd = aten.rsqrt.default(aten.add.Tensor(variance, eps))
@@ -132,7 +134,7 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
         out = aten.mul.Tensor(out, weight)
     if bias is not None:
         out = aten.add.Tensor(out, bias)
-    return out.to(x.dtype), centre, rstd
+    return out.to(x.dtype).contiguous(), centre, rstd
 
 
 def native_group_norm(x, weight, bias, batch, channels, spatial, groups, eps):

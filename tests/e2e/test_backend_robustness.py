@@ -132,6 +132,13 @@ CASES: list[Case] = [
          _inputs(_seeded(1, 0, 1, 1))),
     Case("softmax_of_empty_reshape", lambda x: (x.flatten().softmax(0), x.reshape(2, 0, 3).sum(1)),
          _inputs(_seeded(2, 0, 1, 3))),
+    # layer norm writes its output contiguous whatever the input's layout
+    Case("layer_norm_of_permuted_expand",
+         lambda x: F.layer_norm(x.reshape((25, -1, 2, 1)).expand((2, -1, -1, -1, -1)).permute((3, 1, 0, 2, 4)),
+                                (3, 1)),
+         _inputs(_seeded(6, 5, 5))),
+    Case("layer_norm_of_transposed_affine", lambda x, w, b: F.layer_norm(x.transpose(0, 1), (4,), w, b),
+         _inputs(_seeded(4, 6), _seeded(4, seed=1), _seeded(4, seed=2))),
     # grouped-query attention: fewer key/value heads than query heads
     Case("attention_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
          _inputs(_seeded(2, 8, 5, 16), _seeded(2, 2, 7, 16), _seeded(2, 2, 7, 16, seed=1))),

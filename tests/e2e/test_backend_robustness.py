@@ -300,6 +300,26 @@ def test_broadcast_gathers_llvm_threads(case: Case, threads: int, backend_check)
         torch.set_num_threads(before)
 
 
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda x: torch.div(x, x[:, :, 5::2]),
+        lambda x: x[..., 5::2] * x + x[..., 4::3],
+    ],
+    ids=["div_by_strided_slice", "slices_of_size_one"],
+)
+def test_dynamic_slices_of_size_one_under_guards_broadcast(fn, backend_check) -> None:
+    """Under dynamic shapes, a slice whose size is 1 only under Dynamo's
+    guards (`x[:, :, 5::2]` of a dynamic size 6 or 7) broadcasts."""
+    permalloy.reset_stats()
+    compiled = torch.compile(fn, backend="permalloy", dynamic=True, fullgraph=True,
+                             options={"target": "llvm", "fallback": "raise"})
+    for size in (6, 7):
+        x = _seeded(1, 2, size)()
+        assert_outputs_match(compiled(x), fn(x))
+    backend_check.assert_stats("llvm")
+
+
 def test_case_names_are_unique() -> None:
     names = [c.name for c in CASES]
     assert len(names) == len(set(names))

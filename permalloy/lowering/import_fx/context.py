@@ -123,8 +123,9 @@ class ImportContext:
         """
         `value`, broadcastable to `sizes` (right-aligned) as the IR proves it:
         where a size of `value` is written differently from the result's and
-        equal only under Dynamo's guards, a `ptensor.as_strided` view of it
-        with the result's sizes.
+        equal to it, or to 1, only under Dynamo's guards (`x[:, 5::2]` of a
+        dynamic size that is 1 there), a `ptensor.as_strided` view of it with
+        the result's size, or 1.
         """
         source = ptensor.tensor_type(value)
         offset = len(sizes) - source.rank
@@ -135,9 +136,12 @@ class ImportContext:
             target = sympy.sympify(sizes[offset + dim])
             if size == 1 or ptensor.sizes_equal(size, target):
                 continue
-            if not self.symbols.equal_under_guards(size, target):
+            if self.symbols.equal_under_guards(size, target):
+                wanted[dim] = target
+            elif self.symbols.equal_under_guards(size, sympy.Integer(1)):
+                wanted[dim] = sympy.Integer(1)
+            else:
                 return value
-            wanted[dim] = target
         if wanted == list(source.sizes):
             return value
         strides = row_major_strides(source.sizes)

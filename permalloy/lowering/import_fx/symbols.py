@@ -13,6 +13,7 @@ from torch.utils._sympy import functions as torch_functions
 
 from permalloy.dialects import sym
 from permalloy.lowering.import_fx.errors import GraphImportError
+from permalloy.lowering.index_algebra import simplify_index
 
 
 class SymbolTable:
@@ -152,7 +153,14 @@ def _floor_form(expr: sympy.Expr) -> sympy.Expr:
     )
 
 
+def _integer_form(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` in floor form with the exact multiples of each divisor taken out
+    of its quotients: `(s0 - 4) floordiv 2` is `s0 floordiv 2 - 2`."""
+    return simplify_index(_floor_form(sympy.sympify(expr)), {})
+
+
 def sizes_equal_as_integers(a: sympy.Expr, b: sympy.Expr) -> bool:
     """Whether two size expressions are equal for every value of the symbols,
-    seeing that `a ceildiv b` and `(a + b - 1) floordiv b` are one quotient."""
-    return sympy.simplify(_floor_form(sympy.sympify(a)) - _floor_form(sympy.sympify(b))) == 0
+    seeing that `a ceildiv b` and `(a + b - 1) floordiv b` are one quotient,
+    and so are `(a + k * b) floordiv b` and `a floordiv b + k`."""
+    return sympy.simplify(_integer_form(a) - _integer_form(b)) == 0

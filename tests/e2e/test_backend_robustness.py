@@ -139,6 +139,26 @@ CASES: list[Case] = [
          _inputs(_seeded(6, 5, 5))),
     Case("layer_norm_of_transposed_affine", lambda x, w, b: F.layer_norm(x.transpose(0, 1), (4,), w, b),
          _inputs(_seeded(4, 6), _seeded(4, seed=1), _seeded(4, seed=2))),
+    # matrix products of every rank combination with dimensions of size 1
+    *[
+        Case(f"matmul_{name}", torch.matmul, _inputs(_seeded(*a), _seeded(*b, seed=1)), triton=False)
+        for name, a, b in [
+            ("1d_1d", (1,), (1,)),
+            ("1d_2d", (1,), (1, 3)),
+            ("2d_1d", (3, 1), (1,)),
+            ("1x1_1x1", (1, 1), (1, 1)),
+            ("1d_batched", (1,), (2, 1, 1)),
+            ("batched_1d", (2, 1, 1), (1,)),
+            ("broadcast_batches", (2, 1, 1, 1), (3, 1, 1)),
+            ("broadcast_batches_of_one", (1, 1, 1), (4, 1, 2)),
+        ]
+    ],
+    # a matrix product of a tensor with itself: one extern input for two operands
+    *[
+        Case(f"matmul_with_itself_{name}", lambda x: torch.matmul(x, x), _inputs(_seeded(*shape)), triton=False,
+             llvm_bug="a library call whose op reads one input twice gets its inputs, not its operands")
+        for name, shape in [("1x1", (1, 1)), ("2x2", (2, 2)), ("batched", (3, 1, 1))]
+    ],
     # grouped-query attention: fewer key/value heads than query heads
     Case("attention_gqa", lambda q, k, v: F.scaled_dot_product_attention(q, k, v, enable_gqa=True),
          _inputs(_seeded(2, 8, 5, 16), _seeded(2, 2, 7, 16), _seeded(2, 2, 7, 16, seed=1))),

@@ -207,4 +207,19 @@ def extern_call(extern: ExternOp) -> ExternCall:
     """The callable that runs an extern's op on the tensors of its inputs."""
     op = extern.library_op
     direct = _DIRECT_CALLS.get(type(op))
-    return direct(op) if direct is not None else _ReferenceCall(op)
+    call = direct(op) if direct is not None else _ReferenceCall(op)
+    arguments = list(extern.body.block.args)
+    positions = tuple(arguments.index(operand) for operand in op.operands)
+    if positions == tuple(range(len(arguments))):
+        return call
+    return _on_operands(call, positions)
+
+
+def _on_operands(call: ExternCall, positions: tuple[int, ...]) -> ExternCall:
+    """`call`, which takes the op's operands, given the extern's inputs instead:
+    an input the op reads twice (`mm(x, x)`) is passed to the extern once."""
+
+    def reordered(tensors: Tensors, symbols: Symbols) -> tuple:
+        return call([tensors[p] for p in positions], symbols)
+
+    return reordered

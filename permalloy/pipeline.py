@@ -12,6 +12,10 @@ from __future__ import annotations
 TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 """Clean-up of the imported ptensor IR."""
 
+GPU_TENSOR_LEVEL = ["unfuse-bias-add"]
+"""For GPU targets: products with a bias that elementwise ops read become plain
+products, their bias added in the readers' kernel."""
+
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
 
@@ -31,9 +35,16 @@ GPU_TARGETS = ("triton",)
 
 def default_pipeline(fusion: bool = True, target: str | None = None) -> list[str]:
     """The pass names that take an imported graph to a host program for
-    `target` (GPU targets add `GPU_LOOP_LEVEL`)."""
-    gpu = GPU_LOOP_LEVEL if target in GPU_TARGETS else []
-    return [*TENSOR_LEVEL, *LOOP_LEVEL, *gpu, *(FUSION if fusion else []), *BUFFER_LEVEL]
+    `target` (GPU targets add `GPU_TENSOR_LEVEL` and `GPU_LOOP_LEVEL`)."""
+    gpu = target in GPU_TARGETS
+    return [
+        *TENSOR_LEVEL,
+        *(GPU_TENSOR_LEVEL if gpu and fusion else []),
+        *LOOP_LEVEL,
+        *(GPU_LOOP_LEVEL if gpu else []),
+        *(FUSION if fusion else []),
+        *BUFFER_LEVEL,
+    ]
 
 
 def pipeline_text(names: list[str]) -> str:

@@ -67,6 +67,12 @@ def _split_reductions() -> type[ModulePass]:
     return SplitReductionsPass
 
 
+def _unfuse_bias_add() -> type[ModulePass]:
+    from permalloy.passes.unfuse_bias_add import UnfuseBiasAddPass
+
+    return UnfuseBiasAddPass
+
+
 def _plan_memory() -> type[ModulePass]:
     from permalloy.passes.plan_memory import PlanMemoryPass
 
@@ -94,6 +100,7 @@ def all_passes() -> dict[str, PassFactory]:
         "canonicalize": _canonicalize,
         "cse": _cse,
         "dce": _dce,
+        "unfuse-bias-add": _unfuse_bias_add,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,
         "fuse-loops": _fuse_loops,

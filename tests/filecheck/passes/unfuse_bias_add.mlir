@@ -1,0 +1,64 @@
+// RUN: permalloy-opt %s -p unfuse-bias-add | filecheck %s
+
+// A linear layer and its activation: the product loses its bias, which the
+// activation's kernel adds.
+// CHECK-LABEL: func.func @activation(
+// CHECK-NEXT:    %[[P:.*]] = ptensor.mm %x, %w : !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+// CHECK-NEXT:    %[[Y:.*]] = ptensor.binary add %bias, %[[P]] : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+// CHECK-NEXT:    %[[Z:.*]] = ptensor.unary tanh %[[Y]]
+// CHECK-NEXT:    func.return %[[Z]]
+func.func @activation(%bias: !ptensor.tensor<[64], f32>, %x: !ptensor.tensor<[8, 32], f32>, %w: !ptensor.tensor<[32, 64], f32>) -> !ptensor.tensor<[8, 64], f32> {
+  %y = ptensor.addmm %bias, %x, %w : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  %z = ptensor.unary tanh %y : !ptensor.tensor<[8, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  func.return %z : !ptensor.tensor<[8, 64], f32>
+}
+
+// A residual add read through a reshape (the product of a flattened batch)
+// counts as elementwise: views are looked through.
+// CHECK-LABEL: func.func @residual_through_view(
+// CHECK-NEXT:    %[[P:.*]] = ptensor.mm
+// CHECK-NEXT:    %[[Y:.*]] = ptensor.binary add %bias, %[[P]]
+// CHECK-NEXT:    %[[V:.*]] = ptensor.reshape %[[Y]]
+// CHECK-NEXT:    ptensor.binary add %[[V]], %r
+func.func @residual_through_view(%bias: !ptensor.tensor<[64], f32>, %x: !ptensor.tensor<[8, 32], f32>, %w: !ptensor.tensor<[32, 64], f32>, %r: !ptensor.tensor<[2, 4, 64], f32>) -> !ptensor.tensor<[2, 4, 64], f32> {
+  %y = ptensor.addmm %bias, %x, %w : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  %v = ptensor.reshape %y : !ptensor.tensor<[8, 64], f32> -> !ptensor.tensor<[2, 4, 64], f32>
+  %z = ptensor.binary add %v, %r : !ptensor.tensor<[2, 4, 64], f32>, !ptensor.tensor<[2, 4, 64], f32> -> !ptensor.tensor<[2, 4, 64], f32>
+  func.return %z : !ptensor.tensor<[2, 4, 64], f32>
+}
+
+// Refusals: a returned product, one that another product reads, one with a
+// scale, and a half-precision one keep their bias.
+// CHECK-LABEL: func.func @returned(
+// CHECK-NEXT:    ptensor.addmm
+func.func @returned(%bias: !ptensor.tensor<[64], f32>, %x: !ptensor.tensor<[8, 32], f32>, %w: !ptensor.tensor<[32, 64], f32>) -> !ptensor.tensor<[8, 64], f32> {
+  %y = ptensor.addmm %bias, %x, %w : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  func.return %y : !ptensor.tensor<[8, 64], f32>
+}
+
+// CHECK-LABEL: func.func @read_by_a_product(
+// CHECK-NEXT:    ptensor.addmm
+// CHECK-NEXT:    ptensor.unary tanh
+// CHECK-NEXT:    ptensor.mm
+func.func @read_by_a_product(%bias: !ptensor.tensor<[64], f32>, %x: !ptensor.tensor<[8, 32], f32>, %w: !ptensor.tensor<[32, 64], f32>, %v: !ptensor.tensor<[64, 4], f32>) -> (!ptensor.tensor<[8, 64], f32>, !ptensor.tensor<[8, 4], f32>) {
+  %y = ptensor.addmm %bias, %x, %w : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  %z = ptensor.unary tanh %y : !ptensor.tensor<[8, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  %p = ptensor.mm %y, %v : !ptensor.tensor<[8, 64], f32>, !ptensor.tensor<[64, 4], f32> -> !ptensor.tensor<[8, 4], f32>
+  func.return %z, %p : !ptensor.tensor<[8, 64], f32>, !ptensor.tensor<[8, 4], f32>
+}
+
+// CHECK-LABEL: func.func @scaled(
+// CHECK-NEXT:    ptensor.addmm
+func.func @scaled(%bias: !ptensor.tensor<[64], f32>, %x: !ptensor.tensor<[8, 32], f32>, %w: !ptensor.tensor<[32, 64], f32>) -> !ptensor.tensor<[8, 64], f32> {
+  %y = ptensor.addmm %bias, %x, %w beta 2.0 : !ptensor.tensor<[64], f32>, !ptensor.tensor<[8, 32], f32>, !ptensor.tensor<[32, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  %z = ptensor.unary tanh %y : !ptensor.tensor<[8, 64], f32> -> !ptensor.tensor<[8, 64], f32>
+  func.return %z : !ptensor.tensor<[8, 64], f32>
+}
+
+// CHECK-LABEL: func.func @half(
+// CHECK-NEXT:    ptensor.addmm
+func.func @half(%bias: !ptensor.tensor<[64], f16>, %x: !ptensor.tensor<[8, 32], f16>, %w: !ptensor.tensor<[32, 64], f16>) -> !ptensor.tensor<[8, 64], f16> {
+  %y = ptensor.addmm %bias, %x, %w : !ptensor.tensor<[64], f16>, !ptensor.tensor<[8, 32], f16>, !ptensor.tensor<[32, 64], f16> -> !ptensor.tensor<[8, 64], f16>
+  %z = ptensor.unary tanh %y : !ptensor.tensor<[8, 64], f16> -> !ptensor.tensor<[8, 64], f16>
+  func.return %z : !ptensor.tensor<[8, 64], f16>
+}

@@ -20,14 +20,14 @@ from permalloy.lowering.index_algebra import always_nonnegative
 
 FRESH_RESULT_OPS: tuple[type[Operation], ...] = (
     *pt.LIBRARY_OPS,
-    pt.ConstantOp,
     pt.FullOp,
     pt.IotaOp,
     pt.RandOp,
 )
-"""Ops whose extern call gives a new tensor. Other externs (fallbacks run any
-ATen op) may return a view of an input, so their results are never written
-over or handed to another allocation."""
+"""Ops whose extern call gives a new tensor on every call. Other externs
+(fallbacks run any ATen op) may return a view of an input, and a constant's
+tensor is made once and kept by the host program, so their results are never
+written over or handed to another allocation."""
 
 PEAK_ATTR = "permalloy.peak_intermediate_bytes"
 """Function attribute: the planned peak of bytes held by the buffers the

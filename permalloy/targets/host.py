@@ -22,6 +22,7 @@ from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 
 from permalloy.dialects import buffer as buf
+from permalloy.dialects import ptensor as pt
 from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
 from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
@@ -81,6 +82,26 @@ _FAST_ALLOCATORS = _fast_allocators()
 def _tuple(exprs: Sequence[sympy.Expr]) -> str:
     items = [python_expr(e) for e in exprs]
     return "(" + "".join(f"{i}, " for i in items) + ")"
+
+
+class DeviceConstant:
+    """A constant tensor of a compiled graph, made once per device on first use
+    and kept: a constant built on every call would be copied from the host to
+    the device each time, which waits for the device."""
+
+    def __init__(self, make: Any, contiguous: bool):
+        self.make = make
+        self.contiguous = contiguous
+        self.on_device: dict[torch.device | str, torch.Tensor] = {}
+
+    def __call__(self, device: torch.device | str) -> torch.Tensor:
+        tensor = self.on_device.get(device)
+        if tensor is None:
+            (tensor,) = self.make((), {})
+            tensor = tensor.to(device)
+            tensor = tensor.contiguous() if self.contiguous else tensor
+            self.on_device[device] = tensor
+        return tensor
 
 
 @dataclass
@@ -246,6 +267,9 @@ class _Emitter:
         self.kernel_count += 1
 
     def _emit_extern(self, op: buf.ExternOp) -> None:
+        if isinstance(op.library_op, pt.ConstantOp):
+            self._emit_device_constant(op)
+            return
         call = self.constant("extern", extern_call(op))
         symbols = sorted(
             {
@@ -272,6 +296,19 @@ class _Emitter:
             self._conform_extern_result(result)
         self.extern_count += 1
 
+    def _emit_device_constant(self, op: buf.ExternOp) -> None:
+        """A constant: made on the program's device on the first call, then kept
+        (`plan-memory` never writes over a constant's buffer); a copy where the
+        program returns it, which the caller may write."""
+        (result,) = op.results
+        contiguous = buf.buffer_type(result).is_contiguous()
+        constant = self.constant("constant", DeviceConstant(extern_call(op), contiguous))
+        name = self.name(result)
+        self.roots[result] = name
+        copy = ".clone()" if _returned(result) else ""
+        self.lines.append(f"{name} = {constant}({self._device()}){copy}")
+        self.extern_count += 1
+
     def _conform_extern_result(self, result: SSAValue) -> None:
         layout = buf.buffer_type(result)
         if layout.is_contiguous():
@@ -288,6 +325,16 @@ class _Emitter:
             f"{_tuple(layout.strides.data)}, {root}.storage_offset() + "
             f"{python_expr(layout.offset.expr)})"
         )
+
+
+def _returned(value: SSAValue) -> bool:
+    """Whether the function returns `value` or a view of it."""
+    for use in value.uses:
+        if isinstance(use.operation, func.ReturnOp):
+            return True
+        if isinstance(use.operation, buf.ViewOp) and _returned(use.operation.result):
+            return True
+    return False
 
 
 def build_host_program(

@@ -519,3 +519,31 @@ def test_meta_tensors_fall_back_with_a_warning() -> None:
     result, messages = _run_with_fallback(lambda x: x.sin() + 1, x)
     assert len(messages) == 1 and "meta" in messages[0]
     assert result.device.type == "meta" and result.shape == (3, 4)
+
+
+def _constant_table(x):
+    table = torch.tensor([[3, 1, 2], [0, 2, 1]])
+    return x[:, table] * 2, table + 0, table
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_constants_are_made_once_and_returned_as_copies(target, request, tmp_path):
+    """A constant tensor the graph builds is made on the first call and kept
+    (on a GPU, not copied from the host on every call); where the graph
+    returns it, the caller gets a copy it may write without changing later
+    results."""
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+    options = {"fallback": "raise", "target": target, "dump_dir": str(tmp_path)}
+    compiled = torch.compile(_constant_table, backend="permalloy", options=options)
+    x = to_test_device(torch.randn(4, 5))
+    expected = _constant_table(x.cpu())
+    for _ in range(3):
+        results = compiled(x)
+        for result, wanted in zip(results, expected, strict=True):
+            torch.testing.assert_close(result.cpu(), wanted, rtol=0, atol=0)
+        results[1].add_(100)
+        results[2].add_(1000)
+    (host,) = tmp_path.glob("graph_000/*host.py")
+    source = host.read_text()
+    assert source.count("constant_") == 1 and ".clone()" in source, source

@@ -913,3 +913,46 @@ func.func @reversed_positions() -> !ptensor.tensor<[16], i64> {
   }
   func.return %g : !ptensor.tensor<[16], i64>
 }
+
+// -----
+
+// Pointwise ops of different shapes that only share inputs (the query's and
+// the key's rotary embedding, reading one cos table) stay apart: together
+// they would run a program per row, each looping over the rest of its
+// elements. Of one shape, they share a kernel (a flat loop over both).
+// CHECK-LABEL: func.func @siblings_of_different_shapes(
+// CHECK-NOT:     loop.fused
+// CHECK:         func.return
+func.func @siblings_of_different_shapes(%q: !ptensor.tensor<[2, 8, 16, 4], f32>, %k: !ptensor.tensor<[2, 2, 16, 4], f32>, %cos: !ptensor.tensor<[2, 16, 4], f32>) -> (!ptensor.tensor<[2, 8, 16, 4], f32>, !ptensor.tensor<[2, 2, 16, 4], f32>) {
+  %a = loop.pointwise ins(%0 = %q : !ptensor.tensor<[2, 8, 16, 4], f32>, %1 = %cos : !ptensor.tensor<[2, 16, 4], f32>) -> !ptensor.tensor<[2, 8, 16, 4], f32> {
+    %2 = loop.load %0[d0, d1, d2, d3] : f32
+    %3 = loop.load %1[d0, d2, d3] : f32
+    %4 = arith.mulf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  %b = loop.pointwise ins(%0 = %k : !ptensor.tensor<[2, 2, 16, 4], f32>, %1 = %cos : !ptensor.tensor<[2, 16, 4], f32>) -> !ptensor.tensor<[2, 2, 16, 4], f32> {
+    %2 = loop.load %0[d0, d1, d2, d3] : f32
+    %3 = loop.load %1[d0, d2, d3] : f32
+    %4 = arith.mulf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %a, %b : !ptensor.tensor<[2, 8, 16, 4], f32>, !ptensor.tensor<[2, 2, 16, 4], f32>
+}
+
+// CHECK-LABEL: func.func @siblings_of_one_shape(
+// CHECK-NEXT:    %a, %b = loop.fused
+func.func @siblings_of_one_shape(%q: !ptensor.tensor<[2, 8, 16, 4], f32>, %k: !ptensor.tensor<[2, 8, 16, 4], f32>, %cos: !ptensor.tensor<[2, 16, 4], f32>) -> (!ptensor.tensor<[2, 8, 16, 4], f32>, !ptensor.tensor<[2, 8, 16, 4], f32>) {
+  %a = loop.pointwise ins(%0 = %q : !ptensor.tensor<[2, 8, 16, 4], f32>, %1 = %cos : !ptensor.tensor<[2, 16, 4], f32>) -> !ptensor.tensor<[2, 8, 16, 4], f32> {
+    %2 = loop.load %0[d0, d1, d2, d3] : f32
+    %3 = loop.load %1[d0, d2, d3] : f32
+    %4 = arith.mulf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  %b = loop.pointwise ins(%0 = %k : !ptensor.tensor<[2, 8, 16, 4], f32>, %1 = %cos : !ptensor.tensor<[2, 16, 4], f32>) -> !ptensor.tensor<[2, 8, 16, 4], f32> {
+    %2 = loop.load %0[d0, d1, d2, d3] : f32
+    %3 = loop.load %1[d0, d2, d3] : f32
+    %4 = arith.mulf %2, %3 : f32
+    loop.yield %4 : f32
+  }
+  func.return %a, %b : !ptensor.tensor<[2, 8, 16, 4], f32>, !ptensor.tensor<[2, 8, 16, 4], f32>
+}

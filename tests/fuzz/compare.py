@@ -55,14 +55,14 @@ class CaseTimeout(Exception):
 
 
 @contextmanager
-def time_limit(seconds: int | None) -> Iterator[None]:
-    """Raises CaseTimeout after `seconds` (main thread on Unix; no limit otherwise)."""
+def time_limit(seconds: int | None, error: type[Exception] = CaseTimeout) -> Iterator[None]:
+    """Raises `error` in the body after `seconds` (main thread on Unix; no limit otherwise)."""
     if not seconds or not hasattr(signal, "SIGALRM"):
         yield
         return
 
     def expire(signum, frame):
-        raise CaseTimeout(f"over {seconds} s")
+        raise error(f"over {seconds} s")
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.alarm(seconds)

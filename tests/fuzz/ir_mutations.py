@@ -31,7 +31,6 @@ import difflib
 import io
 import random
 import re
-import signal
 import sys
 import tempfile
 import time
@@ -50,6 +49,8 @@ from permalloy.pipeline import (
     default_pipeline,
     pipeline_text,
 )
+
+from .compare import time_limit
 
 CORPUS_ROOT = Path(__file__).resolve().parents[1] / "filecheck"
 SPLIT_MARKER = re.compile(r"^// -----\s*$", re.MULTILINE)
@@ -403,7 +404,7 @@ def run_tool(text: str, options: tuple[str, ...]) -> Outcome:
     status: int | None = None
     error: BaseException | None = None
     trace = ""
-    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output), _time_limit(RUN_SECONDS):
+    with contextlib.redirect_stdout(output), contextlib.redirect_stderr(output), time_limit(RUN_SECONDS, RunTimeout):
         try:
             main([str(path), *options])
         except SystemExit as exit_:
@@ -421,25 +422,6 @@ RUN_SECONDS = 20
 
 class RunTimeout(Exception):
     """A run went past `RUN_SECONDS`."""
-
-
-@contextlib.contextmanager
-def _time_limit(seconds: int) -> Iterator[None]:
-    """Raise `RunTimeout` in the body after `seconds` (where signals allow it)."""
-    if not hasattr(signal, "SIGALRM"):
-        yield
-        return
-
-    def expire(signum: int, frame: object) -> None:
-        raise RunTimeout(f"the run took more than {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.alarm(seconds)
-    try:
-        yield
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 def classify(outcome: Outcome) -> Outcome:

@@ -22,7 +22,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Region, SSAValue
 
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import VIEW_OPS, TensorType, sizes_equal
+from permalloy.dialects.ptensor import VIEW_OPS, TensorType, shapes_equal, sizes_equal
 from permalloy.dialects.sym import parallel_index, product
 
 
@@ -118,9 +118,8 @@ def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
     """
     if any(isinstance(op, loop.ReduceOp) for op in ops):
         return False
-    shapes = [op.result.type.sizes for op in ops]  # type: ignore[union-attr]
-    first = shapes[0]
-    return any(len(s) != len(first) or not all(sizes_equal(a, b) for a, b in zip(s, first)) for s in shapes[1:])
+    first, *others = [op.result.type.sizes for op in ops]  # type: ignore[union-attr]
+    return not all(shapes_equal(first, shape) for shape in others)
 
 
 def sink_views(function: func.FuncOp) -> None:

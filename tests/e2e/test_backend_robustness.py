@@ -15,6 +15,7 @@ empty and broadcast tensors, options of the wrong type.
 from __future__ import annotations
 
 import math
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -547,3 +548,76 @@ def test_constants_are_made_once_and_returned_as_copies(target, request, tmp_pat
     (host,) = tmp_path.glob("graph_000/*host.py")
     source = host.read_text()
     assert source.count("constant_") == 1 and ".clone()" in source, source
+
+
+INTEGER_DIVISIONS = {
+    "floor_divide": lambda a, b: a // b,
+    "remainder": lambda a, b: a % b,
+    "trunc_divide": lambda a, b: torch.div(a, b, rounding_mode="trunc"),
+    "fmod": torch.fmod,
+}
+
+
+@pytest.mark.parametrize("size", [3, 37])
+@pytest.mark.parametrize("name", sorted(INTEGER_DIVISIONS))
+def test_integer_division_by_zero_raises_as_eager_on_the_cpu(name, size) -> None:
+    """An integer division that meets a zero divisor raises torch's own
+    RuntimeError, wherever the zero lies (a vector chunk or the tail), and a
+    division whose divisors are all nonzero does not (the inactive lanes of a
+    masked tail load zeros)."""
+    division = INTEGER_DIVISIONS[name]
+
+    def fn(a, b):
+        return division(a * 3, b) + 1
+
+    compiled = torch.compile(fn, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+    a = torch.arange(-size, size, dtype=torch.int64)
+    divisor = torch.where(a % 5 == 0, 7, a)
+    torch.testing.assert_close(compiled(a, divisor), fn(a, divisor), rtol=0, atol=0)
+    for position in (0, 2 * size - 1):
+        zero = divisor.clone()
+        zero[position] = 0
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            fn(a, zero)
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            compiled(a, zero)
+
+
+def test_integer_division_by_a_zero_number_raises_as_eager() -> None:
+    compiled = torch.compile(lambda a: a // 0, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        compiled(torch.arange(5))
+
+
+def _threaded_graph(x, y):
+    return torch.softmax(x * 2 + y, -1).sum(0) + (x @ y.t()).mean()
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_a_compiled_function_called_from_eight_threads_at_once(target, request) -> None:
+    """Eight threads call one compiled graph (kernels, a library call, a
+    reduction) at the same time, each with its own inputs; every result is
+    right (on the CPU, Triton's interpreter runs one launch at a time)."""
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+    compiled = torch.compile(_threaded_graph, backend="permalloy", options={"fallback": "raise", "target": target})
+    inputs = [to_test_device((torch.randn(64, 33), torch.randn(64, 33))) for _ in range(8)]
+    compiled(*inputs[0])
+    start = threading.Barrier(8)
+    failures: list[str] = []
+
+    def call(index: int) -> None:
+        start.wait()
+        for _ in range(10):
+            try:
+                result = compiled(*inputs[index]).cpu()
+                torch.testing.assert_close(result, _threaded_graph(*(t.cpu() for t in inputs[index])), rtol=1e-4, atol=1e-5)
+            except Exception as error:  # noqa: BLE001 - collected and reported below
+                failures.append(f"thread {index}: {error!r}"[:300])
+
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []

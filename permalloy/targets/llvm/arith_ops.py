@@ -4,8 +4,9 @@ Translation of `arith` ops to LLVM, on scalars or vectors alike.
 Each translator receives the op and the LLVM values of its operands, already
 made uniform in lanes, and returns the value of its result. Float arithmetic on
 f16/bf16 computes in f32. Integer division never traps: a zero divisor is
-replaced by one (torch raises there; the result is then unspecified), and
-`INT_MIN / -1` wraps.
+replaced by one, and `INT_MIN / -1` wraps. Where a divisor may be zero
+(`may_divide_by_zero`), the body emitter also records it in the kernel's
+status word, and the launch raises as torch does.
 """
 
 from __future__ import annotations
@@ -81,6 +82,21 @@ def _int_intrinsic(name: str) -> Translator:
 def _negf(cg: CodeGen, op: Operation, args: list[ir.Value]) -> ir.Value:
     t = op.results[0].type
     return from_compute(cg, cg.builder.fneg(to_compute(cg, args[0], t)), t)
+
+
+INTEGER_DIVISIONS = frozenset(
+    {"arith.divsi", "arith.remsi", "arith.divui", "arith.remui", "arith.floordivsi", "arith.ceildivsi"}
+)
+
+
+def may_divide_by_zero(op: Operation) -> bool:
+    """Whether `op` is an integer division whose divisor is not a nonzero constant."""
+    if op.name not in INTEGER_DIVISIONS:
+        return False
+    divisor = op.operands[1].owner
+    if isinstance(divisor, arith.ConstantOp) and isinstance(divisor.value, IntegerAttr):
+        return divisor.value.value.data == 0
+    return True
 
 
 def _safe_divisor(cg: CodeGen, den: ir.Value) -> ir.Value:

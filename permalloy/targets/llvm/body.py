@@ -9,6 +9,10 @@ affine in the vectorized variable get their row base pointer computed at the
 level of the rest of their address; in the vector loop they are one pointer
 plus the loop counter (a unit stride is a plain vector load, another stride a
 gather), and in the masked tail of a loop every vector load is masked.
+
+An integer division whose divisor may be zero sets the kernel's status word
+(the pointer at `STATUS_SLOT`) to `STATUS_ZERO_DIVISOR` when an active lane
+divides by zero; the launch then raises as torch does on the CPU.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from xdsl.ir import Operation, SSAValue
 
 from permalloy.dialects.loop import IndexOp, LoadOp, YieldOp
 from permalloy.dialects.sym import symbol
-from permalloy.targets.llvm.arith_ops import ARITH
+from permalloy.targets.llvm.arith_ops import ARITH, may_divide_by_zero
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.convert import from_memory, to_memory
 from permalloy.targets.llvm.exprs import emit_expr, split_affine
@@ -33,6 +37,9 @@ from permalloy.targets.llvm.types import (
     lanes_of,
     memory_type,
 )
+
+STATUS_SLOT = -1
+STATUS_ZERO_DIVISOR = 1
 
 
 @dataclass
@@ -111,10 +118,24 @@ class BodyEmitter:
             return emit_expr(self.cg, self.stage.index_exprs[op], self.expr_env(env, vector))
         args = self.cg.match(*(env.values[v] for v in op.operands))
         if op.name in ARITH:
+            if may_divide_by_zero(op):
+                self._check_divisor(args[1], env.mask)
             return ARITH[op.name](self.cg, op, args)
         if op.name.startswith("math."):
             return emit_math(self.cg, op, args)
         raise UnsupportedKernelError(f"the LLVM target cannot translate {op.name} in a loop body")
+
+    def _check_divisor(self, divisor: ir.Value, mask: ir.Value | None) -> None:
+        """Sets the status word when an active lane's divisor is zero."""
+        cg, b = self.cg, self.cg.builder
+        zero = b.icmp_unsigned("==", divisor, cg.like(divisor, 0))
+        if mask is not None and lanes_of(zero):
+            zero = b.and_(zero, mask)
+        found = cg.any_lane(zero)
+        if mask is not None and not lanes_of(zero):
+            found = b.and_(found, cg.any_lane(mask))
+        status = self.pointers[STATUS_SLOT]
+        cg.if_then(found, lambda: b.store(ir.Constant(ir.IntType(32), STATUS_ZERO_DIVISOR), status), "zero_divisor")
 
     def _load(self, op: LoadOp, env: Env) -> ir.Value:
         plan = self.stage.loads[op]

@@ -4,7 +4,8 @@ Compilation for the host CPU and the Python side of a launch.
 `HostMachine` describes the CPU this process runs on (triple, CPU name,
 features, vector width) and holds its LLVM target machine. `JIT` optimizes
 modules with LLVM's new pass manager at O3 and loads them into one MCJIT
-engine. The OpenMP entry points kernels call (`GOMP_parallel`,
+engine, whose LLVM context and machine code are freed with the `JIT`
+(kernels keep their JIT alive). The OpenMP entry points kernels call (`GOMP_parallel`,
 `omp_get_thread_num`, `omp_get_num_threads`) are bound to the libgomp that
 torch ships, so kernels share torch's thread pool.
 """
@@ -20,6 +21,7 @@ from functools import cached_property
 
 import llvmlite.binding as llvm
 import torch
+from llvmlite.binding.newpassmanagers import NewPassManager
 
 OPENMP_SYMBOLS = ("GOMP_parallel", "omp_get_thread_num", "omp_get_num_threads")
 
@@ -71,11 +73,22 @@ class JIT:
     def __init__(self, host: HostMachine):
         self.host = host
         self.openmp = self._bind_openmp()
-        empty = llvm.parse_assembly("")
+        self._context = llvm.create_context()
+        empty = llvm.parse_assembly("", context=self._context)
         self._engine = llvm.create_mcjit_compiler(empty, host.target_machine)
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
         tuning.loop_vectorization = False  # kernels come vectorized
         self._pass_builder = llvm.create_pass_builder(host.target_machine, tuning)
+
+    def __del__(self) -> None:
+        """Frees the machine code and then the LLVM context its modules live in
+        (a context freed first would leave the engine's modules dangling)."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.close()
+        context = getattr(self, "_context", None)
+        if context is not None:
+            context.close()
 
     def _bind_openmp(self) -> bool:
         """Make the OpenMP entry points resolvable by JIT-compiled code."""
@@ -91,9 +104,16 @@ class JIT:
         return True
 
     def optimize(self, text: str) -> llvm.ModuleRef:
-        module = llvm.parse_assembly(text)
+        module = llvm.parse_assembly(text, context=self._context)
         module.verify()
-        self._pass_builder.getModulePassManager().run(module, self._pass_builder)
+        manager = self._pass_builder.getModulePassManager()
+        try:
+            manager.run(module, self._pass_builder)
+        finally:
+            # llvmlite's ModulePassManager inherits ObjectRef's empty `_dispose`
+            # ahead of the one that frees it: free it here, once.
+            NewPassManager._dispose(manager)  # noqa: SLF001
+            manager.detach()
         return module
 
     def load(self, text: str, entry: str) -> tuple[int, llvm.ModuleRef]:
@@ -108,13 +128,15 @@ class JIT:
         return self.host.target_machine.emit_assembly(self.optimize(text))
 
 
-_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
+_ENTRY = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int)
 
 
 class CompiledLLVMKernel:
     """
     A loaded kernel: `kernel(tensors, symbols)` runs it on the tensors'
-    storage with `torch.get_num_threads()` threads.
+    storage with `torch.get_num_threads()` threads, and raises torch's
+    `RuntimeError("ZeroDivisionError")` when an integer division met a zero
+    divisor (its outputs are then unspecified, as torch leaves them).
     """
 
     def __init__(self, address: int, num_tensors: int, num_symbols: int, source: str, jit: JIT):
@@ -134,4 +156,5 @@ class CompiledLLVMKernel:
             )
         pointers = self._pointers(*[t.data_ptr() for t in tensors])
         values = self._symbols(*symbols)
-        self._function(pointers, values, torch.get_num_threads())
+        if self._function(pointers, values, torch.get_num_threads()):
+            raise RuntimeError("ZeroDivisionError")

@@ -2,7 +2,7 @@
 The LLVM module of one kernel: an entry function, and per stage a `run`
 function (its loop nest over a range of work items) and an OpenMP `worker`.
 
-    void @k(ptr %data, ptr %syms, i32 %nthreads)         ; the entry, see __init__
+    i32 @k(ptr %data, ptr %syms, i32 %nthreads)          ; the entry, see __init__
     internal void @k.run0(ptr %ptrs, ptr %syms, i64 %lo, i64 %hi)
     internal void @k.worker0(ptr %args)                  ; args = {ptrs, syms}
 
@@ -15,6 +15,9 @@ Temporaries (loop results read by later stages and not returned) are
 allocated with `aligned_alloc` and freed before returning. A reduction to a
 single value is split along r0: each thread reduces its range into a partial
 result (`args[2]` holds them), and the entry combines them in thread order.
+The entry returns the kernel's status: 0, or `STATUS_ZERO_DIVISOR` when an
+integer division met a zero divisor (a stack word whose pointer follows the
+temporaries in the pointer array, set by any thread that meets one).
 """
 
 from __future__ import annotations
@@ -25,7 +28,8 @@ import sympy
 from llvmlite import ir
 
 from permalloy.dialects.sym import product
-from permalloy.targets.llvm.body import Env
+from permalloy.targets.llvm.arith_ops import may_divide_by_zero
+from permalloy.targets.llvm.body import STATUS_SLOT, Env
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.nest import (
@@ -76,6 +80,9 @@ class KernelEmitter:
         self.zero.global_constant = True
         self.zero.linkage = "internal"
         self.zero.initializer = ir.Constant(zero_type, None)
+        self.status_slot = None
+        if any(may_divide_by_zero(op) for stage in plan.stages for op in stage.op.body.block.ops):
+            self.status_slot = plan.num_args + len(plan.temporaries)
 
     def emit(self) -> ir.Module:
         runs, workers = [], []
@@ -119,7 +126,10 @@ class KernelEmitter:
 
     def _pointers(self, cg: CodeGen, ptrs: ir.Value, group: list[StagePlan]) -> dict[int, ir.Value]:
         slots = {t.slot for stage in group for t in (*stage.inputs.values(), *stage.outputs)}
-        return {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
+        pointers = {slot: self._pointer(cg, ptrs, slot) for slot in sorted(slots)}
+        if self.status_slot is not None:
+            pointers[STATUS_SLOT] = self._pointer(cg, ptrs, self.status_slot)
+        return pointers
 
     def _emit_worker(self, group: list[StagePlan], k: int, run: ir.Function) -> ir.Function:
         fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR]), f"{self.name}.worker{k}")
@@ -145,12 +155,16 @@ class KernelEmitter:
         return fn
 
     def _emit_entry(self, runs: list[ir.Function], workers: list[ir.Function | None]) -> None:
-        fn = ir.Function(self.module, ir.FunctionType(VOID, [PTR, PTR, I32]), self.name)
+        fn = ir.Function(self.module, ir.FunctionType(I32, [PTR, PTR, I32]), self.name)
         cg = CodeGen(self.module, fn)
         b = cg.builder
         data, syms, nthreads = fn.args
         scalars = self._symbols(cg, syms)
         ptrs, temporaries = self._allocate_temporaries(cg, data, scalars)
+        status = None
+        if self.status_slot is not None:
+            status = cg.alloca(I32, I32(0), name="status")
+            b.store(status, b.gep(ptrs, [I64(self.status_slot)], source_etype=PTR))
         args = cg.alloca(PTR, name="args", count=3)
         b.store(ptrs, b.gep(args, [I64(0)], source_etype=PTR))
         b.store(syms, b.gep(args, [I64(1)], source_etype=PTR))
@@ -189,7 +203,7 @@ class KernelEmitter:
         free = cg.declare("free", VOID, [PTR])
         for pointer in temporaries:
             b.call(free, [pointer])
-        b.ret_void()
+        b.ret(I32(0) if status is None else b.load(status, typ=I32))
 
     def _partials(self, cg: CodeGen, stage: StageEmitter) -> ir.Value:
         """MAX_SPLIT partial results of a split reduction, each the identity."""
@@ -204,10 +218,10 @@ class KernelEmitter:
         return partials
 
     def _allocate_temporaries(self, cg: CodeGen, data: ir.Value, scalars) -> tuple[ir.Value, list[ir.Value]]:
-        if not self.plan.temporaries:
+        if not self.plan.temporaries and self.status_slot is None:
             return data, []
         b = cg.builder
-        count = self.plan.num_args + len(self.plan.temporaries)
+        count = self.plan.num_args + len(self.plan.temporaries) + (self.status_slot is not None)
         ptrs = cg.alloca(PTR, name="ptrs", count=count)
         for slot in range(self.plan.num_args):
             pointer = self._pointer(cg, data, slot)

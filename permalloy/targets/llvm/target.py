@@ -10,7 +10,7 @@ from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp
 from permalloy.dialects.ptensor import TensorType
 from permalloy.targets.llvm.jit import JIT, CompiledLLVMKernel, HostMachine
 from permalloy.targets.llvm.kernel import DEFAULT_PARALLEL_THRESHOLD, KernelEmitter, llvm_name
-from permalloy.targets.llvm.plan import plan_kernel
+from permalloy.targets.llvm.plan import KernelPlan, plan_kernel
 
 
 class LLVMTarget:
@@ -48,7 +48,7 @@ class LLVMTarget:
         if compiled is None:
             name = f"{llvm_name(kernel.sym_name.data)}_{len(self._cache)}"
             plan = plan_kernel(kernel, layouts, self.f32_lanes)
-            source = self._emit(kernel, layouts, name, threads=self.jit.openmp)
+            source = self._emit(plan, name, threads=self.jit.openmp)
             address, _ = self.jit.load(source, name)
             compiled = CompiledLLVMKernel(address, plan.num_args, len(plan.symbols), source, self.jit)
             self._cache[key] = compiled
@@ -56,14 +56,13 @@ class LLVMTarget:
 
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The LLVM IR of `kernel` for `layouts`, before optimization."""
-        return self._emit(kernel, layouts, kernel.sym_name.data, threads=True)
+        return self._emit(plan_kernel(kernel, layouts, self.f32_lanes), kernel.sym_name.data, threads=True)
 
     def assembly(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The optimized host assembly of `kernel`, for inspection and tests."""
         return self.jit.assembly(self.emit_source(kernel, layouts))
 
-    def _emit(self, kernel: KernelOp, layouts: Sequence[BufferType], name: str, threads: bool) -> str:
-        plan = plan_kernel(kernel, layouts, self.f32_lanes)
+    def _emit(self, plan: KernelPlan, name: str, threads: bool) -> str:
         emitter = KernelEmitter(
             plan,
             name,

@@ -67,15 +67,19 @@ class Autotuner:
         if config is None:
             config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
             self.benchmarked += 1
-            write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
+            try:
+                write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
+            except OSError:
+                pass  # the cache only saves time: this process keeps its choice in memory
         self.chosen[key] = config
         return config
 
     def _read(self, key: str, candidates: Sequence[Config]) -> Config | None:
         path = self.directory / f"{key}.json"
         try:
-            config = Config.from_dict(json.loads(path.read_text()))
-        except (OSError, ValueError, KeyError):
+            values = json.loads(path.read_text())
+            config = Config.from_dict(values) if isinstance(values, dict) else None
+        except (OSError, ValueError, KeyError, TypeError):
             return None
         return config if config in candidates else None
 

@@ -3,7 +3,10 @@ Generated kernel modules on disk, and the cache directory they live in.
 
 A module's file is named after a hash of its source, so equal kernels share
 one file across processes, and Triton's own on-disk cache (keyed by the
-source of the `@triton.jit` function) keeps their compiled binaries.
+source of the `@triton.jit` function) keeps their compiled binaries. A cache
+entry that holds something else (a truncated or corrupt file) is rewritten;
+where the cache cannot hold a module at all (a directory in its place, no
+write access), it goes to a temporary file after a warning.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import hashlib
 import importlib.util
 import os
 import sys
+import tempfile
+import warnings
 from pathlib import Path
 from types import ModuleType
 
@@ -31,10 +36,17 @@ def source_hash(*parts: str) -> str:
 
 
 def write_atomically(path: Path, text: str) -> None:
+    """Writes `path` whole or not at all (through a scratch file of its own,
+    so that threads and processes writing the same path do not collide)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    scratch = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    scratch.write_text(text)
-    os.replace(scratch, path)
+    descriptor, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(text)
+        os.replace(scratch, path)
+    except BaseException:
+        Path(scratch).unlink(missing_ok=True)
+        raise
 
 
 class ModuleLoader:
@@ -49,9 +61,7 @@ class ModuleLoader:
         module = self.loaded.get(digest)
         if module is not None:
             return module
-        path = self.directory / f"{stem}_{digest}.py"
-        if not path.exists() or path.read_text() != source:
-            write_atomically(path, source)
+        path = self._module_file(source, f"{stem}_{digest}.py")
         name = f"permalloy_triton_{digest}"
         module = sys.modules.get(name)
         if module is None:
@@ -62,3 +72,26 @@ class ModuleLoader:
             spec.loader.exec_module(module)
         self.loaded[digest] = module
         return module
+
+    def _module_file(self, source: str, name: str) -> Path:
+        """The file that holds `source`: the cache's own, written unless it
+        already holds exactly `source`, else a temporary one."""
+        path = self.directory / name
+        try:
+            if path.read_bytes() == source.encode():
+                return path
+        except OSError:
+            pass
+        try:
+            write_atomically(path, source)
+            return path
+        except OSError as error:
+            warnings.warn(
+                f"permalloy cannot write the kernel module {path} ({error}); using a temporary file instead",
+                RuntimeWarning,
+                stacklevel=3,
+            )
+        descriptor, scratch = tempfile.mkstemp(prefix=f"{path.stem}_", suffix=".py")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
+            file.write(source)
+        return Path(scratch)

@@ -6,6 +6,7 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,6 +17,11 @@ from permalloy.targets.triton.direct import compiled_launches, current_stream, d
 from permalloy.targets.triton.loader import ModuleLoader
 from permalloy.targets.triton.module import function_name, module_source
 from permalloy.targets.triton.plan import KernelPlan, plan_kernel
+
+
+INTERPRETER_LOCK = threading.Lock()
+"""Triton's interpreter patches `triton.language` process-wide for the length
+of a launch, so interpreted launches from several threads run one at a time."""
 
 
 def interpreter_enabled() -> bool:
@@ -72,6 +78,9 @@ class TritonKernel:
                 run(tensors, self.stream(device))
                 return
             self._launch(tensors, symbols, key)
+        elif self.interpret:
+            with INTERPRETER_LOCK:
+                self._launch(tensors, symbols, None)
         else:
             self._launch(tensors, symbols, None)
 

@@ -50,13 +50,13 @@
 
 // The llvm kernels take their tensors and an array of symbol values.
 // LLVM:       // kernel @fused_reduce_max_reduce_sum_pointwise_exp_0
-// LLVM:       define void @"fused_reduce_max_reduce_sum_pointwise_exp_0"(ptr %".1", ptr %"[[SYMS:.+]]", i32 %".3")
+// LLVM:       define i32 @"fused_reduce_max_reduce_sum_pointwise_exp_0"(ptr %".1", ptr %"[[SYMS:.+]]", i32 %".3")
 // LLVM:         %"s0" = load i64, ptr
 // LLVM:       // kernel @pointwise_tanh_1
 // LLVM:       define internal void @"pointwise_tanh_1.run0"(ptr %".1", ptr %"[[RSYMS:.+]]", i64 %".3", i64 %".4")
 // LLVM:         %"[[S:.+]]" = getelementptr i64, ptr %"[[RSYMS]]", i64 0
 // LLVM-NEXT:    %"s0" = load i64, ptr %"[[S]]"
-// LLVM:       define void @"pointwise_tanh_1"(ptr %".1", ptr %".2", i32 %".3")
+// LLVM:       define i32 @"pointwise_tanh_1"(ptr %".1", ptr %".2", i32 %".3")
 
 // TRITON:      def triton_fused_reduce_max_reduce_sum_pointwise_exp_0(in0, in1, out0, s0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, IDX64: tl.constexpr):
 // TRITON:          for roffset in range(0, s0, RBLOCK):

@@ -38,7 +38,7 @@ func.func @forward(%a: !buffer.buffer<[s0, 1000], f32>, %b: !buffer.buffer<[1000
 // CHECK:       define internal void @"axpy_exp.worker0"(ptr %{{.*}})
 // CHECK:         call i32 @"omp_get_thread_num"()
 // CHECK:         call void @"axpy_exp.run0"
-// CHECK:       define void @"axpy_exp"(ptr %{{.*}}, ptr %{{.*}}, i32 %{{.*}})
+// CHECK:       define i32 @"axpy_exp"(ptr %{{.*}}, ptr %{{.*}}, i32 %{{.*}})
 // CHECK:         call void @"GOMP_parallel"(ptr @"axpy_exp.worker0", ptr %"args"
 // CHECK:         call void @"axpy_exp.run0"(ptr %{{.*}}, ptr %{{.*}}, i64 0,
 // CHECK-NOT:   declare float @"expf"

@@ -6,7 +6,7 @@
 
 // CHECK:      // kernel @pointwise_exp_0
 // CHECK-NEXT: ; ModuleID = "pointwise_exp_0"
-// CHECK:      define void @"pointwise_exp_0"(ptr %".1", ptr %".2", i32 %".3")
+// CHECK:      define i32 @"pointwise_exp_0"(ptr %".1", ptr %".2", i32 %".3")
 // CHECK-NOT:  // kernel @
 
 // NOT-LOWERED-NOT: Traceback

@@ -2191,6 +2191,62 @@ class AttentionOp(IRDLOperation):
         )
 
 
+
+@irdl_op_definition
+class EmbeddingBackwardOp(IRDLOperation):
+    """
+    The gradient of an embedding table, run by a library: each row of
+    `grad_output [*indices.shape, D]` added into row `indices[...]` of a zero
+    `[num_weights, D]` table (rows at `padding_idx` left zero; with
+    `scale_by_frequency`, each row's sum divided by how often its index occurs).
+
+    `%g = ptensor.embedding_backward %d, %i padding 0 : !ptensor.tensor<[8, 64], f32>, !ptensor.tensor<[8], i64> -> !ptensor.tensor<[1000, 64], f32>`.
+    """
+
+    name = "ptensor.embedding_backward"
+
+    grad_output = operand_def(TensorType)
+    indices = operand_def(TensorType)
+    padding_idx = prop_def(IntegerAttr[I64])
+    scale_by_frequency = opt_prop_def(UnitAttr)
+    result = result_def(TensorType)
+
+    traits = traits_def(Pure())
+
+    assembly_format = (
+        "$grad_output `,` $indices `padding` $padding_idx (`scale_by_frequency` $scale_by_frequency^)? "
+        "attr-dict `:` type($grad_output) `,` type($indices) `->` type($result)"
+    )
+
+    def __init__(
+        self,
+        grad_output: SSAValue,
+        indices: SSAValue,
+        padding_idx: int,
+        scale_by_frequency: bool,
+        result_type: TensorType,
+    ):
+        super().__init__(
+            operands=[grad_output, indices],
+            result_types=[result_type],
+            properties={
+                "padding_idx": IntegerAttr(padding_idx, 64),
+                "scale_by_frequency": UnitAttr() if scale_by_frequency else None,
+            },
+        )
+
+    def verify_(self) -> None:
+        grad, indices, result = (tensor_type(v) for v in (self.grad_output, self.indices, self.result))
+        _check_float_operands(self, self.grad_output, self.result)
+        _require(is_integer(indices.element_type), "ptensor.embedding_backward: indices are integers")
+        _require(result.rank == 2, "ptensor.embedding_backward: the result is a [num_weights, D] table")
+        expected = [*indices.sizes, result.sizes[1]]
+        _require(
+            len(expected) == grad.rank and all(sizes_equal(a, b) for a, b in zip(grad.sizes, expected)),
+            f"ptensor.embedding_backward: grad_output shape {list(grad.sizes)} should be {expected} "
+            "(the indices' shape, then the table's row width)",
+        )
+
 LIBRARY_OPS: tuple[type[IRDLOperation], ...] = (
     MatmulOp,
     BatchMatmulOp,
@@ -2198,6 +2254,7 @@ LIBRARY_OPS: tuple[type[IRDLOperation], ...] = (
     ConvolutionOp,
     ConvolutionBackwardOp,
     AttentionOp,
+    EmbeddingBackwardOp,
 )
 
 
@@ -2374,6 +2431,7 @@ PTensor = Dialect(
         ConvolutionOp,
         ConvolutionBackwardOp,
         AttentionOp,
+        EmbeddingBackwardOp,
         FallbackOp,
     ],
     [

@@ -109,7 +109,7 @@ def clone_mutated_arguments(
 
 
 class LibraryFunctions(PTensorFunctionsBase):
-    """Library ops (matrix products, convolution, attention) and the fallback."""
+    """Library ops (matrix products, convolution, attention, embedding gradients) and the fallback."""
 
     @tensor_impl(ptensor.MatmulOp)
     def run_mm(
@@ -151,6 +151,18 @@ class LibraryFunctions(PTensorFunctionsBase):
             grad_output, x, weight, None, *geometry, mask
         )
         return tuple(g for g, wanted in zip(gradients, mask) if wanted)
+
+    @tensor_impl(ptensor.EmbeddingBackwardOp)
+    def run_embedding_backward(
+        self, interpreter: Interpreter, op: ptensor.EmbeddingBackwardOp, args: PythonValues
+    ) -> PythonValues:
+        grad_output, indices = args
+        num_weights = self.bindings.value(ptensor.tensor_type(op.result).sizes[0])
+        return (
+            torch.ops.aten.embedding_dense_backward.default(
+                grad_output, indices, num_weights, op.padding_idx.value.data, op.scale_by_frequency is not None
+            ),
+        )
 
     @tensor_impl(ptensor.AttentionOp)
     def run_attention(

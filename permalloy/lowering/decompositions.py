@@ -31,6 +31,7 @@ KEPT_WHOLE: tuple[OpOverload, ...] = (
     aten.replication_pad1d.default,
     aten.replication_pad2d.default,
     aten.replication_pad3d.default,
+    aten.embedding_dense_backward.default,
 )
 """Ops that torch's core decompositions split but ptensor keeps as one op."""
 

@@ -5,7 +5,8 @@ A `buffer.extern` holds one ptensor op run by torch. Its call is built once, at
 compile time: the torch function and every argument that does not change
 between calls (convolution geometry, attention flags, a fallback's constant
 arguments) are bound then, so that a call costs one Python call into torch.
-The library ops (matrix products, convolution and its backward, attention) and
+The library ops (matrix products, convolution and its backward, attention,
+embedding gradients) and
 `ptensor.fallback` are called this way. The few other ops a host program may
 run with torch (elementwise ops with no scalar form, constants, random numbers,
 scatters) run through their reference implementation, bound once too.
@@ -174,6 +175,18 @@ def _written_positions(
     return written
 
 
+def _embedding_backward(op: pt.EmbeddingBackwardOp) -> ExternCall:
+    rows = pt.tensor_type(op.result).sizes[0]
+    padding, scale = op.padding_idx.value.data, op.scale_by_frequency is not None
+    backward = torch.ops.aten.embedding_dense_backward.default
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        num_weights = int(rows) if rows.is_Integer else int(rows.subs(symbols))
+        return (backward(*tensors, num_weights, padding, scale),)
+
+    return call
+
+
 _DIRECT_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.MatmulOp: _matmul,
     pt.BatchMatmulOp: _batch_matmul,
@@ -181,6 +194,7 @@ _DIRECT_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.ConvolutionOp: _convolution,
     pt.ConvolutionBackwardOp: _convolution_backward,
     pt.AttentionOp: _attention,
+    pt.EmbeddingBackwardOp: _embedding_backward,
     pt.FallbackOp: _fallback,
 }
 """The ops called straight into torch, by op class."""

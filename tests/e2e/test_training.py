@@ -144,6 +144,13 @@ def _embedding(weight):
     return F.embedding(ids, weight)
 
 
+def _embedding_padded_by_frequency(weight, scale):
+    """Repeated indices (a bucket table read many times), a padding row and
+    gradients scaled by each index's frequency."""
+    ids = torch.tensor([[0, 3, 3, 5, 3], [7, 1, 0, 2, 3]])
+    return F.embedding(ids, weight, padding_idx=0, scale_grad_by_freq=True) * scale + F.embedding(ids % 4, weight[:4])
+
+
 def _attention(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
 
@@ -191,6 +198,7 @@ GRAD_CASES = [
     GradCase("expand_index_select", lambda x: x.index_select(0, torch.tensor([2, 0, 2])).expand(2, 3, 5) * 1.5, lambda: [_randn(4, 5)]),
     GradCase("gather", lambda x: x.gather(1, torch.tensor([[0, 2], [1, 1], [3, 0]])), lambda: [_randn(3, 4)]),
     GradCase("embedding", _embedding, lambda: [_randn(8, 6)]),
+    GradCase("embedding_padded_by_frequency", _embedding_padded_by_frequency, lambda: [_randn(8, 6), _randn(6, seed=1)]),
     GradCase("cross_entropy", _cross_entropy, lambda: [_randn(6, 5), _randn(1)]),
     GradCase("mse_loss", lambda x, y: F.mse_loss(x, y), lambda: [_randn(4, 8), _randn(4, 8, seed=1)]),
     GradCase("attention_causal", _attention, lambda: [_randn(2, 2, 5, 8), _randn(2, 2, 5, 8, seed=1), _randn(2, 2, 5, 8, seed=2)]),

@@ -1,6 +1,7 @@
 """
 Converters of library ops (run as extern calls): mm, bmm, addmm, convolution
-and its backward, and the scaled-dot-product attention variants.
+and its backward, the scaled-dot-product attention variants, and the gradient
+of an embedding table.
 """
 
 from __future__ import annotations
@@ -212,12 +213,28 @@ def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: in
     return convert
 
 
+def embedding_backward(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """aten.embedding_dense_backward(grad_output, indices, num_weights,
+    padding_idx, scale_grad_by_freq): torch's kernel sorts the indices and sums
+    each index's rows once, where a scatter of every row serializes on
+    repeated indices (a relative-position table of 32 rows read 10^5 times)."""
+    if not _floats(ctx, node):
+        return None
+    grad_output, indices = (ctx.tensor(a) for a in node.args[:2])
+    padding_idx = argument(node, 3, "padding_idx", -1)
+    scale = argument(node, 4, "scale_grad_by_freq", False)
+    if not isinstance(padding_idx, int) or not isinstance(scale, bool):
+        return None
+    return ctx.emit(ptensor.EmbeddingBackwardOp(grad_output, indices, padding_idx, scale, ctx.result_type(node)))
+
+
 CONVERTERS: dict = {
     aten.mm.default: matmul(ptensor.MatmulOp),
     aten.bmm.default: matmul(ptensor.BatchMatmulOp),
     aten.addmm.default: addmm,
     aten.convolution.default: convolution,
     aten.convolution_backward.default: convolution_backward,
+    aten.embedding_dense_backward.default: embedding_backward,
     aten.scaled_dot_product_attention.default: attention((3, "attn_mask"), 4, 5),
     aten._scaled_dot_product_flash_attention_for_cpu.default: attention(
         (None, "attn_mask"), 3, 4

@@ -929,3 +929,37 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
   %0 = ptensor.as_strided %x strides [1] offset 0 : !ptensor.tensor<[8], f32> -> !ptensor.tensor<[4], f32>
   func.return
 }
+
+// -----
+
+// ptensor.embedding_backward
+
+func.func @f(%d: !ptensor.tensor<[4, 64], f32>, %i: !ptensor.tensor<[4], f32>) {
+  // CHECK: Operation does not verify: ptensor.embedding_backward: indices are integers
+  %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[4, 64], f32>, !ptensor.tensor<[4], f32> -> !ptensor.tensor<[10, 64], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%d: !ptensor.tensor<[4, 64], f32>, %i: !ptensor.tensor<[4], i64>) {
+  // CHECK: Operation does not verify: ptensor.embedding_backward: the result is a [num_weights, D] table
+  %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[4, 64], f32>, !ptensor.tensor<[4], i64> -> !ptensor.tensor<[10, 64, 1], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%d: !ptensor.tensor<[4, 64], f32>, %i: !ptensor.tensor<[5], i64>) {
+  // CHECK: Operation does not verify: ptensor.embedding_backward: grad_output shape [4, 64] should be [5, 64] (the indices' shape, then the table's row width)
+  %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[4, 64], f32>, !ptensor.tensor<[5], i64> -> !ptensor.tensor<[10, 64], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%d: !ptensor.tensor<[4, 64], i64>, %i: !ptensor.tensor<[4], i64>) {
+  // CHECK: Operation does not verify: ptensor.embedding_backward takes float tensors
+  %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[4, 64], i64>, !ptensor.tensor<[4], i64> -> !ptensor.tensor<[10, 64], i64>
+  func.return
+}

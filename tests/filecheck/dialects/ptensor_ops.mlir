@@ -184,6 +184,19 @@ func.func @library_backward(%dy: !ptensor.tensor<[1, 6, 8, 8], f32>, %img: !pten
 // GENERIC-LABEL: "func.func"() <{sym_name = "library_backward"
 // GENERIC: %3 = "ptensor.convolution_backward"(%dy, %img, %w) <{stride = #ptensor.ints[1, 1], padding = #ptensor.ints[1, 1], dilation = #ptensor.ints[1, 1], groups = 1 : i64, output_mask = #ptensor.ints[0, 1, 0]}>
 
+// CHECK-LABEL: func.func @embedding_backward(
+func.func @embedding_backward(%d: !ptensor.tensor<[s0, 8, 64], f32>, %i: !ptensor.tensor<[s0, 8], i64>) {
+  // CHECK-NEXT: %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[s0, 8, 64], f32>, !ptensor.tensor<[s0, 8], i64> -> !ptensor.tensor<[1000, 64], f32>
+  // CHECK-NEXT: %1 = ptensor.embedding_backward %d, %i padding 0 scale_by_frequency : !ptensor.tensor<[s0, 8, 64], f32>, !ptensor.tensor<[s0, 8], i64> -> !ptensor.tensor<[32, 64], f32>
+  // CHECK-NEXT: func.return
+  %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[s0, 8, 64], f32>, !ptensor.tensor<[s0, 8], i64> -> !ptensor.tensor<[1000, 64], f32>
+  %1 = ptensor.embedding_backward %d, %i padding 0 scale_by_frequency : !ptensor.tensor<[s0, 8, 64], f32>, !ptensor.tensor<[s0, 8], i64> -> !ptensor.tensor<[32, 64], f32>
+  func.return
+}
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "embedding_backward"
+// GENERIC: %1 = "ptensor.embedding_backward"(%d, %i) <{padding_idx = 0 : i64, scale_by_frequency}>
+
 // CHECK-LABEL: func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
 func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
   // CHECK-NEXT: %0 = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>

@@ -7,8 +7,8 @@ domain (softmax's max and sum, layer norm's mean and variance) and independent
 computations sharing inputs end up in one kernel. Legality comes from the index
 expressions: a member joins a group when it reads the group's results only at
 its own row (the leading index of each such load is its own `d0` over the same
-size) or shares an input with a member over the same rows (pointwise ops
-sharing inputs only when they have one shape: a group runs a program per row). A reduction to
+size) or shares an input with a member over the same rows; a group of
+pointwise ops only when they have one shape (a group runs a program per row). A reduction to
 one element shares its kernel only when every member is short enough for
 one program: a longer one is split across threads or programs.
 """
@@ -89,7 +89,7 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     rows = _rows(candidate)
     if rows is None or any(_rows(m) is None or not sizes_equal(_rows(m), rows) for m in group):
         return False
-    if _splits_a_reduction((*group, candidate)):
+    if _splits_a_reduction((*group, candidate)) or _parallel_only_over_rows((*group, candidate)):
         return False
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]
@@ -100,21 +100,21 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
             return True
         return all(_reads_row_locally(candidate, m) for m in reads_members)
     shared = {v for m in group for v in m.inputs}
-    if not any(v in shared for v in candidate.inputs):
-        return False
-    return not _parallel_only_over_rows((*group, candidate))
+    return any(v in shared for v in candidate.inputs)
 
 
 def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
     """
-    Whether pointwise ops that only share inputs would run with less
-    parallelism together than apart: a group runs one program (or thread
-    chunk) per row, so pointwise members of different shapes (the query's and
-    the key's rotary embedding, both reading the same cos and sin tables)
-    would each loop over the rest of their elements inside a row's program,
-    where alone each runs over all its elements in parallel. Members of one
-    shape run as one flat loop over their elements; a reduction runs one
-    program per row anyway.
+    Whether pointwise ops would run with less parallelism together than
+    apart: a group runs one program (or thread chunk) per row, so pointwise
+    members of different shapes would each loop over the rest of their
+    elements inside a row's program, where alone each runs over all its
+    elements in parallel. Siblings (the query's and the key's rotary
+    embedding, both reading the same cos and sin tables) and a producer with
+    its reader alike: a `[3, 1, 1, 1]` mask read by a `[3, 512, 8, 768]`
+    select (the gradient of a packed q/k/v projection) ran as 3 programs of 3
+    million elements each. Members of one shape run as one flat loop over
+    their elements; a reduction runs one program per row anyway.
     """
     if any(isinstance(op, loop.ReduceOp) for op in ops):
         return False

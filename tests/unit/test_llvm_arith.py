@@ -136,13 +136,14 @@ def test_shifts(target):
     assert torch.equal(out, ((a << b) ^ (a >> b)) + unsigned)
 
 
-def test_integer_division_by_zero_does_not_trap(target):
+def test_integer_division_by_zero_does_not_trap_and_raises_as_torch(target):
     a, b = ints(torch.int32), torch.zeros(SHAPE, dtype=torch.int32)
     body = """
     %q = arith.divsi %a0, %a1 : i32
     %r = arith.remui %a0, %a1 : i32
     %y = arith.addi %q, %r : i32"""
-    compute(target, [a, b], body, "i32")  # unspecified values, but no SIGFPE
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):  # not SIGFPE
+        compute(target, [a, b], body, "i32")
 
 
 FCMP = "false oeq ogt oge olt ole one ord ueq ugt uge ult ule une uno true".split()

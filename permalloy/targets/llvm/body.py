@@ -129,11 +129,9 @@ class BodyEmitter:
         """Sets the status word when an active lane's divisor is zero."""
         cg, b = self.cg, self.cg.builder
         zero = b.icmp_unsigned("==", divisor, cg.like(divisor, 0))
-        if mask is not None and lanes_of(zero):
-            zero = b.and_(zero, mask)
+        if mask is not None:
+            zero = b.and_(zero, mask if lanes_of(zero) else cg.any_lane(mask))
         found = cg.any_lane(zero)
-        if mask is not None and not lanes_of(zero):
-            found = b.and_(found, cg.any_lane(mask))
         status = self.pointers[STATUS_SLOT]
         cg.if_then(found, lambda: b.store(ir.Constant(ir.IntType(32), STATUS_ZERO_DIVISOR), status), "zero_divisor")
 

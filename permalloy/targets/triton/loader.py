@@ -39,14 +39,25 @@ def write_atomically(path: Path, text: str) -> None:
     """Writes `path` whole or not at all (through a scratch file of its own,
     so that threads and processes writing the same path do not collide)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, scratch = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    scratch = write_new_file(text, prefix=f".{path.name}.", suffix=".tmp", directory=path.parent)
+    try:
+        os.replace(scratch, path)
+    except BaseException:
+        scratch.unlink(missing_ok=True)
+        raise
+
+
+def write_new_file(text: str, prefix: str, suffix: str, directory: Path | None = None) -> Path:
+    """A new file of a unique name holding `text` (in `directory`, else the
+    system's temporary directory)."""
+    descriptor, name = tempfile.mkstemp(prefix=prefix, suffix=suffix, dir=directory)
     try:
         with os.fdopen(descriptor, "w", encoding="utf-8") as file:
             file.write(text)
-        os.replace(scratch, path)
     except BaseException:
-        Path(scratch).unlink(missing_ok=True)
+        Path(name).unlink(missing_ok=True)
         raise
+    return Path(name)
 
 
 class ModuleLoader:
@@ -91,7 +102,4 @@ class ModuleLoader:
                 RuntimeWarning,
                 stacklevel=3,
             )
-        descriptor, scratch = tempfile.mkstemp(prefix=f"{path.stem}_", suffix=".py")
-        with os.fdopen(descriptor, "w", encoding="utf-8") as file:
-            file.write(source)
-        return Path(scratch)
+        return write_new_file(source, prefix=f"{path.stem}_", suffix=".py")

@@ -5,6 +5,7 @@ with the configuration the autotuner picks.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -78,10 +79,8 @@ class TritonKernel:
                 run(tensors, self.stream(device))
                 return
             self._launch(tensors, symbols, key)
-        elif self.interpret:
-            with INTERPRETER_LOCK:
-                self._launch(tensors, symbols, None)
-        else:
+            return
+        with INTERPRETER_LOCK if self.interpret else contextlib.nullcontext():
             self._launch(tensors, symbols, None)
 
     def _launch(self, tensors: Sequence, symbols: Sequence[int], direct_key: tuple | None) -> None:

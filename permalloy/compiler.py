@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +29,7 @@ from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import GraphStats
 from permalloy.targets import KernelTarget
 from permalloy.targets.host import HostProgram, build_host_program, python_expr
-from permalloy.targets.registry import kernel_target
+from permalloy.targets.registry import kernel_target, target_descriptor
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ class CompileOptions:
     fallback: str = "warn"
     mode: str = "default"
     fusion: bool = True
+    target_options: dict[str, Any] = field(default_factory=dict)
+    """The target's own options (`TargetDescriptor.options`), checked."""
 
 
 class StageDumper:
@@ -89,7 +91,7 @@ def lower_module(
 def dump_kernels(module: ModuleOp, target: KernelTarget, dumper: StageDumper) -> None:
     """Write the source the target generates for each launched kernel."""
     kernels = {op.sym_name.data: op for op in module.ops if isinstance(op, KernelOp)}
-    extension = {"llvm": "ll", "triton": "py"}.get(target.name, "txt")
+    extension = target_descriptor(target.name).source_extension or "txt"
     for launch in module.walk():
         if isinstance(launch, LaunchOp):
             name = launch.kernel.root_reference.data
@@ -119,7 +121,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
     module = lower_module(imported.module, dumper, options.fusion, options.target)
-    target = kernel_target(options.target, options.mode)
+    target = kernel_target(options.target, options.mode, **options.target_options)
     if dumper is not None:
         dump_kernels(module, target, dumper)
     program = build_host_program(module, target)

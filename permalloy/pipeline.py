@@ -9,18 +9,13 @@ as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
 from __future__ import annotations
 
+from permalloy.targets.registry import target_descriptor
+
 TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 """Clean-up of the imported ptensor IR."""
 
-GPU_TENSOR_LEVEL = ["unfuse-bias-add"]
-"""For GPU targets: products with a bias that elementwise ops read become plain
-products, their bias added in the readers' kernel."""
-
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
-
-GPU_LOOP_LEVEL = ["split-reductions"]
-"""For GPU targets: reductions with few results split into two, for parallelism."""
 
 FUSION = ["fuse-loops", "cse", "dce"]
 """Fusion into fewer kernels, and clean-up of the fused bodies."""
@@ -29,22 +24,15 @@ BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 """The host program over buffers, with kernels as symbols, and its memory plan."""
 
 
-GPU_TARGETS = ("triton",)
-"""Kernel targets that run on a GPU."""
-
-
 def default_pipeline(fusion: bool = True, target: str | None = None) -> list[str]:
     """The pass names that take an imported graph to a host program for
-    `target` (GPU targets add `GPU_TENSOR_LEVEL` and `GPU_LOOP_LEVEL`)."""
-    gpu = target in GPU_TARGETS
-    return [
-        *TENSOR_LEVEL,
-        *(GPU_TENSOR_LEVEL if gpu and fusion else []),
-        *LOOP_LEVEL,
-        *(GPU_LOOP_LEVEL if gpu else []),
-        *(FUSION if fusion else []),
-        *BUFFER_LEVEL,
-    ]
+    `target`, with the passes the target adds (its `TargetDescriptor`'s
+    `tensor_passes` and `loop_passes`: the GPU target's `unfuse-bias-add` and
+    `split-reductions`); None means no target's additions."""
+    tensor_level, loop_level = TENSOR_LEVEL, LOOP_LEVEL
+    if target is not None:
+        tensor_level, loop_level = target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL)
+    return [*tensor_level, *loop_level, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 
 def pipeline_text(names: list[str]) -> str:

@@ -17,6 +17,7 @@ from xdsl.dialects.builtin import ModuleOp
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.sym import symbol
 from permalloy.targets import kernel_symbols
+from permalloy.targets.descriptor import TargetDescriptor
 
 if TYPE_CHECKING:
     import torch
@@ -61,3 +62,18 @@ class ReferenceTarget:
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The kernel's own IR: what the interpreter runs."""
         return str(kernel)
+
+
+def _make(mode: str = "default") -> ReferenceTarget:
+    return ReferenceTarget()
+
+
+TARGET = TargetDescriptor(
+    name="reference",
+    summary="kernels run by the loop interpreter, for debugging",
+    make=_make,
+    devices=("cpu", "cuda"),
+    source_extension="mlir",
+)
+"""The `reference` target, as the registry lists it: it emits each kernel's
+own IR, which is what it runs."""

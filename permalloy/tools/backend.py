@@ -23,7 +23,9 @@ Options (`torch.compile(..., options={...})`):
   (the environment variable PERMALLOY_DUMP_DIR does the same);
 - `fallback`: "warn" or "raise";
 - `fusion`: True (the default) or False, to compile every loop op as its own
-  kernel.
+  kernel;
+- each target's own options (`TargetDescriptor.options`): for "llvm"
+  `vector_bits` and `parallel_threshold`, for "triton" `autotune`.
 
 Modes: `max-autotune` makes the Triton target try more launch
 configurations; `reduce-overhead` replays graphs on CUDA tensors as CUDA
@@ -46,15 +48,17 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from permalloy.compiler import CompileOptions, boxed, compile_graph
 from permalloy.lowering.capture import aten_backend
 from permalloy.stats import STATS_LOG, GraphStats
-from permalloy.targets.cuda_graph import CudaGraphRunner
-from permalloy.targets.registry import available_targets
+from permalloy.targets import registry
+from permalloy.targets.descriptor import TargetOptionError
 
 VALID_OPTIONS = {
-    "target": "kernel target: " + ", ".join(sorted(available_targets())),
+    "target": "kernel target: "
+    + "; ".join(f"{t.name} ({t.summary})" for t in registry.TARGETS),
     "dump_dir": "folder for the IR of every stage",
     "fallback": "'warn' (run eagerly) or 'raise' when a graph cannot compile",
     "fusion": "True (default) or False: fuse loops into fewer kernels",
 }
+"""The options every target takes; each target adds its own (`TargetDescriptor.options`)."""
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VALID_FALLBACKS = ("warn", "raise")
 
@@ -63,14 +67,26 @@ class PermalloyOptionError(ValueError):
     """An option or mode the backend does not know."""
 
 
+def _option_listing() -> str:
+    """Every option, the common ones and then each target's own."""
+    common = "; ".join(f"{k} ({v})" for k, v in VALID_OPTIONS.items())
+    own = "; ".join(
+        f"{key} (target '{t.name}': {option.description})"
+        for t in registry.TARGETS
+        for key, option in t.options.items()
+    )
+    return f"{common}; {own}" if own else common
+
+
 def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOptions:
     """Check the user's options and mode; unknown ones are errors that list the valid ones."""
     options = dict(options or {})
-    unknown = sorted(set(options) - set(VALID_OPTIONS))
+    target_keys = {key for t in registry.TARGETS for key in t.options}
+    unknown = sorted(set(options) - set(VALID_OPTIONS) - target_keys)
     if unknown:
-        valid = "; ".join(f"{k} ({v})" for k, v in VALID_OPTIONS.items())
         raise PermalloyOptionError(
-            f"unknown permalloy option(s) {', '.join(map(repr, unknown))}; valid options: {valid}"
+            f"unknown permalloy option(s) {', '.join(map(repr, unknown))}; "
+            f"valid options: {_option_listing()}"
         )
     mode = mode or "default"
     if mode not in VALID_MODES:
@@ -78,10 +94,8 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
             f"unknown mode {mode!r}; valid modes: {', '.join(VALID_MODES)}"
         )
     target = options.get("target")
-    if target is not None and target not in available_targets():
-        raise PermalloyOptionError(
-            f"unknown target {target!r}; valid targets: {', '.join(sorted(available_targets()))}"
-        )
+    if target is not None and target not in registry.available_targets():
+        raise PermalloyOptionError(f"unknown target {target!r}; valid targets: {registry.target_names()}")
     fallback = options.get("fallback", "warn")
     if fallback not in VALID_FALLBACKS:
         raise PermalloyOptionError(
@@ -95,44 +109,62 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         raise PermalloyOptionError(
             f"option 'dump_dir' takes a folder path (str or os.PathLike) or None, got {dump_dir!r}"
         )
+    target_options = {k: v for k, v in options.items() if k not in VALID_OPTIONS}
+    if target is not None:
+        _check_target_options(target, target_options)
+    else:
+        for key, value in target_options.items():
+            owner = next(t for t in registry.TARGETS if key in t.options)
+            _check_target_options(owner.name, {key: value})
     return CompileOptions(
         target=target,
         dump_dir=None if dump_dir is None else str(dump_dir),
         fallback=fallback,
         mode=mode,
         fusion=fusion,
+        target_options=target_options,
     )
 
 
+def _check_target_options(target: str, target_options: dict[str, Any]) -> None:
+    """Raise a `PermalloyOptionError` unless `target` takes each of the options."""
+    try:
+        registry.target_descriptor(target).checked_options(target_options)
+    except TargetOptionError as error:
+        raise PermalloyOptionError(str(error)) from None
+
+
 def default_target(example_inputs: Sequence[Any]) -> str:
-    """The target for a graph's inputs: "triton" for CUDA tensors, else "llvm"."""
-    for value in example_inputs:
-        if isinstance(value, torch.Tensor) and value.device.type == "cuda":
-            return "triton"
-    return "llvm"
+    """The target for a graph's inputs: the registered default of the first
+    device that has one ("triton" for CUDA tensors), else that of the CPU."""
+    devices = [v.device.type for v in example_inputs if isinstance(v, torch.Tensor)]
+    for device in (*sorted(set(devices) - {"cpu"}), "cpu"):
+        target = registry.target_for_device(device)
+        if target is not None:
+            return target.name
+    raise PermalloyOptionError("no kernel target runs on the CPU")
 
 
 def resolve_target(options: CompileOptions, example_inputs: Sequence[Any]) -> CompileOptions:
-    """`options` with a target: the user's, else the one for the inputs' device.
-    Triton on CPU tensors needs Triton's interpreter; other devices (meta
-    tensors) are errors, and so fall back to eager."""
+    """`options` with a target: the user's, else the one for the inputs' device,
+    whose options are then checked. A target that cannot run on the inputs'
+    devices (Triton on CPU tensors without its interpreter, tensors on devices
+    no target serves, such as meta tensors) is an error, and so falls back to
+    eager."""
     devices = {v.device.type for v in example_inputs if isinstance(v, torch.Tensor)}
-    unsupported = sorted(devices - {"cpu", "cuda"})
+    unsupported = sorted(devices - registry.served_devices())
     if unsupported:
+        served = " and ".join(sorted(d.upper() for d in registry.served_devices()))
         raise PermalloyOptionError(
-            f"permalloy compiles graphs of CPU and CUDA tensors; these inputs are on "
+            f"permalloy compiles graphs of {served} tensors; these inputs are on "
             f"{', '.join(unsupported)} (which has no data to run kernels on)"
         )
     if options.target is None:
         options = dataclasses.replace(options, target=default_target(example_inputs))
-    if options.target == "triton" and default_target(example_inputs) != "triton":
-        from permalloy.targets.triton.target import interpreter_enabled
-
-        if any(isinstance(v, torch.Tensor) for v in example_inputs) and not interpreter_enabled():
-            raise PermalloyOptionError(
-                "target 'triton' runs on CUDA tensors; these inputs are on the CPU "
-                "(use target 'llvm', or set TRITON_INTERPRET=1 for Triton's CPU interpreter)"
-            )
+        _check_target_options(options.target, options.target_options)
+    problem = registry.target_descriptor(options.target).input_problem(devices)
+    if problem is not None:
+        raise PermalloyOptionError(problem)
     return options
 
 
@@ -213,8 +245,7 @@ def _compile_one(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], opt
     with unset_fake_temporarily():
         compiled = compile_graph(graph, resolved)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
-    if resolved.mode == "reduce-overhead":
-        runner = CudaGraphRunner(runner)
+    runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode)
     STATS_LOG.add(compiled.stats)
     return runner
 

@@ -48,14 +48,11 @@ from permalloy.passes import (
     spec_syntax_message,
 )
 from permalloy.passes.diagnostics import OpDiagnostic, fail_at
+from permalloy.targets.registry import available_targets, kernel_target, target_descriptor
 
 TOOL_NAME = "permalloy-opt"
 
 TargetFactory = Callable[[], type[Target]]
-
-KERNEL_TARGETS = ("llvm", "triton")
-"""The kernel targets of `permalloy.targets.registry` that `-t` can name."""
-
 
 def _mlir_target() -> type[Target]:
     from xdsl.targets.mlir import MLIRTarget
@@ -68,14 +65,16 @@ def all_targets() -> dict[str, TargetFactory]:
     The output formats `permalloy-opt -t` knows, by name, each with a factory
     that imports its xDSL `Target` class.
 
-    `mlir` (the default) prints the IR as text. Each kernel target (`llvm`)
-    prints the code it generates for the kernels a buffer-level module launches,
-    so that emitted kernels can be FileCheck-tested. A new kernel target is one
-    more name in `KERNEL_TARGETS` (and its entry in `permalloy.targets.registry`).
+    `mlir` (the default) prints the IR as text. Each kernel target of
+    `permalloy.targets.registry` that emits source (`llvm`, `triton`, and
+    `reference`, whose source is the kernel's own IR) prints the code it
+    generates for the kernels a buffer-level module launches, so that emitted
+    kernels can be FileCheck-tested. A newly registered target appears here.
     """
     targets: dict[str, TargetFactory] = {"mlir": _mlir_target}
-    for name in KERNEL_TARGETS:
-        targets[name] = functools.partial(kernel_source_target, name)
+    for target in available_targets().values():
+        if target.source_extension is not None:
+            targets[target.name] = functools.partial(kernel_source_target, target.name)
     return targets
 
 
@@ -91,7 +90,6 @@ class KernelSourceTarget(Target):
 
     def emit(self, ctx: Context, module: ModuleOp, output: IO[str]) -> None:
         from permalloy.dialects.buffer import KernelOp, LaunchOp, buffer_type
-        from permalloy.targets.registry import kernel_target
 
         kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, KernelOp)}
         launches = [op for op in module.walk() if isinstance(op, LaunchOp)]
@@ -121,20 +119,8 @@ class KernelSourceTarget(Target):
         the target cannot translate it."""
         try:
             return generator.emit_source(kernel, layouts)
-        except unsupported_kernel_errors(self.name) as error:
+        except target_descriptor(self.name).unsupported_errors() as error:
             fail_at(launch, f"target '{self.name}' cannot emit kernel @{kernel.sym_name.data}: {error}")
-
-
-def unsupported_kernel_errors(name: str) -> tuple[type[Exception], ...]:
-    """The exceptions kernel target `name` raises for a kernel it cannot
-    translate (a reason meant for the user, not a bug)."""
-    if name == "llvm":
-        from permalloy.targets.llvm.types import UnsupportedKernelError
-    elif name == "triton":
-        from permalloy.targets.triton.types import UnsupportedKernelError
-    else:
-        return ()
-    return (UnsupportedKernelError,)
 
 
 def kernel_source_target(name: str) -> type[Target]:

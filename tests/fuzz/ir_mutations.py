@@ -43,12 +43,12 @@ from pathlib import Path
 from permalloy.pipeline import (
     BUFFER_LEVEL,
     FUSION,
-    GPU_LOOP_LEVEL,
     LOOP_LEVEL,
     TENSOR_LEVEL,
     default_pipeline,
     pipeline_text,
 )
+from permalloy.targets import triton
 
 from .compare import time_limit
 
@@ -307,7 +307,7 @@ PIPELINES = (
     pipeline_text(default_pipeline()),
     pipeline_text(default_pipeline(target="triton")),
     pipeline_text([*TENSOR_LEVEL, *LOOP_LEVEL]),
-    pipeline_text([*GPU_LOOP_LEVEL, *FUSION, *BUFFER_LEVEL]),
+    pipeline_text([*triton.TARGET.loop_passes, *FUSION, *BUFFER_LEVEL]),
     pipeline_text([*FUSION, *BUFFER_LEVEL]),
 )
 KERNEL_TARGETS = ("llvm", "triton")

@@ -36,15 +36,63 @@ Modules: types, codegen, exprs, convert, arith_ops, math_ops, polynomials,
 reductions, collapse, plan, body, nest, kernel, jit, target, testing.
 """
 
-from permalloy.targets.llvm.jit import CompiledLLVMKernel, HostMachine
-from permalloy.targets.llvm.target import LLVMTarget, emit_module_llvm, launch_layouts
-from permalloy.targets.llvm.types import UnsupportedKernelError
+from __future__ import annotations
 
-__all__ = [
-    "CompiledLLVMKernel",
-    "HostMachine",
-    "LLVMTarget",
-    "UnsupportedKernelError",
-    "emit_module_llvm",
-    "launch_layouts",
-]
+import importlib
+from typing import Any
+
+from permalloy.targets.descriptor import TargetDescriptor, TargetOption, one_of, positive_int
+
+
+def _make(mode: str = "default", **options: Any):
+    from permalloy.targets.llvm.target import LLVMTarget
+
+    return LLVMTarget(**options)
+
+
+def _unsupported_errors() -> tuple[type[Exception], ...]:
+    from permalloy.targets.llvm.types import UnsupportedKernelError
+
+    return (UnsupportedKernelError,)
+
+
+TARGET = TargetDescriptor(
+    name="llvm",
+    summary="CPU kernels: vectorized, multithreaded LLVM IR",
+    make=_make,
+    devices=("cpu",),
+    default_for=("cpu",),
+    source_extension="ll",
+    unsupported_errors=_unsupported_errors,
+    options={
+        "vector_bits": TargetOption(
+            "the widest vectors to use, 128, 256 or 512 bits; by default the host's widest",
+            one_of(128, 256, 512),
+        ),
+        "parallel_threshold": TargetOption(
+            "elements times reduction length under which a kernel runs on one thread",
+            positive_int,
+        ),
+    },
+)
+"""The `llvm` target, as the registry lists it."""
+
+_EXPORTS = {
+    "CompiledLLVMKernel": "permalloy.targets.llvm.jit",
+    "HostMachine": "permalloy.targets.llvm.jit",
+    "LLVMTarget": "permalloy.targets.llvm.target",
+    "emit_module_llvm": "permalloy.targets.llvm.target",
+    "launch_layouts": "permalloy.targets.llvm.target",
+    "UnsupportedKernelError": "permalloy.targets.llvm.types",
+}
+
+
+def __getattr__(name: str) -> Any:
+    """The code generator's names, imported on first use, so that reading
+    `TARGET` does not load LLVM."""
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TARGET", *_EXPORTS]

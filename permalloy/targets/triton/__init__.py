@@ -13,6 +13,85 @@ Kernels run on CUDA tensors, or on CPU tensors under Triton's interpreter
 (`TRITON_INTERPRET=1`).
 """
 
-from permalloy.targets.triton.target import TritonTarget
+from __future__ import annotations
 
-__all__ = ["TritonTarget"]
+import importlib
+import os
+from typing import Any
+
+from permalloy.targets.descriptor import TargetDescriptor, TargetOption, boolean
+
+
+def interpreter_enabled() -> bool:
+    """Whether Triton runs kernels in its CPU interpreter (`TRITON_INTERPRET=1`)."""
+    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
+
+
+def _make(mode: str = "default", **options: Any):
+    from permalloy.targets.triton.target import TritonTarget
+
+    return TritonTarget(mode=mode, **options)
+
+
+def _unsupported_errors() -> tuple[type[Exception], ...]:
+    from permalloy.targets.triton.types import UnsupportedKernelError
+
+    return (UnsupportedKernelError,)
+
+
+def _input_problem(devices: set[str]) -> str | None:
+    """CUDA tensors (with 0-d CPU ones beside them), or CPU tensors under
+    Triton's interpreter."""
+    if "cpu" in devices and "cuda" not in devices and not interpreter_enabled():
+        return (
+            "target 'triton' runs on CUDA tensors; these inputs are on the CPU "
+            "(use target 'llvm', or set TRITON_INTERPRET=1 for Triton's CPU interpreter)"
+        )
+    foreign = sorted(devices - {"cpu", "cuda"})
+    if foreign:
+        return f"target 'triton' runs on CUDA tensors; these inputs are on {', '.join(foreign)}"
+    return None
+
+
+def _host_runtime(run, mode: str):
+    """`reduce-overhead` replays the graph as a CUDA graph after a warm-up."""
+    if mode != "reduce-overhead":
+        return run
+    from permalloy.targets.cuda_graph import CudaGraphRunner
+
+    return CudaGraphRunner(run)
+
+
+TARGET = TargetDescriptor(
+    name="triton",
+    summary="GPU kernels: generated Triton modules (CPU tensors under TRITON_INTERPRET=1)",
+    make=_make,
+    devices=("cuda",),
+    default_for=("cuda",),
+    tensor_passes=("unfuse-bias-add",),
+    loop_passes=("split-reductions",),
+    source_extension="py",
+    unsupported_errors=_unsupported_errors,
+    options={
+        "autotune": TargetOption(
+            "True (default): benchmark launch configurations on first call; False: take the first",
+            boolean,
+        ),
+    },
+    check_inputs=_input_problem,
+    host_runtime=_host_runtime,
+)
+"""The `triton` target, as the registry lists it. On GPUs, products with a bias
+that elementwise ops read become plain products (`unfuse-bias-add`) and
+reductions with few results split in two for parallelism (`split-reductions`)."""
+
+
+def __getattr__(name: str) -> Any:
+    """The code generator, imported on first use, so that reading `TARGET`
+    does not load Triton."""
+    if name == "TritonTarget":
+        return importlib.import_module("permalloy.targets.triton.target").TritonTarget
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+__all__ = ["TARGET", "TritonTarget", "interpreter_enabled"]

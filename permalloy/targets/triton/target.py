@@ -6,12 +6,12 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import contextlib
-import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.configs import Config, candidates
 from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
@@ -23,11 +23,6 @@ from permalloy.targets.triton.plan import KernelPlan, plan_kernel
 INTERPRETER_LOCK = threading.Lock()
 """Triton's interpreter patches `triton.language` process-wide for the length
 of a launch, so interpreted launches from several threads run one at a time."""
-
-
-def interpreter_enabled() -> bool:
-    """Whether Triton runs kernels in its CPU interpreter (`TRITON_INTERPRET=1`)."""
-    return os.environ.get("TRITON_INTERPRET", "0").lower() in ("1", "true", "on", "yes")
 
 
 def device_name(tensor) -> str:

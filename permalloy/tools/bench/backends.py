@@ -17,7 +17,7 @@ from unittest import mock
 import torch
 
 import permalloy
-from permalloy.targets.registry import available_targets
+from permalloy.targets.registry import target_for_device, target_names
 
 BACKENDS = ("eager", "inductor", "permalloy")
 """The backends `--backends` accepts, in table order."""
@@ -160,15 +160,14 @@ def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:
 
 
 def permalloy_target(device: str) -> str:
-    """permalloy's kernel target for tensors on `device`."""
-    targets = available_targets()
-    wanted = {"cpu": "llvm", "cuda": "triton"}.get(device)
-    if wanted not in targets:
+    """permalloy's kernel target for tensors on `device` (the registry's default)."""
+    target = target_for_device(device)
+    if target is None:
         raise BenchError(
             f"permalloy has no kernel target for {device} tensors "
-            f"(available targets: {', '.join(sorted(targets))})"
+            f"(available targets: {target_names()})"
         )
-    return wanted
+    return target.name
 
 
 @contextlib.contextmanager

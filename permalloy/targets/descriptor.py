@@ -1,0 +1,147 @@
+"""
+What defines a kernel target, in one object.
+
+A `TargetDescriptor` says everything the rest of permalloy needs to know about a
+target: its name, the devices whose tensors its kernels run on (and for which
+it is the default), the passes it adds to the default pipeline, how to make
+its code generator for a torch.compile mode and the target's own options, the
+extension of the source it emits (kernel dumps and `permalloy-opt -t`), the
+errors it raises for a kernel it cannot translate, and how the host program of
+a compiled graph runs (a mode may wrap it, as `reduce-overhead` replays CUDA
+graphs on GPU targets).
+
+Each target package defines its descriptor (`permalloy.targets.llvm.TARGET`)
+without importing its code generator, and `permalloy.targets.registry` lists
+the descriptors: the backend, the pipeline, `permalloy-opt` and the bench all
+read that list, so a new target is one package and one line there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from permalloy.targets import KernelTarget
+
+
+class TargetOptionError(ValueError):
+    """A target option with a name or value the target does not take."""
+
+
+@dataclass(frozen=True)
+class TargetOption:
+    """One option of a target: what it does, and a check of its value that
+    returns an error message, or None for a valid value."""
+
+    description: str
+    check: Callable[[Any], str | None]
+
+
+def one_of(*values: Any) -> Callable[[Any], str | None]:
+    """A check that the value is one of `values`."""
+
+    def check(value: Any) -> str | None:
+        if value in values and type(value) in {type(v) for v in values}:
+            return None
+        return f"takes one of {', '.join(map(repr, values))}, got {value!r}"
+
+    return check
+
+
+def positive_int(value: Any) -> str | None:
+    """A check that the value is an integer of at least 1."""
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return None
+    return f"takes an integer of at least 1, got {value!r}"
+
+
+def boolean(value: Any) -> str | None:
+    """A check that the value is True or False."""
+    return None if isinstance(value, bool) else f"takes True or False, got {value!r}"
+
+
+def _unchanged(run: Callable[..., Any], mode: str) -> Callable[..., Any]:
+    return run
+
+
+def _no_errors() -> tuple[type[Exception], ...]:
+    return ()
+
+
+@dataclass(frozen=True)
+class TargetDescriptor:
+    """A kernel target, as the backend, the pipeline, `permalloy-opt` and the
+    bench see it."""
+
+    name: str
+    """The name `options={"target": ...}` and `permalloy-opt -t` use."""
+    summary: str
+    """One line for option listings: what the target generates."""
+    make: Callable[..., KernelTarget]
+    """`make(mode, **options)`: a fresh code generator for a torch.compile mode,
+    importing the target's modules only when called."""
+    devices: tuple[str, ...]
+    """The torch device types whose tensors its kernels run on."""
+    default_for: tuple[str, ...] = ()
+    """The device types for which it is the target when the user names none."""
+    tensor_passes: tuple[str, ...] = ()
+    """Passes it adds after the clean-up of imported ptensor IR (fused graphs only)."""
+    loop_passes: tuple[str, ...] = ()
+    """Passes it adds after the lowering to loops."""
+    source_extension: str | None = None
+    """The extension of the source it emits for a kernel (`ll`, `py`); None for a
+    target that emits no source of its own, which `permalloy-opt -t` cannot name."""
+    unsupported_errors: Callable[[], tuple[type[Exception], ...]] = _no_errors
+    """The exceptions it raises for a kernel it cannot translate (a reason meant
+    for the user, not a bug), imported when called."""
+    options: Mapping[str, TargetOption] = field(default_factory=dict)
+    """The target's own options, passed to `make` by name."""
+    check_inputs: Callable[[set[str]], str | None] | None = None
+    """Given the device types of a graph's inputs, why it cannot compile for
+    them (None when it can), beyond `devices`: a GPU target on CPU tensors under
+    an interpreter, say."""
+    host_runtime: Callable[[Callable[..., Any], str], Callable[..., Any]] = _unchanged
+    """`host_runtime(run, mode)`: how a compiled graph's runner runs in a mode."""
+
+    def pipeline(self, fusion: bool, tensor_level: list[str], loop_level: list[str]) -> tuple[list[str], list[str]]:
+        """The tensor-level and loop-level pass lists with the target's own passes
+        added (its tensor-level passes only when fusing)."""
+        return (
+            [*tensor_level, *(self.tensor_passes if fusion else ())],
+            [*loop_level, *self.loop_passes],
+        )
+
+    def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """`options` if the target takes each of them with its value; else a
+        `TargetOptionError` that lists the options it takes."""
+        for key, value in options.items():
+            option = self.options.get(key)
+            if option is None:
+                raise TargetOptionError(
+                    f"target '{self.name}' has no option {key!r}; {self.option_listing()}"
+                )
+            problem = option.check(value)
+            if problem is not None:
+                raise TargetOptionError(f"option {key!r} of target '{self.name}' {problem}")
+        return dict(options)
+
+    def option_listing(self) -> str:
+        """The options it takes, as a sentence."""
+        if not self.options:
+            return "it takes none"
+        listed = "; ".join(f"{k} ({o.description})" for k, o in self.options.items())
+        return f"its options: {listed}"
+
+    def input_problem(self, devices: set[str]) -> str | None:
+        """Why it cannot compile a graph whose tensors are on `devices`, or None."""
+        if self.check_inputs is not None:
+            return self.check_inputs(devices)
+        foreign = sorted(devices - set(self.devices))
+        if foreign:
+            return (
+                f"target '{self.name}' runs on {' and '.join(self.devices)} tensors; "
+                f"these inputs are on {', '.join(foreign)}"
+            )
+        return None

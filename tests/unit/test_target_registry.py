@@ -1,0 +1,182 @@
+"""
+The target contract: each kernel target is one `TargetDescriptor` in the
+registry, and the backend, the pipeline, `permalloy-opt -t` and the bench read
+it. A target added to the registry (here a renamed reference target, patched
+into `TARGETS`) is seen by all of them with no other change.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+from permalloy.pipeline import default_pipeline
+from permalloy.targets import registry
+from permalloy.targets.cuda_graph import CudaGraphRunner
+from permalloy.targets.descriptor import TargetDescriptor, TargetOptionError
+from permalloy.targets.reference import ReferenceTarget
+from permalloy.tools.backend import PermalloyOptionError, parse_options, permalloy_backend
+from permalloy.tools.bench.backends import BenchError, permalloy_target
+from permalloy.tools.opt import all_targets, main
+
+
+class _ToyTarget(ReferenceTarget):
+    name = "toy"
+
+
+TOY = TargetDescriptor(
+    name="toy",
+    summary="the reference target under another name",
+    make=lambda mode="default": _ToyTarget(),
+    devices=("cpu",),
+    default_for=("cpu",),
+    loop_passes=("split-reductions",),
+    source_extension="toy",
+)
+
+
+@pytest.fixture
+def toy_registered(monkeypatch):
+    """The registry with the toy target first, so that it is the CPU's default."""
+    monkeypatch.setattr(registry, "TARGETS", (TOY, *registry.TARGETS))
+
+
+@pytest.mark.parametrize("name", sorted(registry.available_targets()))
+def test_each_registered_target_makes_a_code_generator_of_its_name(name):
+    target = registry.kernel_target(name)
+    assert target.name == name
+    assert callable(target.compile_kernel) and callable(target.emit_source)
+
+
+def test_target_names_are_unique_and_each_device_has_one_default():
+    names = [t.name for t in registry.TARGETS]
+    assert len(names) == len(set(names))
+    defaults = [d for t in registry.TARGETS for d in t.default_for]
+    assert sorted(defaults) == sorted(set(defaults)) == ["cpu", "cuda"]
+    assert registry.target_for_device("cpu").name == "llvm"
+    assert registry.target_for_device("cuda").name == "triton"
+    assert registry.target_for_device("meta") is None
+
+
+def test_reading_the_registry_loads_no_code_generator():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from permalloy.targets import registry; registry.available_targets(); "
+        "print(sorted(m for m in ('torch', 'llvmlite', 'triton') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_target_lists_the_valid_ones():
+    with pytest.raises(registry.UnknownTargetError, match="valid targets: llvm, reference, triton"):
+        registry.kernel_target("cuda")
+
+
+def test_pipeline_adds_each_targets_own_passes():
+    plain = default_pipeline(True, None)
+    assert default_pipeline(True, "llvm") == plain
+    gpu = default_pipeline(True, "triton")
+    assert gpu.index("unfuse-bias-add") < gpu.index("convert-ptensor-to-loop") < gpu.index("split-reductions")
+    assert [p for p in gpu if p not in plain] == ["unfuse-bias-add", "split-reductions"]
+    # The tensor-level additions need fusion to pay off; the loop-level ones do not.
+    assert [p for p in default_pipeline(False, "triton") if p not in plain] == ["split-reductions"]
+
+
+def test_target_options_are_checked_by_the_target():
+    assert registry.kernel_target("llvm", vector_bits=128).f32_lanes == 4
+    with pytest.raises(TargetOptionError, match="takes one of 128, 256, 512, got 100"):
+        registry.kernel_target("llvm", vector_bits=100)
+    with pytest.raises(TargetOptionError, match="target 'reference' has no option 'autotune'; it takes none"):
+        registry.kernel_target("reference", autotune=False)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"target": "llvm", "autotune": False}, "target 'llvm' has no option 'autotune'; its options: vector_bits"),
+        ({"target": "llvm", "parallel_threshold": 0}, "option 'parallel_threshold' of target 'llvm' takes an integer"),
+        ({"vector_bits": 96}, "option 'vector_bits' of target 'llvm' takes one of 128, 256, 512"),
+        ({"vectorbits": 128}, "valid options: target .*vector_bits \\(target 'llvm': .*autotune \\(target 'triton'"),
+        ({"target": "gpu"}, "unknown target 'gpu'; valid targets: llvm, reference, triton"),
+    ],
+)
+def test_backend_reports_bad_target_options(options, message):
+    with pytest.raises(PermalloyOptionError, match=message):
+        parse_options(options, None)
+
+
+def test_backend_passes_a_targets_options_to_it():
+    options = parse_options({"target": "llvm", "vector_bits": 128, "fusion": False}, None)
+    assert options.target_options == {"vector_bits": 128}
+    assert options.fusion is False
+
+
+def _function(x, y):
+    return torch.softmax(x * y, dim=-1).sum(0)
+
+
+def test_llvm_options_compile_and_match_eager():
+    x, y = torch.randn(7, 33), torch.randn(33)
+    compiled = torch.compile(
+        _function,
+        backend=permalloy_backend,
+        options={"vector_bits": 128, "parallel_threshold": 1, "fallback": "raise"},
+    )
+    torch.testing.assert_close(compiled(x, y), _function(x, y), rtol=1e-5, atol=1e-6)
+
+
+def test_input_devices_each_target_refuses():
+    llvm, triton = registry.target_descriptor("llvm"), registry.target_descriptor("triton")
+    assert llvm.input_problem({"cpu"}) is None
+    assert "target 'llvm' runs on cpu tensors; these inputs are on cuda" in llvm.input_problem({"cuda"})
+    assert triton.input_problem({"cuda", "cpu"}) is None  # 0-d CPU tensors beside CUDA ones
+    assert registry.target_descriptor("reference").input_problem({"cpu", "cuda"}) is None
+
+
+def test_triton_on_cpu_tensors_needs_the_interpreter(monkeypatch):
+    triton = registry.target_descriptor("triton")
+    monkeypatch.setenv("TRITON_INTERPRET", "0")
+    assert "set TRITON_INTERPRET=1" in triton.input_problem({"cpu"})
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert triton.input_problem({"cpu"}) is None
+
+
+def test_reduce_overhead_replays_cuda_graphs_on_the_gpu_target_only():
+    def run(*args):
+        return args
+
+    assert isinstance(registry.target_descriptor("triton").host_runtime(run, "reduce-overhead"), CudaGraphRunner)
+    assert registry.target_descriptor("triton").host_runtime(run, "default") is run
+    assert registry.target_descriptor("llvm").host_runtime(run, "reduce-overhead") is run
+
+
+def test_a_registered_target_is_seen_by_every_tool(toy_registered, tmp_path: Path, capsys):
+    # permalloy-opt -t
+    assert "toy" in all_targets()
+    source = tmp_path / "k.mlir"
+    source.write_text(Path("tests/filecheck/targets/llvm_pointwise.mlir").read_text())
+    with pytest.raises(SystemExit) as exited:
+        main([str(source), "-t", "toy"])
+    assert exited.value.code in (0, None)
+    out = capsys.readouterr().out
+    assert out.startswith("// kernel @axpy_exp\n") and "loop.pointwise" in out
+    # the bench picks the device's default
+    assert permalloy_target("cpu") == "toy"
+    with pytest.raises(BenchError, match="no kernel target for meta tensors"):
+        permalloy_target("meta")
+    # the backend compiles with it by default, its pipeline and dump extension included
+    dumps = tmp_path / "dumps"
+    x, y = torch.randn(5, 8), torch.randn(8)
+    compiled = torch.compile(_function, backend=permalloy_backend, options={"dump_dir": str(dumps), "fallback": "raise"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        torch.testing.assert_close(compiled(x, y), _function(x, y), rtol=1e-5, atol=1e-6)
+    files = [p.name for p in sorted((dumps / "graph_000").iterdir())]
+    assert any(name.endswith("after_split-reductions.mlir") for name in files)
+    assert any(name.endswith(".toy") for name in files)

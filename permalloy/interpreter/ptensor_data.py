@@ -48,7 +48,7 @@ def pad_tensor(
     for dim, (lo, hi) in enumerate(zip(low, high)):
         if lo != 0 or hi != 0:
             index = _pad_source_index(mode, x.shape[dim], lo, hi)
-            x = x.index_select(dim, index)
+            x = x.index_select(dim, index.to(x.device))
     return x
 
 

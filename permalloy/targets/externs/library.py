@@ -1,0 +1,94 @@
+"""
+Library ops called from the host program: matrix products, convolution and its
+backward, attention and embedding gradients, each with its constant arguments
+(convolution geometry, attention flags) bound at compile time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from xdsl.ir import Operation
+
+from permalloy.dialects import ptensor as pt
+from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors
+
+
+def _matmul(op: pt.MatmulOp) -> ExternCall:
+    return lambda tensors, symbols: (torch.mm(*tensors),)
+
+
+def _batch_matmul(op: pt.BatchMatmulOp) -> ExternCall:
+    return lambda tensors, symbols: (torch.bmm(*tensors),)
+
+
+def _addmm(op: pt.AddmmOp) -> ExternCall:
+    beta = 1.0 if op.beta is None else op.beta.value.data
+    alpha = 1.0 if op.alpha is None else op.alpha.value.data
+    if beta == 1.0 and alpha == 1.0:
+        return lambda tensors, symbols: (torch.addmm(*tensors),)
+    return lambda tensors, symbols: (torch.addmm(*tensors, beta=beta, alpha=alpha),)
+
+
+def _convolution(op: pt.ConvolutionOp) -> ExternCall:
+    geometry = pt.convolution_geometry(op)
+    convolution = torch.convolution
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        x, weight, *rest = tensors
+        return (convolution(x, weight, rest[0] if rest else None, *geometry),)
+
+    return call
+
+
+def _convolution_backward(op: pt.ConvolutionBackwardOp) -> ExternCall:
+    geometry = pt.convolution_geometry(op)
+    mask = [bool(m) for m in op.output_mask.data]
+    backward = torch.ops.aten.convolution_backward.default
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        grad_output, x, weight = tensors
+        gradients = backward(grad_output, x, weight, None, *geometry, mask)
+        return tuple(g for g, wanted in zip(gradients, mask) if wanted)
+
+    return call
+
+
+def _attention(op: pt.AttentionOp) -> ExternCall:
+    keywords: dict[str, Any] = {"is_causal": op.causal is not None}
+    if op.scale is not None:
+        keywords["scale"] = op.scale.value.data
+    attention = F.scaled_dot_product_attention
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        query, key, value, *mask = tensors
+        return (attention(query, key, value, attn_mask=mask[0] if mask else None, **keywords),)
+
+    return call
+
+
+def _embedding_backward(op: pt.EmbeddingBackwardOp) -> ExternCall:
+    rows = pt.tensor_type(op.result).sizes[0]
+    padding, scale = op.padding_idx.value.data, op.scale_by_frequency is not None
+    backward = torch.ops.aten.embedding_dense_backward.default
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        num_weights = int(rows) if rows.is_Integer else int(rows.subs(symbols))
+        return (backward(*tensors, num_weights, padding, scale),)
+
+    return call
+
+
+LIBRARY_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
+    pt.MatmulOp: _matmul,
+    pt.BatchMatmulOp: _batch_matmul,
+    pt.AddmmOp: _addmm,
+    pt.ConvolutionOp: _convolution,
+    pt.ConvolutionBackwardOp: _convolution_backward,
+    pt.AttentionOp: _attention,
+    pt.EmbeddingBackwardOp: _embedding_backward,
+}
+"""The library ops' calls, by op class."""

@@ -20,6 +20,8 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
+
 aten = torch.ops.aten
 
 KEPT_WHOLE: tuple[OpOverload, ...] = (
@@ -51,6 +53,7 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten.slice_scatter,
     aten.upsample_nearest2d,
     aten._adaptive_avg_pool2d,
+    aten.adaptive_max_pool2d,
 )
 """Composites whose torch decompositions give ATen ops that ptensor has."""
 
@@ -384,6 +387,16 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
 }
 
 
+POOLING: dict[OpOverload, Callable] = {
+    aten.max_pool2d_with_indices.default: functools.partial(max_pool_with_indices, n_dim=2),
+    aten.max_pool3d_with_indices.default: functools.partial(max_pool_with_indices, n_dim=3),
+    aten.avg_pool2d.default: functools.partial(avg_pool, n_dim=2),
+    aten.avg_pool3d.default: functools.partial(avg_pool, n_dim=3),
+}
+"""Pooling as slices of the padded input (`lowering/pooling.py`); 1-d pooling
+reaches the 2-d ops as a view."""
+
+
 def _has_complex(values) -> bool:
     """Whether any tensor among `values` (nested in lists) is complex."""
     for value in values:
@@ -412,8 +425,8 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     The decompositions to hand to AOTAutograd, a fresh dict on every call.
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
-    of `FROM_TORCH` and permalloy's own (`OWN`, which leave complex tensors
-    to torch).
+    of `FROM_TORCH` and permalloy's own (`OWN` and `POOLING`, which leave
+    complex tensors to torch).
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(list(FROM_TORCH)))
@@ -421,6 +434,8 @@ def decomposition_table() -> dict[OpOverload, Callable]:
         for overload in _OWN_OVERLOADS[packet]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
+    for op, function in POOLING.items():
+        table[op] = real_only(function)
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table

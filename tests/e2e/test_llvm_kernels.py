@@ -131,3 +131,21 @@ def test_lowered_programs_match_the_ptensor_interpreter(target, case):
             results = program(*[d.clone(a) for a in args])
             for i, (r, e) in enumerate(zip(results, reference, strict=True)):
                 d.assert_same(r, e, f"{case.name} ({level}) result {i} at {sizes}")
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.bfloat16])
+@pytest.mark.parametrize("shape", [(2, 7, 7), (2, 4, 7, 7), (3, 5, 13), (2, 9, 9), (1, 2, 4, 7, 7)])
+@pytest.mark.parametrize("vector_bits", [128, 256])
+def test_masked_reads_of_a_padded_row_stay_masked(shape, dtype, vector_bits):
+    """A padded row narrower than the vector: its masked loads are split into
+    registers by the code generator, since LLVM's x86 backend loaded a split
+    half whose mask was all false without the mask (the right padding read the
+    next row's first element)."""
+    torch._dynamo.reset()
+    fn = lambda x: torch.nn.functional.pad(x, (1, 1, 1, 1), value=-3)  # noqa: E731
+    compiled_fn = torch.compile(
+        fn, backend=permalloy_backend,
+        options={"target": "llvm", "fallback": "raise", "fusion": False, "vector_bits": vector_bits},
+    )  # fmt: skip
+    x = (torch.randn(shape) * 100).to(dtype)
+    assert torch.equal(compiled_fn(x), fn(x))

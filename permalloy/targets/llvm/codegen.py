@@ -138,9 +138,33 @@ class CodeGen:
         vty = ir.VectorType(ty, lanes)
         if mask is None:
             return self.builder.load(ptr, typ=vty, align=align)
+        piece = self._register_lanes(ty)
+        if lanes <= piece or lanes % piece:
+            return self._masked_load(ptr, vty, mask)
+        # LLVM's x86 backend may load a half of a split masked load whose
+        # mask is all false without its mask: split it into registers here.
+        parts = [
+            self._masked_load(
+                self.element_ptr(ptr, ty, I64(start)),
+                ir.VectorType(ty, piece),
+                self.builder.shuffle_vector(mask, mask, _lane_indices(start, piece)),
+            )
+            for start in range(0, lanes, piece)
+        ]
+        while len(parts) > 1:
+            pairs = zip(parts[0::2], parts[1::2])
+            parts = [self.builder.shuffle_vector(a, b, _lane_indices(0, 2 * lanes_of(a))) for a, b in pairs]
+        return parts[0]
+
+    def _register_lanes(self, ty: ir.Type) -> int:
+        """Lanes of `ty` in one vector register (256 bits, 512 with AVX-512)."""
+        bits = 512 if self.avx512 else 256
+        return max(1, bits // _bits(ty))
+
+    def _masked_load(self, ptr: ir.Value, vty: ir.VectorType, mask: ir.Value) -> ir.Value:
         return self.intrinsic(
             "masked.load",
-            [ptr, I32(align), mask, RawConstant(vty, "zeroinitializer")],
+            [ptr, I32(_align(vty.element)), mask, RawConstant(vty, "zeroinitializer")],
             ret=vty,
             overloads=[vty, PTR],
         )
@@ -237,9 +261,18 @@ def splat_constant(value: ir.Constant, lanes: int) -> ir.Constant:
 
 
 def _align(ty: ir.Type) -> int:
+    return max(1, _bits(ty) // 8)
+
+
+def _bits(ty: ir.Type) -> int:
     if isinstance(ty, ir.IntType):
-        return max(1, ty.width // 8)
-    return {"half": 2, "float": 4, "double": 8}[str(ty)]
+        return ty.width
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}[str(ty)]
+
+
+def _lane_indices(start: int, count: int) -> ir.Constant:
+    """The shufflevector mask selecting lanes `start` to `start + count - 1`."""
+    return ir.Constant(ir.VectorType(I32, count), [start + k for k in range(count)])
 
 
 def lane_mask(cg: CodeGen, start: ir.Value, end: ir.Value, lanes: int) -> ir.Value:

@@ -51,6 +51,6 @@ func.func @forward(%a: !buffer.buffer<[64, 48], f32, strides [1, 64]>, %b: !buff
 // CHECK-LABEL: kernel @cat
 // CHECK:       x.body:
 // CHECK:         icmp slt <[[M:[0-9]+]] x i64>
-// CHECK:         call <[[M]] x float> @"llvm.masked.load.v[[M]]f32.p0"
-// CHECK:         call <[[M]] x float> @"llvm.masked.load.v[[M]]f32.p0"
+// CHECK:         call <[[R:[0-9]+]] x float> @"llvm.masked.load.v[[R]]f32.p0"
+// CHECK:         call <[[R]] x float> @"llvm.masked.load.v[[R]]f32.p0"
 // CHECK:         select <[[M]] x i1>

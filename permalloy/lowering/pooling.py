@@ -1,0 +1,234 @@
+"""
+Max and average pooling as ATen ops that ptensor has.
+
+A pooling window of `k` elements is unrolled: the input is padded once (with
+the lowest value for max pooling, zero for average pooling) and each of the `k`
+window positions is a strided slice of the padded tensor, so that after
+lowering the whole pooling is one pointwise kernel whose `k` loads are affine
+(and masked where the padding was). This is how Inductor lowers small windows
+too. Windows of more than `MAX_UNROLLED_WINDOW` elements are left to torch,
+except those that tile the input exactly (global pooling), which become a
+reshape and a reduction.
+
+Semantics follow torch's kernels exactly:
+- max pooling compares with `>` in window order, so the first maximum wins; a
+  NaN always replaces the running maximum (the last NaN of a window wins), and
+  a window whose elements are all the lowest value gives the index of its first
+  element inside the input, as torch's kernels start from it;
+- average pooling sums in float32 for half-precision inputs and divides by
+  `divisor_override`, or by the window's size clipped to the padded input
+  (`count_include_pad`), or by the number of its elements inside the input.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Sequence
+
+import torch
+
+aten = torch.ops.aten
+
+MAX_UNROLLED_WINDOW = 25
+"""The largest window (elements) unrolled into slices; Inductor's limit too."""
+
+_LOW_PRECISION = (torch.float16, torch.bfloat16)
+
+
+def _expand(value: int | Sequence[int], n_dim: int, default: Sequence[int] | None = None) -> list[int]:
+    """A pooling parameter for each of the `n_dim` pooled dimensions."""
+    if isinstance(value, int):
+        return [value] * n_dim
+    if len(value) == 0:
+        assert default is not None
+        return list(default)
+    return list(value) * n_dim if len(value) == 1 else list(value)
+
+
+def output_size(size, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool):
+    """torch's output length of one pooled dimension: windows that start inside
+    the input or its left padding."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out = out - 1
+    return out
+
+
+class _Windows:
+    """The windows of one pooling: its geometry over the last `n_dim`
+    dimensions of an input, and the padded input's strided slices."""
+
+    def __init__(self, x: torch.Tensor, kernel, stride, padding, dilation, ceil_mode, n_dim: int):
+        self.n_dim = n_dim
+        self.kernel, self.stride, self.padding, self.dilation = kernel, stride, padding, dilation
+        self.sizes = list(x.shape[-n_dim:])
+        self.outputs = [
+            output_size(n, k, s, p, d, ceil_mode)
+            for n, k, s, p, d in zip(self.sizes, kernel, stride, padding, dilation)
+        ]
+
+    def padded(self, x: torch.Tensor, value: float | int) -> torch.Tensor:
+        """`x` padded so that every window's every position is in range."""
+        amounts: list[int] = []
+        for d in reversed(range(self.n_dim)):
+            needed = (self.outputs[d] - 1) * self.stride[d] + (self.kernel[d] - 1) * self.dilation[d] + 1
+            right = max(0, needed - (self.sizes[d] + 2 * self.padding[d])) + self.padding[d]
+            amounts += [self.padding[d], right]
+        return aten.constant_pad_nd.default(x, amounts, value)
+
+    def offsets(self):
+        """Each position of a window, in torch's order (the last dimension fastest)."""
+        return itertools.product(*(range(k) for k in self.kernel))
+
+    def at(self, padded: torch.Tensor, offset: Sequence[int]) -> torch.Tensor:
+        """The element at window position `offset` of every window."""
+        view = padded
+        for d, position in enumerate(offset):
+            dim = padded.dim() - self.n_dim + d
+            start = position * self.dilation[d]
+            end = start + (self.outputs[d] - 1) * self.stride[d] + 1
+            view = aten.slice.Tensor(view, dim, start, end, self.stride[d])
+        return view
+
+    def starts(self, d: int, like: torch.Tensor) -> torch.Tensor:
+        """Each window's first position along pooled dimension `d` (in input
+        coordinates, before padding), shaped to broadcast against the output."""
+        shape = [1] * (like.dim() - self.n_dim) + [1] * self.n_dim
+        shape[like.dim() - self.n_dim + d] = self.outputs[d]
+        first, step = -self.padding[d], self.stride[d]
+        end = first + self.outputs[d] * step
+        positions = aten.arange.start_step(first, end, step, dtype=torch.int64, device=like.device)
+        return aten.view.default(positions, shape)
+
+    def flat_index(self, positions: Sequence[torch.Tensor]) -> torch.Tensor:
+        """The index of input positions in the flattened pooled dimensions."""
+        index = positions[0]
+        for d in range(1, self.n_dim):
+            index = index * self.sizes[d] + positions[d]
+        return index
+
+
+def _lowest(dtype: torch.dtype) -> float | int:
+    if dtype.is_floating_point:
+        return -math.inf
+    return torch.iinfo(dtype).min
+
+
+def max_pool_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil_mode=False, *, n_dim: int):
+    """`max_pool{n}d_with_indices`: unrolled over windows of at most
+    `MAX_UNROLLED_WINDOW` elements; NotImplemented (torch runs it) otherwise."""
+    kernel = _expand(kernel_size, n_dim)
+    if math.prod(kernel) > MAX_UNROLLED_WINDOW or x.dtype == torch.bool:
+        return NotImplemented
+    windows = _Windows(
+        x, kernel, _expand(stride, n_dim, kernel), _expand(padding, n_dim), _expand(dilation, n_dim), ceil_mode, n_dim
+    )
+    lowest = _lowest(x.dtype)
+    padded = windows.padded(x, lowest)
+    values = [windows.at(padded, offset) for offset in windows.offsets()]
+    best = values[0]
+    for value in values[1:]:
+        best = aten.maximum.default(best, value)
+    return best, _argmax(windows, values, best, lowest)
+
+
+def _argmax(windows: _Windows, values: list[torch.Tensor], best: torch.Tensor, lowest) -> torch.Tensor:
+    """The index torch's kernels give the maximum `best` of each window: its
+    first occurrence, or the last NaN, or for a window all of the lowest value
+    its first element inside the input. Each step reads the previous one once,
+    so fusion inlines the whole chain into one kernel."""
+    offsets = list(windows.offsets())
+    first_inside = _first_inside(windows, best)
+    index = first_inside
+    for offset, value in reversed(list(zip(offsets, values))):
+        index = aten.where.self(aten.eq.Tensor(value, best), _position(windows, offset, best), index)
+    index = aten.where.self(aten.eq.Scalar(best, lowest), first_inside, index)
+    if best.dtype.is_floating_point:
+        for offset, value in zip(offsets, values):
+            index = aten.where.self(aten.isnan.default(value), _position(windows, offset, best), index)
+    return aten.expand.default(index, best.shape)
+
+
+def _position(windows: _Windows, offset, like: torch.Tensor) -> torch.Tensor:
+    """The flat input index of window position `offset` of every window."""
+    positions = [windows.starts(d, like) + offset[d] * windows.dilation[d] for d in range(windows.n_dim)]
+    return windows.flat_index(positions)
+
+
+def _first_inside(windows: _Windows, like: torch.Tensor) -> torch.Tensor:
+    """The flat index of each window's first element inside the input."""
+    positions = []
+    for d in range(windows.n_dim):
+        start = windows.starts(d, like)
+        dilation = windows.dilation[d]
+        # Skip the positions in the left padding: whole steps of the dilation.
+        skipped = aten.clamp_min.default(dilation - 1 - start, 0) // dilation * dilation
+        positions.append(start + skipped)
+    return windows.flat_index(positions)
+
+
+def avg_pool(
+    x,
+    kernel_size,
+    stride=(),
+    padding=0,
+    ceil_mode=False,
+    count_include_pad=True,
+    divisor_override=None,
+    *,
+    n_dim: int,
+):
+    """`avg_pool{n}d`: unrolled over windows of at most `MAX_UNROLLED_WINDOW`
+    elements, or a reshape and a mean where the windows tile the input;
+    NotImplemented (torch runs it) otherwise."""
+    kernel = _expand(kernel_size, n_dim)
+    stride = _expand(stride, n_dim, kernel)
+    padding = _expand(padding, n_dim)
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    if math.prod(kernel) > MAX_UNROLLED_WINDOW:
+        return _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim)
+    windows = _Windows(x, kernel, stride, padding, [1] * n_dim, ceil_mode, n_dim)
+    accumulate = torch.float32 if x.dtype in _LOW_PRECISION else x.dtype
+    padded = windows.padded(x.to(accumulate) if accumulate != x.dtype else x, 0)
+    total = None
+    for offset in windows.offsets():
+        value = windows.at(padded, offset)
+        total = value if total is None else total + value
+    divisor = _divisor(windows, total, count_include_pad, divisor_override)
+    return (total / divisor).to(x.dtype)
+
+
+def _divisor(windows: _Windows, like: torch.Tensor, count_include_pad: bool, divisor_override):
+    """torch's divisor of each window's sum."""
+    if divisor_override:
+        return divisor_override
+    divisor = None
+    for d in range(windows.n_dim):
+        start = windows.starts(d, like)
+        end = aten.clamp_max.default(start + windows.kernel[d], windows.sizes[d] + windows.padding[d])
+        if not count_include_pad:
+            end = aten.clamp_max.default(end, windows.sizes[d])
+            start = aten.clamp_min.default(start, 0)
+        length = end - start
+        divisor = length if divisor is None else divisor * length
+    return divisor.to(like.dtype)
+
+
+def _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim):
+    """Average pooling whose windows tile the input exactly (no padding, the
+    stride equal to the window): a reshape and a mean."""
+    sizes = list(x.shape[-n_dim:])
+    tiles = all(
+        s == k and p == 0 and isinstance(n, int) and n % k == 0
+        for n, k, s, p in zip(sizes, kernel, stride, padding)
+    )
+    if not tiles or divisor_override:
+        return NotImplemented
+    shape = list(x.shape[:-n_dim])
+    for n, k in zip(sizes, kernel):
+        shape += [n // k, k]
+    reduced = [x.dim() - n_dim + 2 * d + 1 for d in range(n_dim)]
+    return aten.mean.dim(aten.view.default(x.contiguous(), shape), reduced)

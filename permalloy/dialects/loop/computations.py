@@ -1,26 +1,9 @@
 """
-The `loop` dialect: computations as an iteration domain and a scalar body.
-
-A `loop.pointwise` computes one element of its result per point of its domain
-(the result's shape, indexed by `d0, d1, ...`). A `loop.reduce` computes one
-element per point of its parallel domain (the result's shape, `d0, ...`) by
-combining the values its body yields over a reduction domain (`r0, r1, ...`).
-Bodies read their inputs with `loop.load` at index expressions over the loop
-indices and size symbols, compute with the upstream `arith` and `math` ops, and
-end with `loop.yield`.
-
-Views do not exist at this level: a transpose, a broadcast or a slice is only a
-different index expression in the loads that read it.
-
-    %y = loop.pointwise ins(%a = %x : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[8, 4], f32> {
-      %v = loop.load %a[d1, d0] : f32
-      %e = math.exp %v : f32
-      loop.yield %e : f32
-    }
-    %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4], f32> {
-      %v = loop.load %a[d0, r0] : f32
-      loop.yield %v : f32
-    }
+The loop ops and their terminators: `loop.pointwise` and `loop.reduce` (an
+iteration domain and an isolated scalar body ending in `loop.yield`), and
+`loop.fused` (several loop ops computed by one kernel, ending in
+`loop.fused_yield`), with the `ins(%arg = %value : type, ...)` syntax that
+binds a body's arguments to its op's inputs.
 """
 
 from __future__ import annotations
@@ -28,14 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import sympy
-from xdsl.dialects.builtin import IndexType, IntegerType
-from xdsl.ir import Attribute, Block, Dialect, Operation, Region, SSAValue
+from xdsl.dialects.builtin import IntegerType
+from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
-    AttrSizedOperandSegments,
     IRDLOperation,
     irdl_op_definition,
     operand_def,
-    opt_operand_def,
     prop_def,
     region_def,
     result_def,
@@ -52,29 +33,16 @@ from xdsl.traits import (
     Pure,
     RecursiveMemoryEffect,
 )
-from xdsl.utils.exceptions import VerifyException
 
 from permalloy.dialects.ptensor import (
     ReduceKind,
     ReduceKindAttr,
     SymListAttr,
     TensorType,
-    format_shape,
     is_bool,
 )
-from permalloy.dialects.sym import (
-    SymExprAttr,
-    format_expr,
-    parse_expr,
-    parse_expr_list,
-    symbol_kind,
-    symbol_number,
-)
-
-
-def _require(condition: bool, message: str) -> None:
-    if not condition:
-        raise VerifyException(message)
+from permalloy.dialects.ptensor.checks import require
+from permalloy.dialects.sym import format_expr, parse_expr_list, symbol_kind
 
 
 class LoopOp(IRDLOperation):
@@ -107,18 +75,18 @@ class LoopOp(IRDLOperation):
 
     def _verify_body(self) -> None:
         block = self.body.block
-        _require(
+        require(
             len(block.args) == len(self.inputs),
             f"{self.name}: the body has {len(block.args)} arguments for "
             f"{len(self.inputs)} inputs",
         )
         for arg, value in zip(block.args, self.inputs):
-            _require(
+            require(
                 arg.type == value.type,
                 f"{self.name}: body argument type {arg.type} differs from its "
                 f"input's {value.type}",
             )
-        _require(
+        require(
             isinstance(block.last_op, YieldOp),
             f"{self.name}: the body must end with loop.yield",
         )
@@ -224,7 +192,7 @@ class PointwiseOp(LoopOp):
         self._verify_body()
         result_type = self.result.type
         assert isinstance(result_type, TensorType)
-        _require(
+        require(
             self.yielded.type == scalar_type(result_type.element_type),
             f"loop.pointwise: the body yields {self.yielded.type}, but a result of "
             f"{result_type.element_type} needs {scalar_type(result_type.element_type)}",
@@ -294,13 +262,13 @@ class ReduceOp(LoopOp):
 
     def verify_(self) -> None:
         self._verify_body()
-        _require(
+        require(
             len(self.reduction_sizes) >= 1,
             "loop.reduce: the reduction domain needs at least one dimension",
         )
         for size in self.reduction_sizes:
             bad = [s for s in size.free_symbols if symbol_kind(s) != "s"]
-            _require(
+            require(
                 not bad,
                 f"loop.reduce: reduction size '{format_expr(size)}' may only use "
                 "size symbols",
@@ -310,17 +278,17 @@ class ReduceOp(LoopOp):
         kind = self.kind.data
         value_type = self.yielded.type
         if kind in (ReduceKind.ARGMAX, ReduceKind.ARGMIN):
-            _require(
+            require(
                 result_type.element_type == IntegerType(64),
                 f"loop.reduce {kind} gives i64",
             )
         elif kind in (ReduceKind.ANY, ReduceKind.ALL):
-            _require(
+            require(
                 is_bool(result_type.element_type) and is_bool(value_type),
                 f"loop.reduce {kind} reduces i1 values into an i1 result",
             )
         else:
-            _require(
+            require(
                 value_type == scalar_type(result_type.element_type),
                 f"loop.reduce: the body yields {value_type}, but a result of "
                 f"{result_type.element_type} needs {scalar_type(result_type.element_type)}",
@@ -341,196 +309,6 @@ def enclosing_loop(op: Operation) -> LoopOp | None:
     while parent is not None and not isinstance(parent, LoopOp):
         parent = parent.parent_op()
     return parent
-
-
-def _check_index_symbols(
-    op: IRDLOperation,
-    exprs: Sequence[sympy.Expr],
-    index_value_count: int,
-) -> None:
-    """Check that every symbol of `exprs` is bound where `op` stands."""
-    loop = enclosing_loop(op)
-    if loop is not None and not isinstance(loop.result.type, TensorType):
-        return  # the loop op's own verifier reports its result type
-    parallel_rank = loop.parallel_rank if loop is not None else 0
-    reduction_rank = len(loop.reduction_sizes) if loop is not None else 0
-    limits = {"d": parallel_rank, "r": reduction_rank, "v": index_value_count}
-    meanings = {
-        "d": "parallel indices",
-        "r": "reduction indices",
-        "v": "index value operands",
-    }
-    for expr in exprs:
-        for sym in expr.free_symbols:
-            kind = symbol_kind(sym)
-            if kind == "s":
-                continue
-            _require(
-                symbol_number(sym) < limits[kind],
-                f"{op.name}: '{sym.name}' in '{format_expr(expr)}' is unbound: "
-                f"there are {limits[kind]} {meanings[kind]} here",
-            )
-
-
-@irdl_op_definition
-class LoadOp(IRDLOperation):
-    """
-    Reads one element of an input at index expressions.
-
-    `%v = loop.load %a[d0, d1 * 2 + 1] : f32`. Expressions may use the enclosing
-    loop's indices, size symbols, and `v0, v1, ...` bound to index-typed operands
-    listed after the brackets: `%v = loop.load %w[v0, d1] (%i) : f32` reads at a
-    computed position (a gather). With `if %m` the load happens only where the i1
-    `%m` is true and gives zero elsewhere, so out-of-range positions are never
-    read: `%v = loop.load %b[d0 - 4] if %m : f32`.
-    """
-
-    name = "loop.load"
-
-    source = operand_def(Attribute)
-    index_values = var_operand_def(IndexType)
-    mask = opt_operand_def(IntegerType(1))
-    indices = prop_def(SymListAttr)
-    result = result_def(Attribute)
-
-    irdl_options = (AttrSizedOperandSegments(as_property=True),)
-
-    traits = traits_def(Pure())
-
-    def __init__(
-        self,
-        source: SSAValue,
-        indices: Sequence[sympy.Expr | int],
-        result_type: Attribute,
-        index_values: Sequence[SSAValue] = (),
-        mask: SSAValue | None = None,
-    ):
-        super().__init__(
-            operands=[source, index_values, [mask] if mask is not None else []],
-            result_types=[result_type],
-            properties={"indices": SymListAttr(indices)},
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" ")
-        printer.print_ssa_value(self.source)
-        self.indices.print_parameter(printer)
-        if self.index_values:
-            printer.print_string(" (")
-            printer.print_list(self.index_values, printer.print_ssa_value)
-            printer.print_string(")")
-        if self.mask is not None:
-            printer.print_string(" if ")
-            printer.print_ssa_value(self.mask)
-        printer.print_op_attributes(self.attributes)
-        printer.print_string(" : ")
-        printer.print_attribute(self.result.type)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> LoadOp:
-        unresolved_source = parser.parse_unresolved_operand()
-        indices = parse_expr_list(parser)
-        index_values: list[SSAValue] = []
-        if parser.parse_optional_punctuation("(") is not None:
-            index_values = parser.parse_comma_separated_list(
-                parser.Delimiter.NONE,
-                lambda: parser.resolve_operand(
-                    parser.parse_unresolved_operand(), IndexType()
-                ),
-            )
-            parser.parse_punctuation(")")
-        mask = None
-        if parser.parse_optional_keyword("if") is not None:
-            mask = parser.resolve_operand(
-                parser.parse_unresolved_operand(), IntegerType(1)
-            )
-        attributes = parser.parse_optional_attr_dict()
-        parser.parse_punctuation(":")
-        result_type = parser.parse_type()
-        source = parser.resolve_operand(unresolved_source, _source_type_of(parser, unresolved_source))
-        op = cls(source, indices, result_type, index_values, mask)
-        op.attributes.update(attributes)
-        return op
-
-    def verify_(self) -> None:
-        source_type = self.source.type
-        shaped = source_shape_and_element(source_type)
-        _require(
-            shaped is not None,
-            f"loop.load reads a !ptensor.tensor or a !buffer.buffer, got {source_type}",
-        )
-        assert shaped is not None
-        shape, element_type = shaped
-        _require(
-            len(self.indices.data) == len(shape),
-            f"loop.load: {len(self.indices.data)} indices for an input of rank "
-            f"{len(shape)} {format_shape(shape)}",
-        )
-        _require(
-            self.result.type == scalar_type(element_type),
-            f"loop.load: result type {self.result.type} should be "
-            f"{scalar_type(element_type)} to read elements of {element_type}",
-        )
-        _check_index_symbols(self, self.indices.data, len(self.index_values))
-
-
-def _source_type_of(parser: Parser, operand) -> Attribute:
-    """The type of an operand defined earlier: loads name values already typed
-    (block arguments of the enclosing loop op), so the text gives no type."""
-    value = parser.ssa_values.get(operand.operand_name)
-    if value is None or operand.index >= len(value):
-        parser.raise_error(
-            f"loop.load reads %{operand.operand_name}, which is not defined before it"
-        )
-    return value[operand.index].type
-
-
-def source_shape_and_element(
-    value_type: Attribute,
-) -> tuple[tuple[sympy.Expr, ...], Attribute] | None:
-    """The shape and element type of anything a load may read."""
-    if isinstance(value_type, TensorType):
-        return value_type.sizes, value_type.element_type
-    shape = getattr(value_type, "sizes", None)
-    element_type = getattr(value_type, "element_type", None)
-    if shape is not None and element_type is not None:
-        return tuple(shape), element_type
-    return None
-
-
-@irdl_op_definition
-class IndexOp(IRDLOperation):
-    """
-    The value of an integer expression over loop indices and size symbols, as
-    an `index`: `%i = loop.index d0 * 8 + d1`. It gives bodies positions to
-    compare (masks, iota) and sizes to compute with.
-    """
-
-    name = "loop.index"
-
-    expr = prop_def(SymExprAttr)
-    result = result_def(IndexType)
-
-    traits = traits_def(Pure())
-
-    def __init__(self, expr: sympy.Expr | int):
-        super().__init__(
-            result_types=[IndexType()], properties={"expr": SymExprAttr(expr)}
-        )
-
-    def print(self, printer: Printer) -> None:
-        printer.print_string(" " + format_expr(self.expr.expr))
-        printer.print_op_attributes(self.attributes)
-
-    @classmethod
-    def parse(cls, parser: Parser) -> IndexOp:
-        expr = parse_expr(parser)
-        op = cls(expr)
-        op.attributes.update(parser.parse_optional_attr_dict())
-        return op
-
-    def verify_(self) -> None:
-        _check_index_symbols(self, [self.expr.expr], 0)
 
 
 @irdl_op_definition
@@ -609,22 +387,22 @@ class FusedOp(IRDLOperation):
 
     def verify_(self) -> None:
         block = self.body.block
-        _require(
+        require(
             len(block.args) == len(self.inputs),
             "loop.fused: one body argument per input",
         )
         for op in block.ops:
-            _require(
+            require(
                 isinstance(op, LoopOp | FusedYieldOp),
                 f"loop.fused holds loop ops only, not {op.name}",
             )
         terminator = block.last_op
-        _require(
+        require(
             isinstance(terminator, FusedYieldOp),
             "loop.fused: the body must end with loop.fused_yield",
         )
         assert isinstance(terminator, FusedYieldOp)
-        _require(
+        require(
             tuple(v.type for v in terminator.values) == tuple(r.type for r in self.results),
             "loop.fused: loop.fused_yield's types differ from the results'",
         )
@@ -644,26 +422,3 @@ class FusedYieldOp(IRDLOperation):
 
     def __init__(self, values: Sequence[SSAValue]):
         super().__init__(operands=[values])
-
-
-Loop = Dialect(
-    "loop",
-    [PointwiseOp, ReduceOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
-    [],
-)
-
-__all__ = [
-    "FusedOp",
-    "FusedYieldOp",
-    "IndexOp",
-    "LoadOp",
-    "Loop",
-    "LoopOp",
-    "PointwiseOp",
-    "ReduceOp",
-    "YieldOp",
-    "enclosing_loop",
-    "parse_ins",
-    "print_ins",
-    "source_shape_and_element",
-]

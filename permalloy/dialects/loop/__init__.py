@@ -1,0 +1,69 @@
+"""
+The `loop` dialect: computations as an iteration domain and a scalar body.
+
+A `loop.pointwise` computes one element of its result per point of its domain
+(the result's shape, indexed by `d0, d1, ...`). A `loop.reduce` computes one
+element per point of its parallel domain (the result's shape, `d0, ...`) by
+combining the values its body yields over a reduction domain (`r0, r1, ...`).
+Bodies read their inputs with `loop.load` at index expressions over the loop
+indices and size symbols, compute with the upstream `arith` and `math` ops, and
+end with `loop.yield`.
+
+Views do not exist at this level: a transpose, a broadcast or a slice is only a
+different index expression in the loads that read it.
+
+    %y = loop.pointwise ins(%a = %x : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[8, 4], f32> {
+      %v = loop.load %a[d1, d0] : f32
+      %e = math.exp %v : f32
+      loop.yield %e : f32
+    }
+    %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4], f32> {
+      %v = loop.load %a[d0, r0] : f32
+      loop.yield %v : f32
+    }
+
+The ops live in two modules: `computations` (`loop.pointwise`, `loop.reduce`,
+`loop.fused` and their terminators) and `body` (`loop.load`, `loop.index`);
+every public name is available from `permalloy.dialects.loop` itself.
+"""
+
+from __future__ import annotations
+
+from xdsl.ir import Dialect
+
+from permalloy.dialects.loop.body import IndexOp, LoadOp, source_shape_and_element
+from permalloy.dialects.loop.computations import (
+    FusedOp,
+    FusedYieldOp,
+    LoopOp,
+    PointwiseOp,
+    ReduceOp,
+    YieldOp,
+    enclosing_loop,
+    parse_ins,
+    print_ins,
+    scalar_type,
+)
+
+Loop = Dialect(
+    "loop",
+    [PointwiseOp, ReduceOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
+    [],
+)
+
+__all__ = [
+    "FusedOp",
+    "FusedYieldOp",
+    "IndexOp",
+    "LoadOp",
+    "Loop",
+    "LoopOp",
+    "PointwiseOp",
+    "ReduceOp",
+    "YieldOp",
+    "enclosing_loop",
+    "parse_ins",
+    "print_ins",
+    "scalar_type",
+    "source_shape_and_element",
+]

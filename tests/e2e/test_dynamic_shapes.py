@@ -185,6 +185,9 @@ FUNCTIONS: dict[str, tuple[Callable, Inputs]] = {
         lambda n, m: [_randn(n, m)],
     ),
     "size_scalar": (lambda x: x * x.shape[0] + x.shape[1], lambda n, m: [_randn(n, m)]),
+    # a slice of a slice with steps: Dynamo's size (s0 ceildiv 2 + 1) floordiv 2
+    # is permalloy's s0 ceildiv 2 ceildiv 2
+    "strided_slice_of_slice": (lambda x: torch.tanh(x)[::2][::2], lambda n, m: [_randn(2 * n)[::2]]),
     "size_true_division": (
         lambda x: x * (x.shape[0] / (x.shape[1] - 1)) + x.shape[1] ** 2 / 4,
         lambda n, m: [_randn(n, m)],

@@ -30,7 +30,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from permalloy.dialects.sym import format_expr, parse_expr, product, symbol_kind
+from permalloy.dialects.sym import CeilDiv, FloorDiv, format_expr, parse_expr, product, symbol_kind
 
 
 @irdl_attr_definition
@@ -189,7 +189,24 @@ def tensor_type(value: SSAValue) -> TensorType:
 
 
 def sizes_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
-    return sympy.simplify(a - b) == 0
+    """Whether two sizes are equal for every value of their symbols. Ceiling
+    divisions are compared as the floor divisions they equal (`a ceildiv b` is
+    `(a + b - 1) floordiv b`), so that `(s0 ceildiv 2 + 1) floordiv 2` and
+    `s0 ceildiv 2 ceildiv 2` (a slice of a slice, each with step 2) agree."""
+    if sympy.simplify(a - b) == 0:
+        return True
+    if not (a.has(CeilDiv) or b.has(CeilDiv)):
+        return False
+    return sympy.simplify(_floor_divisions(a) - _floor_divisions(b)) == 0
+
+
+def _floor_divisions(expr: sympy.Expr) -> sympy.Expr:
+    """`expr` with each ceiling division by a positive integer written as a
+    floor division."""
+    return expr.replace(
+        lambda e: isinstance(e, CeilDiv) and e.args[1].is_Integer and e.args[1] > 0,
+        lambda e: FloorDiv(e.args[0] + e.args[1] - 1, e.args[1]),
+    )
 
 
 def shapes_equal(a: Sequence[sympy.Expr], b: Sequence[sympy.Expr]) -> bool:

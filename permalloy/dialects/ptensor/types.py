@@ -195,6 +195,7 @@ def sizes_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     `s0 ceildiv 2 ceildiv 2` (a slice of a slice, each with step 2) agree."""
     if sympy.simplify(a - b) == 0:
         return True
+    a, b = sympy.sympify(a), sympy.sympify(b)
     if not (a.has(CeilDiv) or b.has(CeilDiv)):
         return False
     return sympy.simplify(_floor_divisions(a) - _floor_divisions(b)) == 0

@@ -1103,12 +1103,7 @@ case(
     Fl(1, 2, 4, 8),
     Fl(1, 2, 4, 8),
 )
-case(
-    "avg_pool2d",
-    lambda x: F.avg_pool2d(x, 2),
-    Fl(1, 2, 6, 6),
-    fallback_ops=("aten.avg_pool2d.default",),
-)
+case("avg_pool2d", lambda x: F.avg_pool2d(x, 2), Fl(1, 2, 6, 6))
 case("adaptive_avg_pool2d", lambda x: F.adaptive_avg_pool2d(x, 1), Fl(1, 2, 6, 6))
 case(
     "interpolate_nearest",

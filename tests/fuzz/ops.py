@@ -212,6 +212,30 @@ def layer_norm_params(rng: random.Random, args: list[torch.Tensor]) -> Params | 
     return {"start": str(-rng.randint(1, min(2, args[0].dim())))}
 
 
+def pool_params(rng: random.Random, args: list[torch.Tensor]) -> Params | None:
+    """A pooling window over the last two dims (the last one for `pooled=1`) of
+    a float tensor with one or two leading dims."""
+    if not args[0].is_floating_point() or args[0].dim() < 2:
+        return None
+    kernel = rng.choice([2, 3])
+    return {
+        "k": str(kernel),
+        "s": str(rng.choice([1, 2, kernel])),
+        "p": str(rng.choice([0, kernel // 2])),
+        "ceil": str(rng.random() < 0.3),
+        "include": str(rng.random() < 0.7),
+    }
+
+
+def pad_params(rng: random.Random, args: list[torch.Tensor]) -> Params | None:
+    """Constant padding (or cropping, by a negative width) of the last one or two dims."""
+    if args[0].dim() == 0:
+        return None
+    count = min(args[0].dim(), rng.choice([1, 2]))
+    widths = [rng.choice([-1, 0, 1, 1, 2, 3]) for _ in range(2 * count)]
+    return {"widths": shape_literal(widths), "c": random_constant(rng)}
+
+
 def unary(name: str, expression: str, weight: float = 1.0) -> OpSpec:
     return OpSpec(name, 1, expression, no_params, weight)
 
@@ -264,6 +288,24 @@ CATALOG: tuple[OpSpec, ...] = (
     OpSpec("flatten", 1, "{0}.flatten({start}, {end})", flatten_params, 0.7),
     OpSpec("cat", 2, "torch.cat([{0}, {1}], dim={dim})", one_dim, 0.7),
     OpSpec("stack", 2, "torch.stack([{0}, {1}], dim={dim})", one_dim, 0.5),
+    # padding and pooling
+    OpSpec("pad", 1, "torch.nn.functional.pad({0}, {widths}, value={c})", pad_params, 0.6),
+    OpSpec("max_pool2d", 1, "torch.nn.functional.max_pool2d({0}, {k}, {s}, {p}, ceil_mode={ceil})", pool_params, 1.0),
+    OpSpec(
+        "max_pool2d_indices",
+        1,
+        "torch.nn.functional.max_pool2d({0}, {k}, {s}, {p}, ceil_mode={ceil}, return_indices=True)[1]",
+        pool_params,
+        0.3,
+    ),
+    OpSpec("max_pool1d", 1, "torch.nn.functional.max_pool1d({0}, {k}, {s}, {p}, ceil_mode={ceil})", pool_params, 0.3),
+    OpSpec(
+        "avg_pool2d",
+        1,
+        "torch.nn.functional.avg_pool2d({0}, {k}, {s}, {p}, ceil_mode={ceil}, count_include_pad={include})",
+        pool_params,
+        0.5,
+    ),
     # normalizations and library ops
     OpSpec("softmax", 1, "torch.softmax({0}, dim={dim})", one_dim),
     OpSpec("log_softmax", 1, "torch.log_softmax({0}, dim={dim})", one_dim),

@@ -110,6 +110,20 @@ class _Windows:
         return index
 
 
+def _in_eager_layout(result: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+    """`result` laid out as torch's pooling kernels write it: channels-last
+    for a channels-last input of 4 or 5 dimensions, else contiguous (slices of
+    a permuted input would otherwise keep its permutation)."""
+    layout = torch.contiguous_format
+    if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
+        layout = torch.channels_last
+    elif x.dim() == 5 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
+        layout = torch.channels_last_3d
+    if result.is_contiguous(memory_format=layout):
+        return result
+    return aten.clone.default(result, memory_format=layout)
+
+
 def _lowest(dtype: torch.dtype) -> float | int:
     if dtype.is_floating_point:
         return -math.inf
@@ -131,7 +145,8 @@ def max_pool_with_indices(x, kernel_size, stride=(), padding=0, dilation=1, ceil
     best = values[0]
     for value in values[1:]:
         best = aten.maximum.default(best, value)
-    return best, _argmax(windows, values, best, lowest)
+    index = _argmax(windows, values, best, lowest)
+    return _in_eager_layout(best, x), _in_eager_layout(index, x)
 
 
 def _argmax(windows: _Windows, values: list[torch.Tensor], best: torch.Tensor, lowest) -> torch.Tensor:
@@ -198,7 +213,7 @@ def avg_pool(
         value = windows.at(padded, offset)
         total = value if total is None else total + value
     divisor = _divisor(windows, total, count_include_pad, divisor_override)
-    return (total / divisor).to(x.dtype)
+    return _in_eager_layout((total / divisor).to(x.dtype), x)
 
 
 def _divisor(windows: _Windows, like: torch.Tensor, count_include_pad: bool, divisor_override):
@@ -231,4 +246,4 @@ def _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim):
     for n, k in zip(sizes, kernel):
         shape += [n // k, k]
     reduced = [x.dim() - n_dim + 2 * d + 1 for d in range(n_dim)]
-    return aten.mean.dim(aten.view.default(x.contiguous(), shape), reduced)
+    return _in_eager_layout(aten.mean.dim(aten.view.default(x.contiguous(), shape), reduced), x)

@@ -149,3 +149,19 @@ def test_masked_reads_of_a_padded_row_stay_masked(shape, dtype, vector_bits):
     )  # fmt: skip
     x = (torch.randn(shape) * 100).to(dtype)
     assert torch.equal(compiled_fn(x), fn(x))
+
+
+@pytest.mark.parametrize(
+    ("fn", "make"),
+    [
+        (lambda x: torch.erf(x) * x, lambda: torch.randn(1, dtype=torch.float64).expand(0)),
+        (lambda x: torch.exp(x) + x.sum(), lambda: torch.randn(1).expand(0)),
+        (lambda x: torch.tanh(x).expand(2, -1).t(), lambda: torch.randn(1, 1, dtype=torch.float16).expand(1, 0)),
+        (lambda x: x.sum(1) + 1, lambda: torch.randn(1).expand(3, 0)),
+    ],
+)
+def test_kernels_over_empty_tensors_read_nothing(fn, make):
+    """A kernel with no result element does not run: a load hoisted out of its
+    (empty) loops read the data pointer of an empty tensor (NULL) and crashed."""
+    x = make()
+    torch.testing.assert_close(compiled(fn)(x), fn(x))

@@ -127,3 +127,25 @@ def test_output_size_is_torchs(size):
             continue
         expected = torch._meta_registrations.pooling_output_shape(size, kernel, padding, stride, dilation, ceil_mode)
         assert output_size(size, kernel, stride, padding, dilation, ceil_mode) == expected
+
+
+@pytest.mark.parametrize(
+    "layout",
+    ["contiguous", "channels_last", "permuted", "transposed_3d"],
+)
+def test_outputs_are_laid_out_as_torchs(layout):
+    x = _input((2, 8, 9, 10))
+    if layout == "channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    elif layout == "permuted":
+        x = x.permute(0, 3, 2, 1)
+    elif layout == "transposed_3d":
+        x = x[0].transpose(0, 2)
+    values, indices = max_pool_with_indices(x, [3], [2], [1], [1], False, n_dim=2)
+    expected_values, expected_indices = aten.max_pool2d_with_indices.default(x, [3], [2], [1], [1], False)
+    assert values.stride() == expected_values.stride()
+    assert indices.stride() == expected_indices.stride()
+    average = avg_pool(x, [3], [2], [1], False, True, None, n_dim=2)
+    assert average.stride() == aten.avg_pool2d.default(x, [3], [2], [1], False, True, None).stride()
+    tiled = avg_pool(x, [3], [3], [0], False, True, None, n_dim=2)
+    assert tiled.stride() == aten.avg_pool2d.default(x, [3], [3], [0], False, True, None).stride()

@@ -172,6 +172,10 @@ class KernelEmitter:
         for group, run, worker in zip(self.plan.groups, runs, workers):
             total = self._value(cg, work_items(group), scalars)
             work = self._value(cg, work_volume(group), scalars)
+            # A group with no result element writes nothing, and must not run:
+            # its loads hoisted above empty loops would read empty tensors.
+            results = self._value(cg, sum((product(s.parallel) for s in group), sympy.Integer(0)), scalars)
+            total = b.select(b.icmp_signed(">", results, I64(0)), total, I64(0))
             align = alignment(group)
             useful = b.sdiv(b.add(total, I64(align - 1)), I64(align))
             count = _min(b, threads, useful)

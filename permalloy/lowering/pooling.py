@@ -236,11 +236,22 @@ def _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim):
     """Average pooling whose windows tile the input exactly (no padding, the
     stride equal to the window): a reshape and a mean."""
     sizes = list(x.shape[-n_dim:])
+    if divisor_override:
+        return NotImplemented
+    covers = all(
+        p == 0 and isinstance(n, int) and k >= n and (n - k) // s + 1 <= 1
+        for n, k, s, p in zip(sizes, kernel, stride, padding)
+    )
+    if covers and all(isinstance(n, int) and n > 0 for n in sizes):
+        # One window over the whole input (a window at least as large, as
+        # ceil_mode allows): its clipped size is the input's, so a mean.
+        reduced = list(range(x.dim() - n_dim, x.dim()))
+        return _in_eager_layout(aten.mean.dim(x, reduced, True), x)
     tiles = all(
         s == k and p == 0 and isinstance(n, int) and n % k == 0
         for n, k, s, p in zip(sizes, kernel, stride, padding)
     )
-    if not tiles or divisor_override:
+    if not tiles:
         return NotImplemented
     shape = list(x.shape[:-n_dim])
     for n, k in zip(sizes, kernel):

@@ -149,3 +149,18 @@ def test_outputs_are_laid_out_as_torchs(layout):
     assert average.stride() == aten.avg_pool2d.default(x, [3], [2], [1], False, True, None).stride()
     tiled = avg_pool(x, [3], [3], [0], False, True, None, n_dim=2)
     assert tiled.stride() == aten.avg_pool2d.default(x, [3], [3], [0], False, True, None).stride()
+
+
+@pytest.mark.parametrize("kernel", [[7], [9], [1280], [8, 7]])
+@pytest.mark.parametrize("ceil_mode", [False, True])
+def test_a_window_over_the_whole_input_is_a_mean(kernel, ceil_mode):
+    """EfficientNet pools with a window larger than its input and ceil_mode."""
+    x = _input((2, 3, 7, 7))
+    args = (x, kernel, kernel, [0], ceil_mode, True, None)
+    try:
+        expected = aten.avg_pool2d.default(*args)
+    except RuntimeError:
+        return  # eager refuses a window larger than the input without ceil_mode
+    actual = avg_pool(*args, n_dim=2)
+    assert actual is not NotImplemented
+    torch.testing.assert_close(actual, expected, rtol=1e-6, atol=1e-6)

@@ -15,7 +15,7 @@ from permalloy.dialects.sym import symbol
 from permalloy.interpreter import run_function
 from permalloy.targets import externs
 from permalloy.targets.externs import DIRECT_CALLS
-from tests.unit.test_interpreter_ptensor import T, assert_same, randint, randn, single_op
+from test_interpreter_ptensor import T, assert_same, randint, randn, single_op
 
 
 def test_every_ptensor_op_but_the_views_has_a_direct_call():

@@ -8,7 +8,9 @@ computations sharing inputs end up in one kernel. Legality comes from the index
 expressions: a member joins a group when it reads the group's results only at
 its own row (the leading index of each such load is its own `d0` over the same
 size) or shares an input with a member over the same rows; a group of
-pointwise ops only when they have one shape (a group runs a program per row). A reduction to
+pointwise ops only when they have one shape (a group runs a program per row).
+Row locality is the kernel analysis's (`permalloy.analysis.rows`), which the
+targets use to run a kernel's loop ops row by row. A reduction to
 one element shares its kernel only when every member is short enough for
 one program: a longer one is split across threads or programs.
 """
@@ -21,29 +23,15 @@ import sympy
 from xdsl.dialects import func
 from xdsl.ir import Block, Region, SSAValue
 
+from permalloy.analysis.rows import leading_rows, reads_at_own_row
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, shapes_equal, sizes_equal
-from permalloy.dialects.sym import parallel_index, product
-
-
-def _rows(op: loop.LoopOp):
-    result_type = op.result.type
-    assert isinstance(result_type, TensorType)
-    return result_type.sizes[0] if result_type.rank else None
+from permalloy.dialects.sym import product
 
 
 def _reads_row_locally(reader: loop.LoopOp, producer: loop.LoopOp) -> bool:
     """Whether every load of `producer`'s result in `reader` is at reader's own row."""
-    for argument, operand in zip(reader.body.block.args, reader.inputs):
-        if operand != producer.result:
-            continue
-        for use in argument.uses:
-            load = use.operation
-            if not isinstance(load, loop.LoadOp):
-                return False
-            if not load.indices.data or load.indices.data[0] != parallel_index(0):
-                return False
-    return True
+    return reads_at_own_row(reader, producer.result, 1)
 
 
 MAX_SINGLE_PROGRAM_POINTS = 16384
@@ -86,8 +74,8 @@ def _splits_a_reduction(ops: Sequence[loop.LoopOp]) -> bool:
 
 def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     """Whether `candidate` may run in the same kernel as `group`, row by row."""
-    rows = _rows(candidate)
-    if rows is None or any(_rows(m) is None or not sizes_equal(_rows(m), rows) for m in group):
+    rows = leading_rows(candidate)
+    if rows is None or any(leading_rows(m) is None or not sizes_equal(leading_rows(m), rows) for m in group):
         return False
     if _splits_a_reduction((*group, candidate)) or _parallel_only_over_rows((*group, candidate)):
         return False

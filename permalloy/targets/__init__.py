@@ -15,6 +15,9 @@ Conventions every target follows:
 - A kernel writes every element of each output and nothing else.
 - A target may name a `device` ("cuda"): where a host program whose
   arguments are no tensors allocates. Without one, that is the CPU.
+- A kernel a target cannot translate raises `UnsupportedKernelError` with the
+  reason. Targets plan kernels from the facts of `permalloy.analysis`
+  (`analyze_kernel`), which raises it for kernels no target translates.
 """
 
 from __future__ import annotations
@@ -22,12 +25,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
+from permalloy.analysis.kernel import UnsupportedKernelError
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.ptensor import TensorType
 from permalloy.dialects.sym import symbol_kind
 
 if TYPE_CHECKING:
     import torch
+
+__all__ = ["CompiledKernel", "KernelTarget", "UnsupportedKernelError", "kernel_symbols"]
 
 
 class CompiledKernel(Protocol):

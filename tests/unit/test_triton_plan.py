@@ -10,11 +10,12 @@ from __future__ import annotations
 import pytest
 import sympy
 
+from permalloy.analysis.affine import split_affine
+from permalloy.analysis.collapse import collapse
 from permalloy.dialects.buffer import BufferType
 from permalloy.dialects.sym import FloorDiv, symbol
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, tensor
-from permalloy.targets.triton.collapse import collapse
-from permalloy.targets.triton.exprs import TritonExpr, split_affine
+from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.module import module_source
 from permalloy.targets.triton.plan import FLAT, ROWS, TILED, plan_kernel
 from permalloy.targets.triton.types import UnsupportedKernelError

@@ -24,8 +24,9 @@ prebuilt ctypes array types and calls the entry without the GIL.
 Code shape. Each loop op is a stage; see `plan` for how a stage vectorizes
 (the innermost contiguous loop becomes vectors of the host's width times an
 unroll factor, with one masked tail chunk) and how consecutive stages that
-work row by row (softmax, layer norm) share one row loop, `collapse` for
-merging dimensions that address memory as one, `nest` for the loop nests,
+work row by row (softmax, layer norm) share one row loop, from the facts of
+the kernel analysis (`permalloy.analysis`: collapsed iteration spaces, row
+reads, reduction directions), `nest` for the loop nests,
 their split across threads (output elements, rows, or for a reduction to a
 single value, ranges of the reduction) and reductions along outer dimensions,
 `body` for loads and stores, `arith_ops`/`math_ops`/`polynomials` for scalar
@@ -33,7 +34,7 @@ code, `reductions` for accumulators, `kernel` for the module and its entry
 function, `jit` for compilation and the Python side.
 
 Modules: types, codegen, exprs, convert, arith_ops, math_ops, polynomials,
-reductions, collapse, plan, body, nest, kernel, jit, target, testing.
+reductions, plan, body, nest, kernel, jit, target, testing.
 """
 
 from __future__ import annotations

@@ -23,12 +23,13 @@ import sympy
 from llvmlite import ir
 from xdsl.ir import Operation, SSAValue
 
+from permalloy.analysis.affine import split_affine
 from permalloy.dialects.loop import IndexOp, LoadOp, YieldOp
 from permalloy.dialects.sym import symbol
 from permalloy.targets.llvm.arith_ops import ARITH, may_divide_by_zero
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.convert import from_memory, to_memory
-from permalloy.targets.llvm.exprs import emit_expr, split_affine
+from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.math_ops import emit_math
 from permalloy.targets.llvm.plan import StagePlan, Tensor
 from permalloy.targets.llvm.types import (

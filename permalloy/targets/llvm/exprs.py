@@ -3,9 +3,7 @@ Integer expressions (sympy, from `#sym.expr`) as LLVM i64 code.
 
 `emit_expr` evaluates an expression given the LLVM values of its symbols
 (scalars, or vectors of i64 for symbols that vary across the lanes of a
-vectorized loop). `split_affine` separates an address into the part that does
-not depend on a loop variable and that variable's coefficient, which is how
-loads become row base pointers plus a unit-stride (or strided) inner access.
+vectorized loop).
 """
 
 from __future__ import annotations
@@ -91,21 +89,3 @@ def floor_div(cg: CodeGen, num: ir.Value, den: ir.Value) -> ir.Value:
     signs_differ = b.icmp_signed("<", b.xor(remainder, den), zero)
     adjust = b.and_(inexact, signs_differ)
     return b.sub(quotient, b.zext(adjust, quotient.type))
-
-
-def split_affine(expr: sympy.Expr, var: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """
-    `(rest, coefficient)` with `expr == rest + coefficient * var`, both free of
-    `var` and the coefficient a function of size symbols only; None when `expr`
-    is not of that form (floordiv or mod of `var`, products of indices).
-    """
-    expr = sympy.expand(expr)
-    rest, dependent = expr.as_independent(var, as_Add=True)
-    if dependent == 0:
-        return rest, sympy.Integer(0)
-    coefficient = dependent.as_coefficient(var)
-    if coefficient is None or coefficient.has(var):
-        return None
-    if any(s.name[0] != "s" for s in coefficient.free_symbols):
-        return None
-    return rest, coefficient

@@ -22,6 +22,13 @@ depends on the vectorized variable. A load of a tensor that an earlier stage
 of its group writes depends on the row loop as well, through memory: it is
 never hoisted above it, even when its address names no row variable (a group
 whose rows all collapsed away, as in a norm over a single row).
+
+The facts come from the kernel analysis (`permalloy.analysis`): the tensors
+and intermediates, each stage's collapsed space (size-1 dimensions taking
+part in merging, so that they keep apart the rows a row loop may share), the
+direction of a reduction (its mode), and `same_row` for the reads that decide
+which stages share a row loop. This module maps them to loop levels and
+vectors.
 """
 
 from __future__ import annotations
@@ -30,33 +37,39 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sympy
-from xdsl.dialects.builtin import FunctionType
-from xdsl.ir import Attribute, Operation, SSAValue
+from xdsl.ir import Operation, SSAValue
 
-from permalloy.dialects.buffer import BufferType, KernelOp, YieldOp, contiguous_strides
+from permalloy.analysis.affine import split_affine
+from permalloy.analysis.kernel import (
+    INNER,
+    OUTER,
+    StageFacts,
+    TensorLayout,
+    analyze_kernel,
+    reduction_direction,
+    stage_space,
+)
+from permalloy.analysis.rows import same_row
+from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp
-from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.ptensor import ReduceKind
 from permalloy.dialects.sym import symbol
 from permalloy.targets import kernel_symbols
-from permalloy.targets.llvm.collapse import Domain, collapse
-from permalloy.targets.llvm.exprs import split_affine
-from permalloy.targets.llvm.types import UnsupportedKernelError
 
-POINTWISE, INNER, OUTER = "pointwise", "inner", "outer"
+POINTWISE = "pointwise"
+MODES = (POINTWISE, INNER, OUTER)
+"""A stage's mode: pointwise, or the direction of its reduction."""
 
 
 @dataclass(frozen=True)
-class Tensor:
-    """A tensor the kernel addresses: its slot in the pointer array and layout."""
+class Tensor(TensorLayout):
+    """A tensor the kernel addresses: its layout and its slot in the pointer array."""
 
-    slot: int
-    element: Attribute
-    sizes: tuple[sympy.Expr, ...]
-    strides: tuple[sympy.Expr, ...]
+    slot: int = 0
 
-    def address(self, indices: Sequence[sympy.Expr]) -> sympy.Expr:
-        """Element offset of `indices`."""
-        return sympy.expand(sum((i * s for i, s in zip(indices, self.strides)), sympy.Integer(0)))
+    @staticmethod
+    def at(slot: int, layout: TensorLayout) -> Tensor:
+        return Tensor(layout.element, layout.sizes, layout.strides, slot)
 
 
 @dataclass
@@ -132,42 +145,22 @@ class KernelPlan:
 
 
 def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int) -> KernelPlan:
-    signature = kernel.function_type
-    assert isinstance(signature, FunctionType)
-    num_in, num_out = len(signature.inputs.data), len(signature.outputs.data)
-    if len(layouts) != num_in + num_out:
-        raise UnsupportedKernelError(
-            f"kernel @{kernel.sym_name.data} takes {num_in} inputs and {num_out} outputs, "
-            f"got {len(layouts)} layouts"
-        )
-    tensors: dict[SSAValue, Tensor] = {}
-    for i, arg in enumerate(kernel.body.block.args):
-        tensors[arg] = _layout_tensor(i, layouts[i])
-    terminator = kernel.body.block.last_op
-    assert isinstance(terminator, YieldOp)
-    destinations: dict[SSAValue, list[Tensor]] = {}
-    for j, value in enumerate(terminator.values):
-        if value in tensors:
-            raise UnsupportedKernelError("a kernel that returns one of its arguments has no loop to emit")
-        destinations.setdefault(value, []).append(_layout_tensor(num_in + j, layouts[num_in + j]))
+    analysis = analyze_kernel(kernel, layouts, "LLVM")
+    num_in, num_out = len(analysis.inputs), len(analysis.outputs)
+    inputs = [Tensor.at(i, layout) for i, layout in enumerate(analysis.inputs)]
+    outputs = [Tensor.at(num_in + j, layout) for j, layout in enumerate(analysis.outputs)]
     temporaries: list[Tensor] = []
+    results: list[Tensor] = []
     stages: list[StagePlan] = []
-    for op in kernel.body.block.ops:
-        if op is terminator:
-            continue
-        if not isinstance(op, LoopOp):
-            raise UnsupportedKernelError(f"the LLVM target expects loop ops in a kernel body, got {op.name}")
-        outputs = destinations.get(op.result)
-        if not outputs:
-            result_type = op.result.type
-            assert isinstance(result_type, TensorType)
-            sizes = tuple(result_type.sizes)
+    for facts in analysis.stages:
+        destinations = [outputs[j] for j in facts.returned]
+        if not destinations:
             slot = num_in + num_out + len(temporaries)
-            temporaries.append(Tensor(slot, result_type.element_type, sizes, contiguous_strides(sizes)))
-            outputs = [temporaries[-1]]
-        tensors[op.result] = outputs[0]
-        inputs = {arg: tensors[value] for arg, value in zip(op.body.block.args, op.inputs)}
-        stages.append(plan_stage(op, inputs, outputs, f32_lanes))
+            temporaries.append(Tensor.at(slot, analysis.result_layout(facts)))
+            destinations = [temporaries[-1]]
+        results.append(destinations[0])
+        sources = {arg: (results if src.stage else inputs)[src.index] for arg, src in facts.sources.items()}
+        stages.append(plan_stage(facts, sources, destinations, f32_lanes))
     plan = KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
     plan.groups = group_stages(stages)
     return plan
@@ -202,6 +195,9 @@ def _read_in_rows(stage: StagePlan, slots: set[int]) -> None:
 
 
 def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
+    """Whether `stage` shares the row loop of `group`: both row-shaped
+    (`inner` or pointwise), over the same rows, reading what the group writes
+    only in the row being computed."""
     if any(s.mode not in (INNER, POINTWISE) for s in (*group, stage)):
         return False
     rows = [size for _, size in group[0].row_dims()]
@@ -211,41 +207,19 @@ def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
     row_vars = [symbol(f"d{i}") for i in range(len(rows))]
     for op, address in stage.addresses.items():
         produced = producers.get(stage.inputs[op.source].slot)
-        if produced is not None and not _same_row(address, produced, row_vars):
+        if produced is not None and not same_row(address, produced, row_vars):
             return False
     return True
 
 
-def _same_row(read: sympy.Expr, written: sympy.Expr, row_vars: list[sympy.Symbol]) -> bool:
-    """Whether `read` addresses, for any row, only what `written` wrote in that row."""
-    for var in row_vars:
-        a, b = split_affine(read, var), split_affine(written, var)
-        if a is None or b is None or sympy.expand(a[1] - b[1]) != 0:
-            return False
-    return True
-
-
-def _layout_tensor(slot: int, layout: BufferType) -> Tensor:
-    return Tensor(slot, layout.element_type, tuple(layout.sizes), tuple(layout.strides.data))
-
-
-def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
-    result_type = op.result.type
-    assert isinstance(result_type, TensorType)
-    loads = [o for o in op.body.block.ops if isinstance(o, LoadOp)]
-    indexes = [o for o in op.body.block.ops if isinstance(o, IndexOp)]
-    result_index = [symbol(f"d{i}") for i in range(len(result_type.sizes))]
-    domain = collapse(
-        Domain(
-            list(result_type.sizes),
-            list(op.reduction_sizes),
-            [inputs[o.source].address(o.indices.data) for o in loads] + [t.address(result_index) for t in outputs],
-            [o.expr.expr for o in indexes],
-        )
-    )
-    parallel, reduction = tuple(domain.parallel), tuple(domain.reduction)
-    load_addresses = dict(zip(loads, domain.addresses))
-    mode = POINTWISE if isinstance(op, PointwiseOp) else _reduction_mode(load_addresses.values(), len(parallel), len(reduction))
+def plan_stage(facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
+    """The loop nest of one stage: its collapsed space, the mode its
+    reduction direction gives, the vector variable and the level of each
+    loop variable."""
+    op = facts.op
+    space = stage_space(facts, inputs, outputs, merge_size_one=True)  # type: ignore[arg-type]
+    parallel, reduction = space.parallel, space.reduction
+    mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
     n, m = len(parallel), len(reduction)
@@ -262,41 +236,11 @@ def plan_stage(op: LoopOp, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]
         vector_var = f"d{n - 1}"
     lanes = f32_lanes * (2 if mode == POINTWISE else 4)
     stage = StagePlan(op, mode, parallel, reduction, var_level, vector_var, var_level[vector_var], lanes, inputs, outputs)
-    stage.addresses = load_addresses
-    stage.output_addresses = domain.addresses[len(loads) :]
-    stage.index_exprs = dict(zip(indexes, domain.values))
+    stage.addresses = space.load_addresses
+    stage.output_addresses = space.output_addresses
+    stage.index_exprs = space.index_exprs
     _assign_levels(stage)
     return stage
-
-
-def _reduction_mode(addresses, rank: int, reduction_rank: int) -> str:
-    """
-    The mode whose vector variable leaves fewer loads to gather: a load is
-    contiguous along the vector variable, uniform when it does not depend on
-    it, and gathered otherwise. On a tie, `outer` when more loads are
-    contiguous along d_last than along r_last.
-    """
-    if rank == 0:
-        return INNER
-    addresses = list(addresses)
-    last_d, last_r = symbol(f"d{rank - 1}"), symbol(f"r{reduction_rank - 1}")
-    gathers_d = sum(_gathered(a, last_d) for a in addresses)
-    gathers_r = sum(_gathered(a, last_r) for a in addresses)
-    if gathers_d != gathers_r:
-        return OUTER if gathers_d < gathers_r else INNER
-    along_d = sum(_unit_stride(a, last_d) for a in addresses)
-    along_r = sum(_unit_stride(a, last_r) for a in addresses)
-    return OUTER if along_d > along_r else INNER
-
-
-def _gathered(address: sympy.Expr, var: sympy.Symbol) -> bool:
-    """Whether a vector of `var` reads `address` with a gather."""
-    return var in address.free_symbols and not _unit_stride(address, var)
-
-
-def _unit_stride(address: sympy.Expr, var: sympy.Symbol) -> bool:
-    split = split_affine(address, var)
-    return split is not None and split[1] == 1
 
 
 def _expr_level(stage: StagePlan, expr: sympy.Expr, index_values: Sequence[SSAValue] = ()) -> tuple[int, bool]:

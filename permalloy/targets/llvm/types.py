@@ -29,6 +29,8 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
+from permalloy.analysis.kernel import UnsupportedKernelError  # noqa: F401 - the name every module here raises
+
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)
 I16 = ir.IntType(16)
@@ -39,10 +41,6 @@ F32 = ir.FloatType()
 F64 = ir.DoubleType()
 PTR = ir.PointerType()
 VOID = ir.VoidType()
-
-
-class UnsupportedKernelError(NotImplementedError):
-    """A kernel uses something the LLVM target cannot translate."""
 
 
 def is_float(t: Attribute) -> bool:

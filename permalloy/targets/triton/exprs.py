@@ -5,8 +5,7 @@ Integer expressions (sympy, from `#sym.expr`) as Triton index arithmetic.
 and index values as Triton source, with the names `names` gives. Triton's
 integer `//` and `%` truncate towards zero, so `floordiv` and `mod` use them
 only where sympy proves both operands non-negative, and call the module's
-`_floordiv` helper elsewhere. `split_affine` and `depends_on` are the small
-analyses the planner needs.
+`_floordiv` helper elsewhere.
 """
 
 from __future__ import annotations
@@ -17,22 +16,6 @@ import sympy
 
 from permalloy.dialects.sym import CeilDiv, FloorDiv
 from permalloy.targets.triton.types import UnsupportedKernelError
-
-
-def split_affine(expr: sympy.Expr, var: sympy.Symbol) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """`(rest, coefficient)` with `expr == rest + coefficient * var`, when the
-    expression is affine in `var` with a coefficient free of loop variables."""
-    expr = sympy.expand(expr)
-    coefficient = sympy.expand(sympy.diff(expr, var)) if var in expr.free_symbols else sympy.Integer(0)
-    if var in coefficient.free_symbols or any(s.name[0] in "drv" for s in coefficient.free_symbols):
-        return None
-    rest = sympy.expand(expr - coefficient * var)
-    if var in rest.free_symbols:
-        return None
-    if any(isinstance(a, FloorDiv | CeilDiv | sympy.Mod | sympy.Min | sympy.Max) and var in a.free_symbols
-           for a in sympy.preorder_traversal(expr)):  # fmt: skip
-        return None
-    return rest, coefficient
 
 
 def is_nonnegative(expr: sympy.Expr) -> bool:

@@ -21,6 +21,11 @@ A stage whose result is one value per row (a reduction, a per-row pointwise
 op) and that later stages of its group read at their own row keeps that value
 in registers (`keeps_register`); everything else read later goes through
 memory (an output, or a temporary the launcher allocates) after a barrier.
+
+The facts come from the kernel analysis (`permalloy.analysis`): the tensors,
+the stages and where their inputs come from, the row groups and their rank,
+which reads get one value per row, and the collapsing of rows and inner
+dimensions. This module maps them to programs, blocks and registers.
 """
 
 from __future__ import annotations
@@ -29,16 +34,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import sympy
-from xdsl.ir import Attribute, BlockArgument, SSAValue
+from xdsl.ir import SSAValue
 
-from permalloy.dialects.buffer import BufferType, KernelOp, YieldOp, contiguous_strides
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ReduceOp
-from permalloy.dialects.ptensor import ReduceKind, TensorType, sizes_equal
+from permalloy.analysis.affine import unit_stride
+from permalloy.analysis.collapse import Axis, collapse
+from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
+from permalloy.analysis.rows import per_row, reads_one_value_per_row
+from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp
+from permalloy.dialects.ptensor import ReduceKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 from permalloy.targets import kernel_symbols
-from permalloy.targets.triton.collapse import Axis, collapse
-from permalloy.targets.triton.exprs import split_affine
-from permalloy.targets.triton.types import UnsupportedKernelError, memory_dtype
+from permalloy.targets.triton.types import memory_dtype
 
 FLAT, TILED, ROWS = "flat", "tiled", "rows"
 PERSISTENT_LIMIT = 4096
@@ -48,32 +55,25 @@ chunks and 3.0 TB/s (a copy's bandwidth) in one block."""
 
 
 @dataclass(frozen=True)
-class TensorRef:
-    """A tensor the kernel addresses: its parameter name, element type and layout."""
+class TensorRef(TensorLayout):
+    """A tensor the kernel addresses: its layout and its parameter name."""
 
-    name: str
-    element: Attribute
-    sizes: tuple[sympy.Expr, ...]
-    strides: tuple[sympy.Expr, ...]
+    name: str = ""
+
+    @staticmethod
+    def named(name: str, layout: TensorLayout) -> TensorRef:
+        return TensorRef(layout.element, layout.sizes, layout.strides, name)
 
     @property
     def dtype(self) -> str:
         return memory_dtype(self.element)
-
-    def address(self, indices: Sequence[sympy.Expr]) -> sympy.Expr:
-        return sympy.expand(sum((i * s for i, s in zip(indices, self.strides)), sympy.Integer(0)))
-
-    def extent(self) -> sympy.Expr:
-        """One past the largest element offset (0 for an empty tensor)."""
-        return sympy.expand(sum(((n - 1) * s for n, s in zip(self.sizes, self.strides)), sympy.Integer(1)))
 
 
 @dataclass
 class Stage:
     """One loop op of a kernel and how it runs inside its group."""
 
-    position: int
-    op: LoopOp
+    facts: StageFacts
     outputs: list[TensorRef] = field(default_factory=list)
     sources: dict[SSAValue, TensorRef | int] = field(default_factory=dict)
     """Each body argument: the tensor it reads, or the stage whose register holds it."""
@@ -88,18 +88,24 @@ class Stage:
     """The static block of the inner axis when it fits in one (persistent), else None."""
 
     @property
+    def position(self) -> int:
+        return self.facts.position
+
+    @property
+    def op(self) -> LoopOp:
+        return self.facts.op
+
+    @property
     def is_reduce(self) -> bool:
-        return isinstance(self.op, ReduceOp)
+        return self.facts.is_reduce
 
     @property
     def kind(self) -> ReduceKind | None:
-        return self.op.kind.data if isinstance(self.op, ReduceOp) else None
+        return self.facts.kind
 
     @property
     def result_type(self) -> TensorType:
-        t = self.op.result.type
-        assert isinstance(t, TensorType)
-        return t
+        return self.facts.result_type
 
     def load_address(self, load: LoadOp) -> sympy.Expr:
         source = self.sources[load.source]
@@ -114,10 +120,10 @@ class Stage:
         return sympy.expand(op.expr.expr.xreplace(self.substitution))
 
     def memory_loads(self) -> list[LoadOp]:
-        return [o for o in self.op.body.block.ops if isinstance(o, LoadOp) and o not in self.register_reads]
+        return [o for o in self.facts.loads if o not in self.register_reads]
 
     def pinned(self) -> set[sympy.Symbol]:
-        return {s for o in self.op.body.block.ops if isinstance(o, IndexOp) for s in o.expr.expr.free_symbols}
+        return self.facts.pinned
 
 
 @dataclass
@@ -152,8 +158,8 @@ class Group:
             inner = stage.inner.dims[-1][0]
             for load in stage.memory_loads():
                 address = stage.load_address(load)
-                along_rows += _unit_stride(address, row)
-                along_inner += _unit_stride(address, inner)
+                along_rows += unit_stride(address, row)
+                along_inner += unit_stride(address, inner)
         return along_rows > along_inner
 
 
@@ -183,142 +189,61 @@ class KernelPlan:
 
 def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], name: str) -> KernelPlan:
     """Plan `kernel` for the buffer `layouts` of a launch (inputs then outputs)."""
-    signature = kernel.function_type
-    num_in, num_out = len(signature.inputs.data), len(signature.outputs.data)
-    if len(layouts) != num_in + num_out:
-        raise UnsupportedKernelError(
-            f"kernel @{kernel.sym_name.data} takes {num_in} inputs and {num_out} outputs, got {len(layouts)} layouts"
-        )
-    inputs = [_ref(f"in{i}", layouts[i]) for i in range(num_in)]
-    outputs = [_ref(f"out{j}", layouts[num_in + j]) for j in range(num_out)]
-    terminator = kernel.body.block.last_op
-    assert isinstance(terminator, YieldOp)
-    destinations: dict[SSAValue, list[TensorRef]] = {}
-    for value, ref in zip(terminator.values, outputs):
-        if isinstance(value, BlockArgument):
-            raise UnsupportedKernelError("a kernel that returns one of its arguments has no loop to emit")
-        destinations.setdefault(value, []).append(ref)
-    ops = [op for op in kernel.body.block.ops if op is not terminator]
-    for op in ops:
-        if not isinstance(op, LoopOp):
-            raise UnsupportedKernelError(f"the Triton target expects loop ops in a kernel body, got {op.name}")
-    stages = [Stage(i, op, list(destinations.get(op.result, []))) for i, op in enumerate(ops)]
-    partition = _partition(stages)
+    analysis = analyze_kernel(kernel, layouts, "Triton")
+    inputs = [TensorRef.named(f"in{i}", layout) for i, layout in enumerate(analysis.inputs)]
+    outputs = [TensorRef.named(f"out{j}", layout) for j, layout in enumerate(analysis.outputs)]
+    stages = [Stage(facts, [outputs[j] for j in facts.returned]) for facts in analysis.stages]
+    partition = [([stages[k] for k in members], rank) for members, rank in analysis.groups]
     for members, rank in partition:
         for stage in members:
             stage.row_rank = rank
-    arguments: dict[SSAValue, TensorRef] = dict(zip(kernel.body.block.args, inputs))
     temporaries: list[TensorRef] = []
     for members, _ in partition:
-        _bind_sources(members, stages, arguments, temporaries)
+        _bind_sources(members, stages, inputs, temporaries)
     groups = [_plan_group(members, rank) for members, rank in partition]
     plan = KernelPlan(kernel, name, inputs, outputs, temporaries, kernel_symbols(kernel, layouts), groups, 32, [])
     _index_width(plan)
     return plan
 
 
-def _ref(name: str, layout: BufferType) -> TensorRef:
-    return TensorRef(name, layout.element_type, tuple(layout.sizes), tuple(layout.strides.data))
+# -- sources ----------------------------------------------------------------------
 
 
-# -- grouping ---------------------------------------------------------------------
-
-
-def _partition(stages: list[Stage]) -> list[tuple[list[Stage], int]]:
-    """Consecutive stages that share rows, greedily, with their row rank."""
-    groups: list[tuple[list[Stage], int]] = []
-    current: list[Stage] = []
-    rank = 0
-    for stage in stages:
-        joined = _row_rank(current + [stage]) if current else None
-        if joined is not None:
-            current.append(stage)
-            rank = joined
-            continue
-        if current:
-            groups.append((current, rank))
-        current, rank = [stage], stage.result_type.rank
-    if current:
-        groups.append((current, rank))
-    return groups
-
-
-def _row_rank(members: list[Stage]) -> int | None:
-    """The most leading dimensions `members` can share as rows, or None."""
-    ranks = [m.result_type.rank for m in members]
-    if min(ranks) == 0:
-        return None
-    sizes = [m.result_type.sizes for m in members]
-    common = 0
-    while common < min(ranks) and all(sizes_equal(s[common], sizes[0][common]) for s in sizes):
-        common += 1
-    for k in range(common, 0, -1):
-        if all(_fits(m, k) for m in members) and _row_local(members, k):
-            return k
-    return None
-
-
-def _fits(stage: Stage, k: int) -> bool:
-    """A reduction computes one value per row: its other parallel sizes are 1."""
-    return not stage.is_reduce or all(s == 1 for s in stage.result_type.sizes[k:])
-
-
-def _row_local(members: list[Stage], k: int) -> bool:
-    produced = {m.op.result for m in members}
-    rows = [parallel_index(i) for i in range(k)]
-    for member in members:
-        for argument, value in zip(member.op.body.block.args, member.op.inputs):
-            if value not in produced:
-                continue
-            for use in argument.uses:
-                load = use.operation
-                if not isinstance(load, LoadOp) or list(load.indices.data[:k]) != rows:
-                    return False
-    return True
-
-
-def _bind_sources(
-    group: list[Stage], stages: list[Stage], arguments: dict[SSAValue, TensorRef], temporaries: list[TensorRef]
-) -> None:
-    """Decide, for each body argument of the group's stages, where its values come from."""
-    by_result = {s.op.result: s for s in stages}
-    in_group = {s.op.result for s in group}
+def _bind_sources(group: list[Stage], stages: list[Stage], inputs: list[TensorRef], temporaries: list[TensorRef]) -> None:
+    """
+    Decide, for each body argument of the group's stages, where its values
+    come from: a kernel input; the register of a stage of the group that
+    computes one value per row, read at the reader's own row; else the memory
+    the producer writes (an output, or a temporary), after a barrier when the
+    producer is in the group.
+    """
+    in_group = {s.position for s in group}
     for stage in group:
-        for argument, value in zip(stage.op.body.block.args, stage.op.inputs):
-            producer = by_result.get(value)
-            if producer is None:
-                stage.sources[argument] = arguments[value]
+        for argument, source in stage.facts.sources.items():
+            if not source.stage:
+                stage.sources[argument] = inputs[source.index]
                 continue
-            loads = [u.operation for u in argument.uses]
-            if value in in_group and _per_row(producer) and all(_at_own_row(load, stage) for load in loads):
+            producer = stages[source.index]
+            uses = [u.operation for u in argument.uses]
+            if (
+                producer.position in in_group
+                and per_row(producer.op, producer.row_rank)
+                and all(isinstance(u, LoadOp) and reads_one_value_per_row(u, stage.row_rank) for u in uses)
+            ):
                 producer.keeps_register = True
-                stage.register_reads.update(loads)  # type: ignore[arg-type]
+                stage.register_reads.update(uses)  # type: ignore[arg-type]
                 stage.sources[argument] = producer.position
                 continue
-            if value in in_group:
+            if producer.position in in_group:
                 stage.barrier = True
             stage.sources[argument] = _memory_of(producer, temporaries)
 
 
-def _per_row(stage: Stage) -> bool:
-    """Whether a stage computes one value per row of its group."""
-    return all(s == 1 for s in stage.result_type.sizes[stage.row_rank :])
-
-
-def _at_own_row(load, stage: Stage) -> bool:
-    if not isinstance(load, LoadOp) or load.index_values or load.mask is not None:
-        return False
-    k = stage.row_rank
-    indices = list(load.indices.data)
-    return indices[:k] == [parallel_index(i) for i in range(k)] and all(i == 0 for i in indices[k:])
-
-
 def _memory_of(producer: Stage, temporaries: list[TensorRef]) -> TensorRef:
     if not producer.outputs:
-        sizes = tuple(producer.result_type.sizes)
-        ref = TensorRef(f"tmp{len(temporaries)}", producer.result_type.element_type, sizes, contiguous_strides(sizes))
-        temporaries.append(ref)
-        producer.outputs.append(ref)
+        layout = TensorLayout.contiguous(producer.result_type.element_type, producer.result_type.sizes)
+        temporaries.append(TensorRef.named(f"tmp{len(temporaries)}", layout))
+        producer.outputs.append(temporaries[-1])
     return producer.outputs[0]
 
 
@@ -386,21 +311,16 @@ def _transposed_split(axis: Axis, addresses: list[sympy.Expr]) -> int | None:
     if len(axis.dims) < 2:
         return None
     last = axis.dims[-1][0]
-    contiguous_last = any(_unit_stride(a, last) for a in addresses)
+    contiguous_last = any(unit_stride(a, last) for a in addresses)
     best = None
     for j, (var, size) in enumerate(axis.dims[:-1]):
         if size.is_Integer and int(size) < 8:
             continue
-        if any(_unit_stride(a, var) and not _unit_stride(a, last) for a in addresses):
+        if any(unit_stride(a, var) and not unit_stride(a, last) for a in addresses):
             best = j
     if best is None or not contiguous_last:
         return None
     return best + 1
-
-
-def _unit_stride(address: sympy.Expr, var: sympy.Symbol) -> bool:
-    split = split_affine(address, var)
-    return split is not None and split[1] == 1
 
 
 def _index_width(plan: KernelPlan) -> None:

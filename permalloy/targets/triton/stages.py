@@ -13,10 +13,10 @@ from __future__ import annotations
 
 import sympy
 
+from permalloy.analysis.collapse import Axis
 from permalloy.dialects.buffer import KernelOp
 from permalloy.dialects.loop import scalar_type
 from permalloy.targets.triton.body import BodyWriter, Tile, store
-from permalloy.targets.triton.collapse import Axis
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import FLAT, TILED, Group, KernelPlan, Stage
 from permalloy.targets.triton.reductions import FAR_POSITION, Reduction

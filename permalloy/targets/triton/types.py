@@ -21,9 +21,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute
 
-
-class UnsupportedKernelError(ValueError):
-    """A kernel the Triton target cannot translate, with the reason."""
+from permalloy.analysis.kernel import UnsupportedKernelError  # noqa: F401 - the name every module here raises
 
 
 _FLOATS = {Float16Type: "tl.float16", BFloat16Type: "tl.bfloat16", Float32Type: "tl.float32", Float64Type: "tl.float64"}

@@ -1,0 +1,145 @@
+"""
+Rows: the leading parallel dimensions that loop ops of one kernel share.
+
+Loop ops that read each other's results only *at their own row* (the leading
+indices of every such load are the reader's own `d0, d1, ...`) can run row by
+row together: each row goes through all of them before the next row starts,
+so what a reader needs is always computed already, in the same program or
+thread, and a value per row (a reduction's) can stay in registers. This is
+the one rule behind fusion's grouping (`fusion_grouping.joins` asks it for
+rank 1), the Triton target's programs per block of rows (`row_groups`), and,
+on the addresses of collapsed loop nests, the LLVM target's shared row loops
+(`same_row`).
+
+    %s = loop.reduce sum ins(%x = %a) over [16] -> [4]    { load %x[d0, r0] }
+    %y = loop.pointwise ins(%t = %s) -> [4, 16]           { load %t[d0] }
+    reads_at_own_row(%y, %s, 1) -> True;  row_groups -> [[%s, %y] with rank 1]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import sympy
+from xdsl.ir import SSAValue
+
+from permalloy.analysis.affine import load_form, split_affine
+from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp
+from permalloy.dialects.ptensor import TensorType, sizes_equal
+from permalloy.dialects.sym import parallel_index
+
+
+def result_sizes(op: LoopOp) -> list[sympy.Expr]:
+    """The sizes of a loop op's result: its parallel domain."""
+    result_type = op.result.type
+    assert isinstance(result_type, TensorType)
+    return list(result_type.sizes)
+
+
+def leading_rows(op: LoopOp) -> sympy.Expr | None:
+    """The size of a loop op's leading dimension (its rows), None for a scalar result."""
+    sizes = result_sizes(op)
+    return sizes[0] if sizes else None
+
+
+def loads_of(reader: LoopOp, value: SSAValue) -> list | None:
+    """The ops that use `value` in `reader`'s body (through the body arguments
+    bound to it), or None when one of them is not a load."""
+    uses = []
+    for argument, operand in zip(reader.body.block.args, reader.inputs):
+        if operand != value:
+            continue
+        for use in argument.uses:
+            if not isinstance(use.operation, LoadOp):
+                return None
+            uses.append(use.operation)
+    return uses
+
+
+def at_own_row(load: LoadOp, rank: int) -> bool:
+    """Whether a load's first `rank` indices are the reader's own `d0, ..., d<rank-1>`."""
+    indices = list(load.indices.data)
+    return len(indices) >= rank and indices[:rank] == [parallel_index(i) for i in range(rank)]
+
+
+def reads_at_own_row(reader: LoopOp, value: SSAValue, rank: int) -> bool:
+    """Whether every read of `value` in `reader` is a load at reader's own row."""
+    loads = loads_of(reader, value)
+    return loads is not None and all(at_own_row(load, rank) for load in loads)
+
+
+def reads_one_value_per_row(load: LoadOp, rank: int) -> bool:
+    """Whether a load reads, at its own row, the one element a per-row value
+    has there: an affine load at `[d0, ..., d<rank-1>, 0, ...]`."""
+    form = load_form(load)
+    if form.gather or form.masked or not at_own_row(load, rank):
+        return False
+    return all(index == 0 for index in list(load.indices.data)[rank:])
+
+
+def per_row(op: LoopOp, rank: int) -> bool:
+    """Whether a loop op computes one value per row of rank `rank`."""
+    return all(size == 1 for size in result_sizes(op)[rank:])
+
+
+def row_rank(members: Sequence[LoopOp]) -> int | None:
+    """
+    The most leading dimensions `members` can share as rows, or None: sizes
+    equal in every member, a reduction computing one value per row, and
+    every read of a member's result at its reader's own row.
+    """
+    shapes = [result_sizes(m) for m in members]
+    shortest = min(len(shape) for shape in shapes)
+    if shortest == 0:
+        return None
+    common = 0
+    while common < shortest and all(sizes_equal(shape[common], shapes[0][common]) for shape in shapes):
+        common += 1
+    produced = [m.result for m in members]
+    for rank in range(common, 0, -1):
+        if not all(per_row(m, rank) for m in members if isinstance(m, ReduceOp)):
+            continue
+        if all(reads_at_own_row(m, value, rank) for m in members for value in produced):
+            return rank
+    return None
+
+
+@dataclass
+class RowGroup:
+    """Consecutive loop ops that share their leading `rank` dimensions as rows."""
+
+    members: list[LoopOp]
+    rank: int
+
+
+def row_groups(ops: Sequence[LoopOp]) -> list[RowGroup]:
+    """
+    The loop ops of a kernel, in order, in maximal runs that share rows
+    (greedily: an op joins the current run when the run with it has a row
+    rank); an op that shares rows with nothing is a group of its own, of its
+    full rank.
+    """
+    groups: list[RowGroup] = []
+    for op in ops:
+        if groups:
+            rank = row_rank([*groups[-1].members, op])
+            if rank is not None:
+                groups[-1].members.append(op)
+                groups[-1].rank = rank
+                continue
+        groups.append(RowGroup([op], len(result_sizes(op))))
+    return groups
+
+
+def same_row(read: sympy.Expr, written: sympy.Expr, row_vars: Sequence[sympy.Symbol]) -> bool:
+    """
+    Whether the address `read`, for any value of the row variables, addresses
+    only what the address `written` wrote with the same values: both affine
+    in each row variable with the same coefficient.
+    """
+    for var in row_vars:
+        a, b = split_affine(read, var), split_affine(written, var)
+        if a is None or b is None or sympy.expand(a[1] - b[1]) != 0:
+            return False
+    return True

@@ -124,11 +124,11 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     target = kernel_target(options.target, options.mode, **options.target_options)
     if dumper is not None:
         dump_kernels(module, target, dumper)
-    program = build_host_program(module, target)
+    hints = symbol_hints(graph, imported.symbols)
+    program = build_host_program(module, target, symbol_hints=hints)
     if dumper is not None:
         dumper.write("host.py", program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
-    hints = symbol_hints(graph, imported.symbols)
     peak = planned_peak_expr(module)
     stats = GraphStats(
         peak_intermediate_bytes=_planned_peak(module),

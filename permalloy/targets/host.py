@@ -130,6 +130,8 @@ class _Emitter:
     namespace: dict[str, Any] = field(default_factory=dict)
     bound: set[str] = field(default_factory=set)
     kernels: dict[str, buf.KernelOp] = field(default_factory=dict)
+    symbol_hints: dict[str, int] = field(default_factory=dict)
+    """The size symbols' values at the first call, where known."""
     kernel_count: int = 0
     extern_count: int = 0
 
@@ -261,6 +263,9 @@ class _Emitter:
         compiled: CompiledKernel = self.target.compile_kernel(kernel, layouts)
         callable_name = self.constant(f"kernel_{kernel.sym_name.data}", compiled)
         symbols = kernel_symbols(kernel, layouts)
+        precompile = getattr(compiled, "precompile", None)
+        if precompile is not None and all(s in self.symbol_hints for s in symbols):
+            precompile([self.symbol_hints[s] for s in symbols])
         tensors = "".join(f"{self.name(v)}, " for v in operands)
         symbol_values = "".join(f"{s}, " for s in symbols)
         self.lines.append(f"{callable_name}(({tensors}), ({symbol_values}))")
@@ -338,12 +343,19 @@ def _returned(value: SSAValue) -> bool:
 
 
 def build_host_program(
-    module: ModuleOp, target: KernelTarget, function_name: str | None = None
+    module: ModuleOp,
+    target: KernelTarget,
+    function_name: str | None = None,
+    symbol_hints: dict[str, int] | None = None,
 ) -> HostProgram:
-    """Generate and compile the host program of a buffer-level module."""
+    """Generate and compile the host program of a buffer-level module.
+
+    With `symbol_hints`, the size symbols' values at the first call, kernels
+    whose target can compile ahead (`precompile(symbol values)`, as the Triton
+    target's compile workers do) start compiling for those sizes."""
     functions = [op for op in module.ops if isinstance(op, func.FuncOp)]
     if function_name is not None:
         functions = [f for f in functions if f.sym_name.data == function_name]
     if not functions:
         raise ValueError("the module has no function to run")
-    return _Emitter(module, functions[0], target).emit()
+    return _Emitter(module, functions[0], target, symbol_hints=dict(symbol_hints or {})).emit()

@@ -67,6 +67,10 @@ class RecordingJit:
     def __init__(self):
         self.launches: list[tuple] = []
         self.direct: list[tuple] = []
+        self.warmups: list[tuple] = []
+
+    def warmup(self, *args, grid, **kwargs):
+        self.warmups.append((args, kwargs))
 
     def __getitem__(self, grid):
         def run(*args, **kwargs):
@@ -108,6 +112,37 @@ def test_the_direct_launcher_passes_what_the_jit_launch_binds(name, tmp_path, mo
                 assert value.shape == expected.shape and value.dtype == expected.dtype
             else:
                 assert value == expected
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_warmup_compiles_what_the_jit_launch_binds(name, tmp_path, monkeypatch):
+    """A compile worker's `warmup` must specialize the kernel as the first
+    launch does (dtypes, sizes, compile-time values), or the launch would
+    miss Triton's cache and compile again."""
+    text, shapes, symbols = KERNELS[name]
+    kernel = parse_kernel(text)
+    plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
+    module = ModuleLoader(tmp_path).load(module_source(plan, interpret=False), plan.name)
+    recorder = RecordingJit()
+    monkeypatch.setattr(module, plan.name, recorder)
+    tensors = [torch.randn(*shape) for shape in shapes]
+    config = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+
+    module.launch(tensors, symbols, config)
+    module.warmup(symbols, config)
+
+    assert len(recorder.warmups) == len(recorder.launches) >= 1
+    for (args, kwargs), (_, launch_args, launch_kwargs) in zip(recorder.warmups, recorder.launches, strict=True):
+        assert kwargs == launch_kwargs
+        expected = [a.dtype if isinstance(a, torch.Tensor) else a for a in launch_args]
+        assert list(args) == expected
+
+
+def test_interpreter_modules_have_no_warmup(tmp_path):
+    kernel = parse_kernel(KERNELS["symbolic"][0])
+    plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
+    module = ModuleLoader(tmp_path).load(module_source(plan, interpret=True), plan.name)
+    assert not hasattr(module, "warmup")
 
 
 class FakeModule:

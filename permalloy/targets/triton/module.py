@@ -82,6 +82,8 @@ def module_source(plan: KernelPlan, interpret: bool) -> str:
     if helpers:
         parts.append(helpers.rstrip("\n"))
     parts += [kernel.rstrip("\n"), launcher.rstrip("\n"), _direct_launcher(plan).rstrip("\n")]
+    if not interpret:
+        parts.append(_warmup(plan).rstrip("\n"))
     return "\n\n\n".join(parts) + "\n"
 
 
@@ -136,6 +138,36 @@ def _launcher(plan: KernelPlan) -> str:
                 options += ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
                 w.line(f"kernels.append({plan.name}[(grid,)]({arguments}, {', '.join(options)}))")
         w.line("return kernels")
+    return w.text()
+
+
+def _warmup(plan: KernelPlan) -> str:
+    """`warmup(symbols, config)`: compile what `launch` would launch at the
+    sizes `symbols` with `config`, without tensors or a launch (Triton's
+    `warmup`, with 16-byte-aligned tensors of each parameter's dtype), so that
+    another process can fill Triton's on-disk cache ahead of the first call."""
+    w = SourceWriter()
+    w.line("def warmup(symbols, config):")
+    with w.indented():
+        w.line('"""Compile the kernel for the sizes `symbols` and `config` into Triton\'s cache."""')
+        if plan.symbols:
+            w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
+        constexprs = constexpr_names(plan)
+        if "IDX64" in constexprs:
+            extents = ", ".join(python_expr(e) for e in plan.extents)
+            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+        dtypes = [TORCH_DTYPES[t.dtype] for t in plan.tensors]
+        arguments = ", ".join(dtypes + list(plan.symbols))
+        for position, group in enumerate(plan.groups):
+            w.line(f"if {_grid(group, 'config')} > 0:")
+            with w.indented():
+                options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
+                if "STAGE" in constexprs:
+                    options.append(f"STAGE={position}")
+                if "IDX64" in constexprs:
+                    options.append("IDX64=idx64")
+                options += ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                w.line(f"{plan.name}.warmup({arguments}, grid=(1,), {', '.join(options)})")
     return w.text()
 
 

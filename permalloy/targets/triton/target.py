@@ -8,11 +8,13 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
+from permalloy.targets.triton.compile_workers import CompileWorkers, shared_compile_workers
 from permalloy.targets.triton.configs import Config, candidates
 from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
 from permalloy.targets.triton.loader import ModuleLoader
@@ -43,7 +45,16 @@ class TritonKernel:
     (`direct.py`). Under the interpreter every call goes through the JIT.
     """
 
-    def __init__(self, plan: KernelPlan, source: str, module, mode: str, tuner: Autotuner | None, interpret: bool):
+    def __init__(
+        self,
+        plan: KernelPlan,
+        source: str,
+        module,
+        mode: str,
+        tuner: Autotuner | None,
+        interpret: bool,
+        workers: CompileWorkers | None = None,
+    ):
         self.plan = plan
         self.source = source
         self.module = module
@@ -59,6 +70,11 @@ class TritonKernel:
         self.launchers: dict[tuple, Callable] = {}
         """The direct launch of each (device index, sizes, 16-byte alignment of
         each tensor) seen: the keys of Triton's specialization."""
+        self.workers = None if interpret else workers
+        self.requested: set[tuple[int, ...]] = set()
+        """The sizes the compile workers were asked to compile this kernel for."""
+        self.compiling: list[Future] = []
+        """The compile workers' requests not waited for yet."""
 
     def candidates(self, symbols: Sequence[int]) -> list[Config]:
         """The configurations to try at these sizes."""
@@ -78,9 +94,39 @@ class TritonKernel:
         with INTERPRETER_LOCK if self.interpret else contextlib.nullcontext():
             self._launch(tensors, symbols, None)
 
+    def precompile(self, symbols: Sequence[int]) -> None:
+        """Have the compile workers compile the configurations a first call at
+        the sizes `symbols` would compile (every candidate when autotuning,
+        else the first), while the model's process goes on."""
+        sizes = tuple(int(s) for s in symbols)
+        if self.workers is None or sizes in self.requested:
+            return
+        self.requested.add(sizes)
+        configs = self.candidates(sizes)
+        if self.tuner is None:
+            configs = configs[:1]
+        request = {
+            "path": self.module.__file__,
+            "module": self.module.__name__,
+            "symbols": list(sizes),
+            "configs": [config.as_dict() for config in configs],
+        }
+        self.compiling.append(self.workers.submit(request))
+
+    def _await_compiling(self) -> None:
+        """Wait for the compile workers' requests of this kernel: their
+        binaries are then in Triton's cache (a failed request only means the
+        JIT compiles here)."""
+        for future in self.compiling:
+            with contextlib.suppress(Exception):
+                future.result()
+        self.compiling.clear()
+
     def _launch(self, tensors: Sequence, symbols: Sequence[int], direct_key: tuple | None) -> None:
         """Launch through Triton's JIT, choosing the configuration on the first
         call at these sizes; keep the direct launch under `direct_key`."""
+        if self.compiling:
+            self._await_compiling()
         key = (*symbols, tensors[0].device) if tensors else tuple(symbols)
         config = self.chosen.get(key)
         if config is None:
@@ -129,6 +175,7 @@ class TritonTarget:
         self.mode = mode
         self.loader = ModuleLoader(cache)
         self.tuner = Autotuner(cache) if autotune else None
+        self.workers = None if self.interpret else shared_compile_workers()
         self.compiled: dict[tuple[str, tuple[str, ...]], TritonKernel] = {}
 
     @property
@@ -147,7 +194,7 @@ class TritonTarget:
             plan = self.plan(kernel, layouts)
             source = module_source(plan, self.interpret)
             module = self.loader.load(source, plan.name)
-            compiled = TritonKernel(plan, source, module, self.mode, self.tuner, self.interpret)
+            compiled = TritonKernel(plan, source, module, self.mode, self.tuner, self.interpret, self.workers)
             self.compiled[key] = compiled
         return compiled
 

@@ -1,0 +1,116 @@
+"""
+Compiling Triton kernels in parallel, in worker processes.
+
+Compiling one configuration of one kernel takes Triton a fifth of a second
+(most of it in LLVM and `ptxas`, which hold the interpreter lock or run as a
+child process), and a model compiles hundreds: one after the other, they are
+most of a GPU model's first call. When a host program is built, each kernel's
+candidate configurations at the first call's sizes go to a pool of worker
+processes (`warmup_worker.py`) that compile them into Triton's on-disk cache;
+a kernel's first launch waits for its own requests only, then Triton's JIT
+finds the binaries cached. As Inductor does, with its pool of compile workers.
+
+The workers are separate interpreters started with the script's path, not
+forks (the model's process holds a CUDA context) nor `multiprocessing` spawns
+(which import the user's main module again). Their count is
+`PERMALLOY_COMPILE_WORKERS`, by default one per available core up to 16 on
+machines of four cores or more, else none (kernels compile in the model's
+process, as without the pool). One pool serves every graph of a process:
+starting workers costs a second or two, paid once.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import subprocess
+import sys
+import threading
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+WORKERS_VARIABLE = "PERMALLOY_COMPILE_WORKERS"
+MOST_WORKERS = 16
+FEWEST_CORES = 4
+"""Below this many cores, kernels compile in the model's process."""
+WORKER_SCRIPT = Path(__file__).with_name("warmup_worker.py")
+
+
+def worker_count(environ: dict[str, str] | None = None, cores: int | None = None) -> int:
+    """How many compile workers to run: `PERMALLOY_COMPILE_WORKERS` (0 for
+    none), else one per core up to `MOST_WORKERS` where there are at least
+    `FEWEST_CORES`."""
+    environ = os.environ if environ is None else environ
+    configured = environ.get(WORKERS_VARIABLE, "").strip()
+    if configured:
+        try:
+            count = int(configured)
+        except ValueError:
+            raise ValueError(
+                f"{WORKERS_VARIABLE} must be a number of worker processes (0 for none), not {configured!r}"
+            ) from None
+        if count < 0:
+            raise ValueError(f"{WORKERS_VARIABLE} must be 0 or more, not {count}")
+        return count
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return min(cores, MOST_WORKERS) if cores >= FEWEST_CORES else 0
+
+
+class CompileWorkers:
+    """
+    A pool of worker processes compiling kernel modules into Triton's cache.
+
+    `submit(request)` returns a future of the worker's answer (a dict with
+    `compiled` and `failed`). Each of `count` threads owns one worker process,
+    started on the thread's first request and restarted if it died; a worker
+    that dies mid-request fails that request's future (the kernel then
+    compiles in the model's process).
+    """
+
+    def __init__(self, count: int, script: Path = WORKER_SCRIPT):
+        self.count = count
+        self.script = script
+        self._threads = ThreadPoolExecutor(max_workers=count, thread_name_prefix="permalloy-compile")
+        self._local = threading.local()
+
+    def submit(self, request: dict[str, Any]) -> Future:
+        return self._threads.submit(self._ask, request)
+
+    def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        worker = self._worker()
+        assert worker.stdin is not None and worker.stdout is not None
+        try:
+            worker.stdin.write(json.dumps(request) + "\n")
+            worker.stdin.flush()
+            answer = worker.stdout.readline()
+        except OSError as error:
+            raise RuntimeError(f"a compile worker failed: {error}") from error
+        if not answer:
+            raise RuntimeError(f"a compile worker exited with status {worker.wait()}")
+        return json.loads(answer)
+
+    def _worker(self) -> subprocess.Popen:
+        """This thread's worker process, started or restarted as needed."""
+        worker = getattr(self._local, "worker", None)
+        if worker is None or worker.poll() is not None:
+            worker = subprocess.Popen(
+                [sys.executable, str(self.script)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+                bufsize=1,
+            )
+            self._local.worker = worker
+        return worker
+
+
+@functools.cache
+def shared_compile_workers() -> CompileWorkers | None:
+    """The process's pool of compile workers, made on first use; None where
+    kernels compile in the model's process (`worker_count` is 0 or 1)."""
+    count = worker_count()
+    return CompileWorkers(count) if count > 1 else None

@@ -1,0 +1,76 @@
+"""
+A compile worker: a process that compiles generated kernel modules into
+Triton's on-disk cache, so that the process running the model finds them
+compiled.
+
+Run as a script (`python warmup_worker.py`), it imports nothing of permalloy
+(so that it starts fast and never runs a user's main module): each line of its
+standard input is a JSON request
+
+    {"path": ".../triton_pointwise_0_<hash>.py", "module": "permalloy_triton_<hash>",
+     "symbols": [4096], "configs": [{"XBLOCK": 1024, "RBLOCK": 0, "num_warps": 4, "num_stages": 1}]}
+
+and it answers each with one JSON line on its standard output:
+`{"compiled": 1, "failed": ["<config>: <error>"]}`. It calls the module's
+`warmup(symbols, config)` for each configuration; a configuration that does
+not compile (too many registers, shared memory) is reported, not raised:
+the model's process meets the same error when it compiles it and skips it as
+the autotuner does. The worker ends when its standard input closes.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import sys
+
+
+def load_module(path: str, name: str):
+    """The generated module at `path`, imported once under `name` (Triton
+    reads a kernel's source through its module)."""
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return module
+
+
+def handle(request: dict) -> dict:
+    """Compile every configuration of one request."""
+    compiled, failed = 0, []
+    try:
+        module = load_module(request["path"], request["module"])
+    except Exception as error:  # noqa: BLE001 - reported to the requesting process
+        return {"compiled": 0, "failed": [f"import: {type(error).__name__}: {error}"]}
+    for config in request["configs"]:
+        try:
+            module.warmup(tuple(request["symbols"]), config)
+            compiled += 1
+        except Exception as error:  # noqa: BLE001 - reported to the requesting process
+            failed.append(f"{config}: {type(error).__name__}: {error}")
+    return {"compiled": compiled, "failed": failed}
+
+
+def serve(requests, answers) -> None:
+    """Answer each request line of `requests` on `answers`, until the end of input."""
+    for line in requests:
+        if line.strip():
+            answers.write(json.dumps(handle(json.loads(line))) + "\n")
+            answers.flush()
+
+
+def main() -> None:
+    # Answers go to the original standard output; anything a compiler prints
+    # goes to standard error, so that it cannot break a JSON line.
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    serve(sys.stdin, answers)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,145 @@
+"""
+The Triton target's compile workers: how many run, the request protocol of
+a worker process, errors and a worker that dies, and a kernel's first launch
+waiting for its own requests. The worker runs stand-in kernel modules
+whose `warmup` records what it was asked, so nothing needs a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from concurrent.futures import Future
+from pathlib import Path
+
+import pytest
+import torch
+
+from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel
+from permalloy.targets.triton.compile_workers import CompileWorkers, worker_count
+from permalloy.targets.triton.plan import plan_kernel
+from permalloy.targets.triton.target import TritonKernel
+from permalloy.dialects.buffer import BufferType
+
+RECORDING_MODULE = """
+import json, os
+
+def warmup(symbols, config):
+    if config.get("XBLOCK") == 0:
+        raise ValueError("no such block size")
+    if config.get("XBLOCK") == -1:
+        os._exit(3)
+    with open({marker!r}, "a") as f:
+        f.write(json.dumps({{"pid": os.getpid(), "symbols": list(symbols), "config": config}}) + "\\n")
+"""
+
+
+def module_file(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "warmed.jsonl"
+    path = tmp_path / "kernel_module.py"
+    path.write_text(RECORDING_MODULE.format(marker=str(marker)))
+    return path, marker
+
+
+def request(path: Path, configs, symbols=(4096,)):
+    return {"path": str(path), "module": "permalloy_test_kernel_module", "symbols": list(symbols), "configs": configs}
+
+
+@pytest.mark.parametrize(
+    ("environ", "cores", "expected"),
+    [({}, 2, 0), ({}, 4, 4), ({}, 64, 16), ({"PERMALLOY_COMPILE_WORKERS": "3"}, 64, 3), ({"PERMALLOY_COMPILE_WORKERS": "0"}, 64, 0)],
+)
+def test_worker_count(environ, cores, expected):
+    assert worker_count(environ, cores) == expected
+
+
+@pytest.mark.parametrize("value", ["many", "-2"])
+def test_a_bad_worker_count_says_what_is_expected(value):
+    with pytest.raises(ValueError, match="PERMALLOY_COMPILE_WORKERS must be"):
+        worker_count({"PERMALLOY_COMPILE_WORKERS": value}, 8)
+
+
+def test_workers_compile_each_configuration_in_another_process(tmp_path):
+    path, marker = module_file(tmp_path)
+    workers = CompileWorkers(2)
+    configs = [{"XBLOCK": 1024, "num_warps": 4}, {"XBLOCK": 512, "num_warps": 2}]
+    answers = [workers.submit(request(path, configs, symbols=(n,))).result(timeout=60) for n in (1, 2)]
+    assert answers == [{"compiled": 2, "failed": []}] * 2
+    records = [json.loads(line) for line in marker.read_text().splitlines()]
+    assert sorted((r["symbols"][0], r["config"]["XBLOCK"]) for r in records) == [(1, 512), (1, 1024), (2, 512), (2, 1024)]
+    assert all(r["pid"] != os.getpid() for r in records)
+
+
+def test_a_configuration_that_fails_is_reported_and_the_others_compile(tmp_path):
+    path, marker = module_file(tmp_path)
+    answer = CompileWorkers(2).submit(request(path, [{"XBLOCK": 0}, {"XBLOCK": 64}])).result(timeout=60)
+    assert answer["compiled"] == 1
+    assert len(answer["failed"]) == 1 and "no such block size" in answer["failed"][0]
+
+
+def test_a_module_that_does_not_import_is_reported(tmp_path):
+    answer = CompileWorkers(2).submit(request(tmp_path / "missing.py", [{"XBLOCK": 64}])).result(timeout=60)
+    assert answer["compiled"] == 0 and answer["failed"][0].startswith("import:")
+
+
+def test_a_worker_that_dies_fails_its_request_and_is_replaced(tmp_path):
+    path, marker = module_file(tmp_path)
+    workers = CompileWorkers(1)
+    with pytest.raises(RuntimeError, match="compile worker exited with status 3"):
+        workers.submit(request(path, [{"XBLOCK": -1}])).result(timeout=60)
+    assert workers.submit(request(path, [{"XBLOCK": 64}])).result(timeout=60) == {"compiled": 1, "failed": []}
+
+
+class RecordingWorkers:
+    """Stands for the pool: keeps each request, answers with a failure."""
+
+    def __init__(self):
+        self.requests: list[dict] = []
+
+    def submit(self, request):
+        self.requests.append(request)
+        future = Future()
+        future.set_exception(RuntimeError("no workers here"))
+        return future
+
+
+class FakeModule:
+    __file__ = "/cache/kernel.py"
+    __name__ = "permalloy_triton_kernel"
+
+    def __init__(self):
+        self.launched = 0
+
+    def launch(self, tensors, symbols, config):
+        self.launched += 1
+        return []
+
+
+def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
+    kernel = parse_kernel(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
+    types = [*kernel.function_type.inputs.data, *kernel.function_type.outputs.data]
+    plan = plan_kernel(kernel, [BufferType(t.sizes, t.element_type) for t in types], "triton_k")
+    workers = RecordingWorkers()
+    module = FakeModule()
+    compiled = TritonKernel(plan, "", module, "default", None, interpret=False, workers=workers)
+    compiled.direct = False
+    compiled.precompile([3])
+    compiled.precompile([3])
+    compiled.precompile([5])
+    assert [r["symbols"] for r in workers.requests] == [[3], [5]]
+    assert workers.requests[0]["path"] == "/cache/kernel.py"
+    assert len(workers.requests[0]["configs"]) == 1  # no tuner: the first candidate only
+    compiled.chosen[(3, torch.device("cpu"))] = {"XBLOCK": 8, "RBLOCK": 0, "num_warps": 1, "num_stages": 1}
+    x = torch.randn(3, 8)
+    compiled([x, x, x], [3])  # a failed request only means the JIT compiles here
+    assert (module.launched, compiled.compiling) == (1, [])
+
+
+def test_the_interpreter_never_asks_workers():
+    kernel = parse_kernel(pointwise_kernel("[4]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
+    types = [*kernel.function_type.inputs.data, *kernel.function_type.outputs.data]
+    plan = plan_kernel(kernel, [BufferType(t.sizes, t.element_type) for t in types], "triton_k")
+    workers = RecordingWorkers()
+    compiled = TritonKernel(plan, "", FakeModule(), "default", None, interpret=True, workers=workers)
+    compiled.precompile([])
+    assert workers.requests == []

@@ -55,6 +55,21 @@ def handle(request: dict) -> dict:
     return {"compiled": compiled, "failed": failed}
 
 
+def compile_without_a_context() -> None:
+    """Give Triton's JIT a stream that makes no CUDA context: compiling needs
+    the device's kind and capability, not a context, and a context per worker
+    would hold half a gigabyte of the GPU's memory. Where Triton's driver has
+    no such attribute, the JIT makes its context as usual."""
+    try:
+        from triton.runtime import driver
+
+        active = driver.active
+        if hasattr(active, "get_current_stream"):
+            active.get_current_stream = lambda device=None: 0
+    except Exception:  # noqa: BLE001 - only memory is at stake
+        pass
+
+
 def serve(requests, answers) -> None:
     """Answer each request line of `requests` on `answers`, until the end of input."""
     for line in requests:
@@ -69,6 +84,7 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    compile_without_a_context()
     serve(sys.stdin, answers)
 
 

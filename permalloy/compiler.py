@@ -117,11 +117,13 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
 
     start = time.perf_counter()
     dumper = _dumper(options)
+    # Made first: a target may start work that overlaps the pipeline (the
+    # Triton target's compile workers).
+    target = kernel_target(options.target, options.mode, **options.target_options)
     imported = import_graph(graph)
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
     module = lower_module(imported.module, dumper, options.fusion, options.target)
-    target = kernel_target(options.target, options.mode, **options.target_options)
     if dumper is not None:
         dump_kernels(module, target, dumper)
     hints = symbol_hints(graph, imported.symbols)

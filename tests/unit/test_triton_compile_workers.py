@@ -143,3 +143,21 @@ def test_the_interpreter_never_asks_workers():
     compiled = TritonKernel(plan, "", FakeModule(), "default", None, interpret=True, workers=workers)
     compiled.precompile([])
     assert workers.requests == []
+
+
+def test_starting_the_pool_starts_every_worker_once(tmp_path):
+    workers = CompileWorkers(2)
+    workers.start()
+    workers.start()
+    path, marker = module_file(tmp_path)
+    assert workers.submit(request(path, [{"XBLOCK": 64}])).result(timeout=60) == {"compiled": 1, "failed": []}
+    assert workers._threads._work_queue.qsize() == 0  # noqa: SLF001 - the two start requests were answered
+
+
+def test_a_request_names_the_triton_cache_the_worker_compiles_into(tmp_path):
+    module = tmp_path / "cache_dir_module.py"
+    marker = tmp_path / "seen.txt"
+    module.write_text(f"import os\ndef warmup(symbols, config):\n    open({str(marker)!r}, 'w').write(os.environ['TRITON_CACHE_DIR'])\n")
+    answer = CompileWorkers(2).submit({**request(module, [{"XBLOCK": 64}]), "triton_cache_dir": str(tmp_path / "tc")}).result(timeout=60)
+    assert answer == {"compiled": 1, "failed": []}
+    assert marker.read_text() == str(tmp_path / "tc")

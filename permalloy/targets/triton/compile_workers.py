@@ -75,9 +75,19 @@ class CompileWorkers:
         self.script = script
         self._threads = ThreadPoolExecutor(max_workers=count, thread_name_prefix="permalloy-compile")
         self._local = threading.local()
+        self._started = False
 
     def submit(self, request: dict[str, Any]) -> Future:
         return self._threads.submit(self._ask, request)
+
+    def start(self) -> None:
+        """Start every worker now (they take a second or two to import
+        Triton), so that they are ready when the first kernels are emitted;
+        only the first call does anything."""
+        if not self._started:
+            self._started = True
+            for _ in range(self.count):
+                self.submit({})
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         worker = self._worker()
@@ -106,6 +116,15 @@ class CompileWorkers:
             )
             self._local.worker = worker
         return worker
+
+
+def triton_cache_dir() -> str | None:
+    """The directory Triton's cache is in for this process now, if Triton says."""
+    try:
+        from triton import knobs
+    except ImportError:
+        return os.environ.get("TRITON_CACHE_DIR")
+    return knobs.cache.dir
 
 
 @functools.cache

@@ -8,14 +8,19 @@ Run as a script (`python warmup_worker.py`), it imports nothing of permalloy
 standard input is a JSON request
 
     {"path": ".../triton_pointwise_0_<hash>.py", "module": "permalloy_triton_<hash>",
-     "symbols": [4096], "configs": [{"XBLOCK": 1024, "RBLOCK": 0, "num_warps": 4, "num_stages": 1}]}
+     "symbols": [4096], "configs": [{"XBLOCK": 1024, "RBLOCK": 0, "num_warps": 4, "num_stages": 1}],
+     "triton_cache_dir": "/home/me/.triton/cache"}
 
 and it answers each with one JSON line on its standard output:
 `{"compiled": 1, "failed": ["<config>: <error>"]}`. It calls the module's
 `warmup(symbols, config)` for each configuration; a configuration that does
 not compile (too many registers, shared memory) is reported, not raised:
 the model's process meets the same error when it compiles it and skips it as
-the autotuner does. The worker ends when its standard input closes.
+the autotuner does. `triton_cache_dir` is the directory the requesting
+process's Triton reads at that moment (a caller may have pointed it
+elsewhere since the worker started). An empty request (`{}`) is answered
+once the worker has imported Triton, which is how a pool starts its workers
+ahead of the first kernel. The worker ends when its standard input closes.
 """
 
 from __future__ import annotations
@@ -42,6 +47,10 @@ def load_module(path: str, name: str):
 def handle(request: dict) -> dict:
     """Compile every configuration of one request."""
     compiled, failed = 0, []
+    if "path" not in request:
+        return {"compiled": 0, "failed": []}
+    if request.get("triton_cache_dir"):
+        os.environ["TRITON_CACHE_DIR"] = request["triton_cache_dir"]
     try:
         module = load_module(request["path"], request["module"])
     except Exception as error:  # noqa: BLE001 - reported to the requesting process
@@ -84,6 +93,8 @@ def main() -> None:
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    import triton  # noqa: F401 - imported before the first request, which then only compiles
+
     compile_without_a_context()
     serve(sys.stdin, answers)
 

@@ -154,10 +154,20 @@ def test_starting_the_pool_starts_every_worker_once(tmp_path):
     assert workers._threads._work_queue.qsize() == 0  # noqa: SLF001 - the two start requests were answered
 
 
-def test_a_request_names_the_triton_cache_the_worker_compiles_into(tmp_path):
-    module = tmp_path / "cache_dir_module.py"
-    marker = tmp_path / "seen.txt"
-    module.write_text(f"import os\ndef warmup(symbols, config):\n    open({str(marker)!r}, 'w').write(os.environ['TRITON_CACHE_DIR'])\n")
-    answer = CompileWorkers(2).submit({**request(module, [{"XBLOCK": 64}]), "triton_cache_dir": str(tmp_path / "tc")}).result(timeout=60)
+def test_a_worker_compiles_with_the_requesting_process_triton_variables(tmp_path, monkeypatch):
+    """Triton's cache directory and tools (part of a binary's cache key) are
+    what the requesting process has when it asks, not when the worker started."""
+    module = tmp_path / "environment_module.py"
+    marker = tmp_path / "seen.json"
+    module.write_text(
+        "import json, os\n"
+        "def warmup(symbols, config):\n"
+        f"    open({str(marker)!r}, 'w').write(json.dumps({{k: v for k, v in os.environ.items() if k.startswith('TRITON_')}}))\n"
+    )
+    monkeypatch.setenv("TRITON_STALE_SETTING", "1")
+    workers = CompileWorkers(1)
+    workers.start()
+    environment = {"TRITON_CACHE_DIR": str(tmp_path / "tc"), "TRITON_PTXAS_PATH": "/opt/ptxas"}
+    answer = workers.submit({**request(module, [{"XBLOCK": 64}]), "environment": environment}).result(timeout=60)
     assert answer == {"compiled": 1, "failed": []}
-    assert marker.read_text() == str(tmp_path / "tc")
+    assert json.loads(marker.read_text()) == environment

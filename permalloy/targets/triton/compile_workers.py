@@ -118,13 +118,17 @@ class CompileWorkers:
         return worker
 
 
-def triton_cache_dir() -> str | None:
-    """The directory Triton's cache is in for this process now, if Triton says."""
+def triton_environment() -> dict[str, str]:
+    """This process's `TRITON_*` variables now, with the cache directory Triton
+    uses (which a program may have set through Triton's settings instead)."""
+    environment = {name: value for name, value in os.environ.items() if name.startswith("TRITON_")}
     try:
         from triton import knobs
     except ImportError:
-        return os.environ.get("TRITON_CACHE_DIR")
-    return knobs.cache.dir
+        return environment
+    if knobs.cache.dir:
+        environment["TRITON_CACHE_DIR"] = knobs.cache.dir
+    return environment
 
 
 @functools.cache

@@ -9,16 +9,18 @@ standard input is a JSON request
 
     {"path": ".../triton_pointwise_0_<hash>.py", "module": "permalloy_triton_<hash>",
      "symbols": [4096], "configs": [{"XBLOCK": 1024, "RBLOCK": 0, "num_warps": 4, "num_stages": 1}],
-     "triton_cache_dir": "/home/me/.triton/cache"}
+     "environment": {"TRITON_CACHE_DIR": "/home/me/.triton/cache", "TRITON_PTXAS_PATH": "..."}}
 
 and it answers each with one JSON line on its standard output:
 `{"compiled": 1, "failed": ["<config>: <error>"]}`. It calls the module's
 `warmup(symbols, config)` for each configuration; a configuration that does
 not compile (too many registers, shared memory) is reported, not raised:
 the model's process meets the same error when it compiles it and skips it as
-the autotuner does. `triton_cache_dir` is the directory the requesting
-process's Triton reads at that moment (a caller may have pointed it
-elsewhere since the worker started). An empty request (`{}`) is answered
+the autotuner does. `environment` is the requesting process's `TRITON_*`
+variables at that moment, which the worker takes on: they choose Triton's
+cache directory and tools (`ptxas`), which are part of a binary's cache key,
+and a caller may have changed them since the worker started (Inductor points
+`TRITON_PTXAS_PATH` at torch's own `ptxas`). An empty request (`{}`) is answered
 once the worker has imported Triton, which is how a pool starts its workers
 ahead of the first kernel. The worker ends when its standard input closes.
 """
@@ -44,13 +46,20 @@ def load_module(path: str, name: str):
     return module
 
 
+def take_environment(environment: dict[str, str]) -> None:
+    """Set the `TRITON_*` variables to exactly those of `environment`."""
+    for name in [n for n in os.environ if n.startswith("TRITON_")]:
+        if name not in environment:
+            del os.environ[name]
+    os.environ.update(environment)
+
+
 def handle(request: dict) -> dict:
     """Compile every configuration of one request."""
     compiled, failed = 0, []
     if "path" not in request:
         return {"compiled": 0, "failed": []}
-    if request.get("triton_cache_dir"):
-        os.environ["TRITON_CACHE_DIR"] = request["triton_cache_dir"]
+    take_environment(request.get("environment", {}))
     try:
         module = load_module(request["path"], request["module"])
     except Exception as error:  # noqa: BLE001 - reported to the requesting process

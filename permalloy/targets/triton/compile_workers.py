@@ -131,6 +131,23 @@ def triton_environment() -> dict[str, str]:
     return environment
 
 
+def ptxas_version() -> str | None:
+    """The `ptxas` version text this process's Triton puts in binaries' cache
+    keys for the current GPU (read once per process by Triton), if its NVIDIA
+    backend says."""
+    try:
+        import torch
+        from triton.backends.nvidia import compiler
+
+        major, minor = torch.cuda.get_device_capability()
+        try:
+            return compiler.get_ptxas_version(major * 10 + minor)
+        except TypeError:  # a Triton whose ptxas does not depend on the GPU
+            return compiler.get_ptxas_version()
+    except Exception:  # noqa: BLE001 - another backend or Triton version: keys as they come
+        return None
+
+
 @functools.cache
 def shared_compile_workers() -> CompileWorkers | None:
     """The process's pool of compile workers, made on first use; None where

@@ -14,7 +14,7 @@ from pathlib import Path
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
-from permalloy.targets.triton.compile_workers import CompileWorkers, shared_compile_workers, triton_environment
+from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
 from permalloy.targets.triton.configs import Config, candidates
 from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
 from permalloy.targets.triton.loader import ModuleLoader
@@ -111,6 +111,7 @@ class TritonKernel:
             "symbols": list(sizes),
             "configs": [config.as_dict() for config in configs],
             "environment": triton_environment(),
+            "ptxas_version": ptxas_version(),
         }
         self.compiling.append(self.workers.submit(request))
 

@@ -20,7 +20,11 @@ the autotuner does. `environment` is the requesting process's `TRITON_*`
 variables at that moment, which the worker takes on: they choose Triton's
 cache directory and tools (`ptxas`), which are part of a binary's cache key,
 and a caller may have changed them since the worker started (Inductor points
-`TRITON_PTXAS_PATH` at torch's own `ptxas`). An empty request (`{}`) is answered
+`TRITON_PTXAS_PATH` at torch's own `ptxas`). `ptxas_version` is the version
+text the requesting process's Triton put in its binaries' cache key: Triton
+reads it once per process, so a process that changed `TRITON_PTXAS_PATH` after
+its first compile keys binaries by the earlier `ptxas`, and the worker keys
+them the same way. An empty request (`{}`) is answered
 once the worker has imported Triton, which is how a pool starts its workers
 ahead of the first kernel. The worker ends when its standard input closes.
 """
@@ -54,12 +58,25 @@ def take_environment(environment: dict[str, str]) -> None:
     os.environ.update(environment)
 
 
+def key_binaries_by_ptxas_version(version: str) -> None:
+    """Make Triton's NVIDIA backend put `version` in binaries' cache keys, as
+    the requesting process's does (nothing where that backend differs)."""
+    try:
+        from triton.backends.nvidia import compiler
+    except ImportError:
+        return
+    if hasattr(compiler, "get_ptxas_version"):
+        compiler.get_ptxas_version = lambda *_, **__: version
+
+
 def handle(request: dict) -> dict:
     """Compile every configuration of one request."""
     compiled, failed = 0, []
     if "path" not in request:
         return {"compiled": 0, "failed": []}
     take_environment(request.get("environment", {}))
+    if request.get("ptxas_version"):
+        key_binaries_by_ptxas_version(request["ptxas_version"])
     try:
         module = load_module(request["path"], request["module"])
     except Exception as error:  # noqa: BLE001 - reported to the requesting process

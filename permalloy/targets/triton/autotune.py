@@ -25,8 +25,13 @@ Timer = Callable[[Callable[[], Any]], float]
 """Median milliseconds of a callable."""
 
 
-def gpu_timer(warmup_ms: int = 5, repeat_ms: int = 25) -> Timer:
-    """Times a callable on the GPU with `triton.testing.do_bench` (median)."""
+def gpu_timer(warmup_ms: int = 2, repeat_ms: int = 10) -> Timer:
+    """Times a callable on the GPU with `triton.testing.do_bench` (median).
+
+    Ten milliseconds of runs give a kernel of tens of microseconds, most of a
+    model's, hundreds of samples (each after an L2 flush); a model's first
+    call benchmarks several hundred configurations, so these budgets are a
+    good part of its compile time."""
 
     def time(fn: Callable[[], Any]) -> float:
         from triton.testing import do_bench

@@ -231,3 +231,40 @@ def test_keys_differ_with_options_shapes_and_dtypes(cache: Path) -> None:
     for variant in variants:
         assert _compile_and_check(target="llvm", **variant)["cache"] == "hit", variant
     assert len(_entries(cache)) == len(variants)
+
+
+def test_a_hit_with_symbolic_sizes_serves_every_size(cache: Path) -> None:
+    """Loaded kernels take the size symbols the entry recorded for each launch."""
+
+    def run(rows: int) -> str:
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        options = {"fallback": "raise", "target": "llvm"}
+        compiled = torch.compile(_graph, backend="permalloy", options=options, dynamic=True)
+        for size in (rows, rows + 5):
+            x, y = _inputs(size)
+            torch.testing.assert_close(compiled(x, y), _graph(x, y))
+        (record,) = permalloy.stats()
+        assert record["size_symbols"]
+        return record["cache"]
+
+    assert (run(16), run(16), run(9)) == ("miss", "hit", "hit")
+
+
+def test_training_graphs_hit_and_match_eager(cache: Path) -> None:
+    def step() -> tuple[list[str], list[torch.Tensor]]:
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.GELU(), torch.nn.LayerNorm(16))
+        torch.manual_seed(0)
+        for parameter in model.parameters():
+            torch.nn.init.normal_(parameter)
+        compiled = torch.compile(model, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+        compiled(torch.randn(4, 12, generator=torch.Generator().manual_seed(1))).square().sum().backward()
+        return [r["cache"] for r in permalloy.stats()], [p.grad for p in model.parameters()]
+
+    first, gradients = step()
+    second, loaded = step()
+    assert (first, second) == (["miss", "miss"], ["hit", "hit"])
+    for expected, actual in zip(gradients, loaded, strict=True):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)

@@ -38,7 +38,6 @@ from permalloy.cache import (
     software_versions,
     split_module,
 )
-
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
 from permalloy.dialects.sym import SymExprAttr, format_expr

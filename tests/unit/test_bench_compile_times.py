@@ -63,9 +63,11 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process(capsys: pytest.CaptureFi
 
 
 def test_summed_compile_times_add_graphs_and_passes() -> None:
+    first = {"import_fx": 0.5, "aot_autograd": None, "passes": {"cse": 0.25}}
+    second = {"import_fx": 0.25, "aot_autograd": 1.0, "passes": {"cse": 0.5, "dce": 1.0}}
     records = [
-        {"compile_seconds": 1.0, "cache": "miss", "compile_times": {"import_fx": 0.5, "aot_autograd": None, "passes": {"cse": 0.25}}},
-        {"compile_seconds": 2.0, "cache": "hit", "compile_times": {"import_fx": 0.25, "aot_autograd": 1.0, "passes": {"cse": 0.5, "dce": 1.0}}},
+        {"compile_seconds": 1.0, "cache": "miss", "compile_times": first},
+        {"compile_seconds": 2.0, "cache": "hit", "compile_times": second},
     ]
     times = summed_compile_times(records)
     assert times["import_fx"] == 0.75 and times["aot_autograd"] == 1.0

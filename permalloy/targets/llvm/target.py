@@ -94,9 +94,8 @@ class LLVMTarget:
         with self.times.measure("kernel_loading"):
             address = self.jit.load_object(code, entry)
         self._entries.add(entry)
-        return CompiledLLVMKernel(
-            address, int(artifact["tensors"]), int(artifact["symbols"]), None, self.jit, entry=entry, object_code=code
-        )
+        tensors, symbols = int(artifact["tensors"]), int(artifact["symbols"])
+        return CompiledLLVMKernel(address, tensors, symbols, None, self.jit, entry=entry, object_code=code)
 
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The LLVM IR of `kernel` for `layouts`, before optimization."""

@@ -159,7 +159,9 @@ class Permalloy:
 def _graph_summary(record: dict[str, Any]) -> dict[str, Any]:
     """What the report keeps of one graph's record: for a training step the
     forward graph's comes before the backward graph's."""
-    keys = ("compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds", "compile_times", "cache")
+    keys = (
+        "compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds", "compile_times", "cache"
+    )
     return {key: record[key] for key in keys}
 
 
@@ -191,7 +193,8 @@ def _fresh_permalloy_cache() -> Iterator[str]:
     configurations) and Triton's binaries in a fresh folder for the block;
     the folder's path."""
     with tempfile.TemporaryDirectory(prefix="permalloy-bench-cache-") as directory:
-        settings = {"PERMALLOY_CACHE_DIR": directory, "TRITON_CACHE_DIR": os.path.join(directory, "triton-binaries")}
+        binaries = os.path.join(directory, "triton-binaries")
+        settings = {"PERMALLOY_CACHE_DIR": directory, "TRITON_CACHE_DIR": binaries}
         previous = {name: os.environ.get(name) for name in settings}
         os.environ.update(settings)
         try:

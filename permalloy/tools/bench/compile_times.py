@@ -23,6 +23,7 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 STAGES = (
@@ -72,7 +73,9 @@ def add_first_call_remainder(times: dict[str, Any], first_call_s: float | None) 
 # -- the warm compile, in a new process -------------------------------------------------
 
 
-def warm_compile(suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None) -> dict[str, Any]:
+def warm_compile(
+    suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None
+) -> dict[str, Any]:
     """Compile `case` in a new process with the cache of the current one
     (`$PERMALLOY_CACHE_DIR`, `$TRITON_CACHE_DIR`): its first call's seconds
     and compile times, or `{"error": ...}`."""
@@ -80,7 +83,7 @@ def warm_compile(suite: str, case: str, device: str, quick: bool, train: bool, t
     argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
     argv += ["--threads", str(threads)] if threads is not None else []
     environment = dict(os.environ)
-    package_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
     result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
     if result.returncode != 0:
@@ -188,9 +191,10 @@ def format_compile_times(cases: Sequence[Any]) -> list[str]:
     widths = [max(len(row[i]) for row in table) for i in range(len(titles))]
     left = {0, titles.index("top passes"), len(titles) - 1}
     aligned = [
-        "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+        "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
         for row in table
     ]
+    aligned = [line.rstrip() for line in aligned]
     legend = (
         "compile times (permalloy, seconds, summed over a case's graphs): first call (Dynamo "
         "included), Dynamo and the rest of the first call, AOTAutograd, import, passes, kernel "

@@ -3,7 +3,10 @@ Compiling one ATen graph: import, the named pipeline, code generation.
 
 This is what the torch.compile backend runs for each graph AOTAutograd hands
 it, step by step and in the open: every stage can be dumped as text that
-`permalloy-opt` reads back.
+`permalloy-opt` reads back. A graph compiled before, in this process or an
+earlier one, is loaded from the compiled-graph cache (`permalloy.cache`)
+after its import: the pipeline does not run and kernels are loaded rather
+than compiled. Each stage's time goes into the graph's `CompileTimes`.
 """
 
 from __future__ import annotations
@@ -21,12 +24,26 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
 from xdsl.passes import ModulePass
 
+from permalloy.cache import (
+    CacheEntry,
+    CacheKey,
+    GraphCache,
+    LoadingTarget,
+    RecordingTarget,
+    cache_enabled_by_environment,
+    graph_devices,
+    graph_key,
+    join_modules,
+    parse_module,
+    software_versions,
+    split_module,
+)
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
 from permalloy.dialects.sym import SymExprAttr, format_expr
 from permalloy.passes import build_pipeline
 from permalloy.pipeline import default_pipeline, pipeline_text
-from permalloy.stats import GraphStats
+from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
 from permalloy.targets.host import HostProgram, build_host_program, python_expr
 from permalloy.targets.registry import kernel_target, target_descriptor
@@ -44,6 +61,9 @@ class CompileOptions:
     fusion: bool = True
     target_options: dict[str, Any] = field(default_factory=dict)
     """The target's own options (`TargetDescriptor.options`), checked."""
+    cache: bool = True
+    """Whether to use the compiled-graph cache (which `PERMALLOY_CACHE=0` turns
+    off as well)."""
 
 
 class StageDumper:
@@ -73,18 +93,27 @@ def lower_module(
     dumper: StageDumper | None = None,
     fusion: bool = True,
     target: str | None = None,
+    times: CompileTimes | None = None,
 ) -> ModuleOp:
     """Run the default pipeline for `target` on an imported module, dumping
-    after each pass."""
+    after each pass and adding each pass's time to `times`."""
     ctx = make_context()
+    times = times if times is not None else CompileTimes()
+    mark = time.perf_counter()
 
     def after_pass(previous: ModulePass | None, current: ModuleOp, _next) -> None:
-        if dumper is not None and previous is not None:
-            dumper.write(f"after_{previous.name}.mlir", str(current))
+        nonlocal mark
+        if previous is not None:
+            times.add_pass(previous.name, time.perf_counter() - mark)
+            if dumper is not None:
+                dumper.write(f"after_{previous.name}.mlir", str(current))
+        mark = time.perf_counter()
 
     pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target)), callback=after_pass)
     pipeline.apply(ctx, module)
+    started = time.perf_counter()
     module.verify()
+    times.add_pass("verify", time.perf_counter() - started)
     return module
 
 
@@ -112,22 +141,41 @@ class CompiledGraph:
 
 
 def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> CompiledGraph:
-    """Compile an ATen graph into a host program; raises on what it cannot do."""
+    """Compile an ATen graph into a host program, or load it from the
+    compiled-graph cache; raises on what it cannot do."""
     from permalloy.lowering.import_fx import import_graph
 
     start = time.perf_counter()
+    times = CompileTimes()
     dumper = _dumper(options)
-    # Made first: a target may start work that overlaps the pipeline (the
-    # Triton target's compile workers).
-    target = kernel_target(options.target, options.mode, **options.target_options)
-    imported = import_graph(graph)
+    target = _make_target(options, times)
+    with times.measure("import_fx"):
+        imported = import_graph(graph)
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
-    module = lower_module(imported.module, dumper, options.fusion, options.target)
-    if dumper is not None:
-        dump_kernels(module, target, dumper)
     hints = symbol_hints(graph, imported.symbols)
-    program = build_host_program(module, target, symbol_hints=hints)
+    cache = _graph_cache(options)
+    loaded = None
+    if cache is not None:
+        with times.measure("cache_lookup"):
+            key = _cache_key(imported.module, graph, options, target)
+            # A graph whose stages are dumped compiles, so that every stage is there.
+            entry = cache.load(key) if dumper is None else None
+        if entry is not None:
+            loaded = _load_entry(entry, target, times, cache.path(key), hints)
+            if loaded is None:
+                target = _make_target(options, times)
+    if loaded is not None:
+        module, program = loaded
+    else:
+        module = lower_module(imported.module, dumper, options.fusion, options.target, times)
+        if dumper is not None:
+            dump_kernels(module, target, dumper)
+        recording = RecordingTarget(target)
+        program = _host_program(module, recording, times, hints)
+        if cache is not None:
+            with times.measure("cache_store"):
+                cache.store(key, _cache_entry(key, module, recording))
     if dumper is not None:
         dumper.write("host.py", program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
@@ -142,8 +190,77 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
         extern_calls=program.extern_count,
         fallback_ops=list(imported.fallback_ops),
         compile_seconds=time.perf_counter() - start,
+        compile_times=times,
+        cache="off" if cache is None else "hit" if loaded is not None else "miss",
     )
     return CompiledGraph(program, stats, outputs, list(imported.constants))
+
+
+def _make_target(options: CompileOptions, times: CompileTimes) -> KernelTarget:
+    """The options' kernel target, adding its kernel stages to `times` (a
+    target that keeps a `times` record of its own)."""
+    target = kernel_target(options.target, options.mode, **options.target_options)
+    if hasattr(target, "times"):
+        target.times = times
+    return target
+
+
+def _graph_cache(options: CompileOptions) -> GraphCache | None:
+    """The compiled-graph cache, unless the options or `PERMALLOY_CACHE` turn it off."""
+    if not options.cache or not cache_enabled_by_environment():
+        return None
+    return GraphCache()
+
+
+def _cache_key(
+    imported: ModuleOp, graph: torch.fx.GraphModule, options: CompileOptions, target: KernelTarget
+) -> CacheKey:
+    """The cache key of an imported graph compiled with `options` for `target`."""
+    identity = getattr(target, "cache_identity", None)
+    return graph_key(
+        str(imported),
+        {"mode": options.mode, "fusion": options.fusion, "target_options": options.target_options},
+        target.name,
+        identity() if identity is not None else "",
+        graph_devices(graph),
+    )
+
+
+def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget) -> CacheEntry:
+    """The cache entry of a compiled module whose kernels `recording` compiled."""
+    host, kernels = split_module(module)
+    records = list(recording.records.values())
+    return CacheEntry(key.digest, software_versions(), host, kernels, records, recording.complete)
+
+
+def _load_entry(
+    entry: CacheEntry, target: KernelTarget, times: CompileTimes, path: Path, hints: dict[str, int]
+) -> tuple[ModuleOp, HostProgram] | None:
+    """The buffer-level module of a cache entry and its host program, with the
+    entry's kernels loaded (the kernels' IR is parsed only for a target that
+    compiles some of them again); None (after a warning) when it cannot be
+    loaded."""
+    try:
+        with times.measure("cache_lookup"):
+            module = parse_module(entry.host)
+            if not (entry.complete and hasattr(target, "load_kernel")):
+                module = join_modules(module, parse_module(entry.kernel_module))
+        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints)
+    except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
+        GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
+        return None
+
+
+def _host_program(
+    module: ModuleOp, target: KernelTarget, times: CompileTimes, hints: dict[str, int]
+) -> HostProgram:
+    """The module's host program; its time less the kernels' goes to `host_program`."""
+    kernels = times.kernel_seconds()
+    started = time.perf_counter()
+    program = build_host_program(module, target, symbol_hints=hints)
+    elapsed = time.perf_counter() - started
+    times.add("host_program", elapsed - (times.kernel_seconds() - kernels))
+    return program
 
 
 @dataclass

@@ -8,8 +8,79 @@ log is the one process-wide record permalloy keeps, as the user-facing
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+KERNEL_STAGES = ("kernel_emission", "kernel_compilation", "kernel_loading", "autotuning")
+"""The stages of `CompileTimes` spent on kernels, which a target records."""
+
+
+@dataclass
+class CompileTimes:
+    """
+    Where the compile time of one graph went, in seconds, stage by stage.
+
+    The compiler and the kernel target add to the stages as they go (`measure`);
+    a target that compiles or tunes kernels at their first launch (Triton) adds
+    those seconds then, to the same record, so they show in `permalloy.stats()`
+    after the graph's first call. Dynamo's own tracing happens before the
+    backend is called: it is not measured here (the bench reports it as the
+    first call's time less these stages).
+    """
+
+    aot_autograd: float | None = None
+    """From the backend's entry to permalloy's compiler receiving the graph:
+    AOTAutograd's tracing with permalloy's decompositions (for a backward graph
+    compiled with its forward graph, from the end of the forward graph's
+    compilation); None for a graph compiled later (a backward graph compiled at
+    its first call) or outside the backend."""
+    import_fx: float = 0.0
+    """The FX graph imported into ptensor IR."""
+    passes: dict[str, float] = field(default_factory=dict)
+    """Each pass of the pipeline by name, summed over its runs (`cse` runs
+    several times), and `verify`, the final check of the module."""
+    kernel_emission: float = 0.0
+    """Planning kernels and generating their code (LLVM IR, Triton source)."""
+    kernel_compilation: float = 0.0
+    """LLVM's optimization and code generation; Triton's compilation at a
+    kernel's first launch on a GPU."""
+    kernel_loading: float = 0.0
+    """Kernels loaded from the compiled-graph cache (LLVM object code) or
+    imported (generated Triton modules)."""
+    autotuning: float = 0.0
+    """Choosing launch configurations (Triton, at a kernel's first launch)."""
+    host_program: float = 0.0
+    """Generating the host program, kernels excluded."""
+    cache_lookup: float = 0.0
+    """Computing the compiled-graph cache's key, reading an entry and parsing
+    its buffer-level module."""
+    cache_store: float = 0.0
+    """Writing the compiled graph into the cache."""
+
+    def add(self, stage: str, seconds: float) -> None:
+        """Add `seconds` to the stage named `stage` (a field of this record)."""
+        setattr(self, stage, (getattr(self, stage) or 0.0) + seconds)
+
+    def add_pass(self, name: str, seconds: float) -> None:
+        """Add `seconds` to the pass called `name`."""
+        self.passes[name] = self.passes.get(name, 0.0) + seconds
+
+    @contextmanager
+    def measure(self, stage: str) -> Iterator[None]:
+        """Add the time the block takes to `stage`."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(stage, time.perf_counter() - start)
+
+    def kernel_seconds(self) -> float:
+        """The seconds of the kernel stages so far."""
+        return sum(getattr(self, stage) for stage in KERNEL_STAGES)
+
 
 
 @dataclass
@@ -21,6 +92,13 @@ class GraphStats:
     extern_calls: int = 0
     fallback_ops: list[str] = field(default_factory=list)
     compile_seconds: float = 0.0
+    """permalloy's compilation of the graph, from import to host program."""
+    compile_times: CompileTimes = field(default_factory=CompileTimes)
+    """`compile_seconds` stage by stage, with AOTAutograd's time before it and
+    the kernel compilation and tuning a target does at first launch after it."""
+    cache: str = "off"
+    """The compiled-graph cache: "hit" (loaded, the pipeline not run), "miss"
+    (compiled and stored) or "off" (not used)."""
     peak_intermediate_bytes: int | None = None
     """The planned peak of bytes the compiled program allocates, when it is
     the same for every call (None when it depends on size symbols: see

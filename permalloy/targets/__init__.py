@@ -18,6 +18,20 @@ Conventions every target follows:
 - A kernel a target cannot translate raises `UnsupportedKernelError` with the
   reason. Targets plan kernels from the facts of `permalloy.analysis`
   (`analyze_kernel`), which raises it for kernels no target translates.
+
+What a target may add, each optional (read with `getattr`):
+- `times`, a `permalloy.stats.CompileTimes` the target adds its kernel stages
+  to (emission, compilation, loading, tuning); the compiler hands it the
+  graph's record.
+- For the compiled-graph cache (`permalloy.cache`): `cache_identity()`, what
+  its kernels depend on besides their IR (the host CPU's features), part of
+  the key; `kernel_artifact(compiled)`, a dict of strings, integers and bytes
+  from which `load_kernel(artifact)` makes the same kernel in a later process
+  without compiling (the LLVM target's object code). A target without them
+  compiles its kernels again from the cached buffer-level module.
+- `prepared_launch(name, layouts)`: a launch's compiled kernel and the
+  symbols it takes, without the kernel's IR (the cache's `LoadingTarget`),
+  or None; the host program asks it first.
 """
 
 from __future__ import annotations

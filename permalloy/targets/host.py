@@ -257,12 +257,11 @@ class _Emitter:
         return repr(getattr(self.target, "device", "cpu"))
 
     def _emit_launch(self, op: buf.LaunchOp) -> None:
-        kernel = self.kernels[op.kernel.root_reference.data]
+        name = op.kernel.root_reference.data
         operands = [*op.inputs, *op.outputs]
         layouts = [buf.buffer_type(v) for v in operands]
-        compiled: CompiledKernel = self.target.compile_kernel(kernel, layouts)
-        callable_name = self.constant(f"kernel_{kernel.sym_name.data}", compiled)
-        symbols = kernel_symbols(kernel, layouts)
+        compiled, symbols = self._launched_kernel(name, layouts)
+        callable_name = self.constant(f"kernel_{name}", compiled)
         precompile = getattr(compiled, "precompile", None)
         if precompile is not None and all(s in self.symbol_hints for s in symbols):
             precompile([self.symbol_hints[s] for s in symbols])
@@ -270,6 +269,18 @@ class _Emitter:
         symbol_values = "".join(f"{s}, " for s in symbols)
         self.lines.append(f"{callable_name}(({tensors}), ({symbol_values}))")
         self.kernel_count += 1
+
+    def _launched_kernel(self, name: str, layouts: list[buf.BufferType]) -> tuple[CompiledKernel, list[str]]:
+        """The compiled kernel `name` for `layouts`, and the symbols it takes: the
+        target's `prepared_launch` when it has one (kernels loaded from the
+        compiled-graph cache, whose bodies the module then need not hold), else
+        compiled from the module's `buffer.kernel`."""
+        prepared = getattr(self.target, "prepared_launch", None)
+        found = prepared(name, layouts) if prepared is not None else None
+        if found is not None:
+            return found
+        kernel = self.kernels[name]
+        return self.target.compile_kernel(kernel, layouts), kernel_symbols(kernel, layouts)
 
     def _emit_extern(self, op: buf.ExternOp) -> None:
         if isinstance(op.library_op, pt.ConstantOp):

@@ -24,6 +24,10 @@ Options (`torch.compile(..., options={...})`):
 - `fallback`: "warn" or "raise";
 - `fusion`: True (the default) or False, to compile every loop op as its own
   kernel;
+- `cache`: True (the default) or False, to compile without the compiled-graph
+  cache (`permalloy.cache`: graphs compiled before, by this process or an
+  earlier one, are loaded from `$PERMALLOY_CACHE_DIR` without running the
+  pipeline; `PERMALLOY_CACHE=0` turns it off as well);
 - each target's own options (`TargetDescriptor.options`): for "llvm"
   `vector_bits` and `parallel_threshold`, for "triton" `autotune`.
 
@@ -36,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import time
 import traceback
 import warnings
 from collections.abc import Callable, Sequence
@@ -45,6 +50,7 @@ import torch
 from torch._dynamo.exc import RestartAnalysis, SkipFrame
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from permalloy.cache import CacheSettingError, cache_enabled_by_environment
 from permalloy.compiler import CompileOptions, boxed, compile_graph
 from permalloy.lowering.capture import aten_backend
 from permalloy.stats import STATS_LOG, GraphStats
@@ -57,6 +63,8 @@ VALID_OPTIONS = {
     "dump_dir": "folder for the IR of every stage",
     "fallback": "'warn' (run eagerly) or 'raise' when a graph cannot compile",
     "fusion": "True (default) or False: fuse loops into fewer kernels",
+    "cache": "True (default) or False: load graphs compiled before from the "
+    "compiled-graph cache ($PERMALLOY_CACHE_DIR) and store new ones",
 }
 """The options every target takes; each target adds its own (`TargetDescriptor.options`)."""
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -104,6 +112,13 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
     fusion = options.get("fusion", True)
     if not isinstance(fusion, bool):
         raise PermalloyOptionError(f"option 'fusion' takes True or False, got {fusion!r}")
+    cache = options.get("cache", True)
+    if not isinstance(cache, bool):
+        raise PermalloyOptionError(f"option 'cache' takes True or False, got {cache!r}")
+    try:
+        cache = cache and cache_enabled_by_environment()
+    except CacheSettingError as error:
+        raise PermalloyOptionError(str(error)) from None
     dump_dir = options.get("dump_dir")
     if dump_dir is not None and not isinstance(dump_dir, str | os.PathLike):
         raise PermalloyOptionError(
@@ -123,6 +138,7 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         mode=mode,
         fusion=fusion,
         target_options=target_options,
+        cache=cache,
     )
 
 
@@ -220,6 +236,9 @@ class CompileAttempt:
 
     options: CompileOptions
     active: bool = True
+    mark: float = dataclasses.field(default_factory=time.perf_counter)
+    """When the backend was entered, then when its last graph was compiled:
+    the time since is AOTAutograd's, until the next graph reaches permalloy."""
     compiler_error: Exception | None = None
     """A failure of permalloy's compiler with `fallback="raise"`, which goes
     to the user as it is."""
@@ -237,7 +256,12 @@ def _warn_fallback(reason: str, target: str | None) -> None:
         traceback.print_exc()
 
 
-def _compile_one(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], options: CompileOptions):
+def _compile_one(
+    graph: torch.fx.GraphModule,
+    example_inputs: Sequence[Any],
+    options: CompileOptions,
+    aot_autograd_seconds: float | None = None,
+):
     """Compile one ATen graph; gives the runner AOTAutograd calls."""
     resolved = resolve_target(options, example_inputs)
     # AOTAutograd calls this under its fake mode; the graph's constants
@@ -246,6 +270,7 @@ def _compile_one(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], opt
         compiled = compile_graph(graph, resolved)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode)
+    compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)
     return runner
 
@@ -255,8 +280,9 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
     options = attempt.options
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+        aot_autograd = time.perf_counter() - attempt.mark if attempt.active else None
         try:
-            return boxed(_compile_one(graph, example_inputs, options))
+            return boxed(_compile_one(graph, example_inputs, options, aot_autograd))
         except DYNAMO_CONTROL_FLOW:
             raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
@@ -267,6 +293,8 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
                 raise _EagerFallback(error) from error
             _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs))
             return boxed(graph)
+        finally:
+            attempt.mark = time.perf_counter()
 
     return compiler
 

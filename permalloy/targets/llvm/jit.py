@@ -3,8 +3,9 @@ Compilation for the host CPU and the Python side of a launch.
 
 `HostMachine` describes the CPU this process runs on (triple, CPU name,
 features, vector width) and holds its LLVM target machine. `JIT` optimizes
-modules with LLVM's new pass manager at O3 and loads them into one MCJIT
-engine, whose LLVM context and machine code are freed with the `JIT`
+modules with LLVM's new pass manager at O3, compiles them to object code and
+loads that into one MCJIT engine (object code is what the compiled-graph
+cache keeps of a kernel), whose LLVM context and machine code are freed with the `JIT`
 (kernels keep their JIT alive). The OpenMP entry points kernels call (`GOMP_parallel`,
 `omp_get_thread_num`, `omp_get_num_threads`) are bound to the libgomp that
 torch ships, so kernels share torch's thread pool.
@@ -116,12 +117,29 @@ class JIT:
             manager.detach()
         return module
 
-    def load(self, text: str, entry: str) -> tuple[int, llvm.ModuleRef]:
-        """Optimize, compile and load a module; the address of its function `entry`."""
+    def compile(self, text: str) -> bytes:
+        """Optimize a module and compile it to object code for the host."""
         module = self.optimize(text)
-        self._engine.add_module(module)
+        try:
+            return self.host.target_machine.emit_object(module)
+        finally:
+            module.close()
+
+    def load_object(self, code: bytes, entry: str) -> int:
+        """Load object code (of `compile`, in this process or an earlier one on
+        the same host); the address of its function `entry`."""
+        self._engine.add_object_file(llvm.ObjectFileRef.from_data(code))
         self._engine.finalize_object()
-        return self._engine.get_function_address(entry), module
+        address = self._engine.get_function_address(entry)
+        if not address:
+            raise ValueError(f"the object code defines no function '{entry}'")
+        return address
+
+    def load(self, text: str, entry: str) -> tuple[int, bytes]:
+        """Optimize, compile and load a module; the address of its function
+        `entry`, and the object code."""
+        code = self.compile(text)
+        return self.load_object(code, entry), code
 
     def assembly(self, text: str) -> str:
         """The host assembly of an (optimized) module, for inspection."""
@@ -139,20 +157,34 @@ class CompiledLLVMKernel:
     divisor (its outputs are then unspecified, as torch leaves them).
     """
 
-    def __init__(self, address: int, num_tensors: int, num_symbols: int, source: str, jit: JIT):
+    def __init__(
+        self,
+        address: int,
+        num_tensors: int,
+        num_symbols: int,
+        source: str | None,
+        jit: JIT,
+        entry: str = "",
+        object_code: bytes = b"",
+    ):
         self._jit = jit  # owns the machine code: it lives as long as any of its kernels
         self._function = _ENTRY(address)
-        self._num_tensors = num_tensors
+        self.num_tensors = num_tensors
         self._pointers = ctypes.c_void_p * num_tensors
         self._symbols = ctypes.c_int64 * max(num_symbols, 1)
-        self._num_symbols = num_symbols
+        self.num_symbols = num_symbols
         self.source = source
+        """The LLVM IR before optimization; None for a kernel loaded from object code."""
+        self.entry = entry
+        """The name of the entry function in the object code."""
+        self.object_code = object_code
+        """The compiled module, which a later process can load (`JIT.load_object`)."""
 
     def __call__(self, tensors: Sequence[torch.Tensor], symbols: Sequence[int]) -> None:
-        if len(tensors) != self._num_tensors or len(symbols) != self._num_symbols:
+        if len(tensors) != self.num_tensors or len(symbols) != self.num_symbols:
             raise ValueError(
-                f"this kernel takes {self._num_tensors} tensors and "
-                f"{self._num_symbols} symbols, got {len(tensors)} and {len(symbols)}"
+                f"this kernel takes {self.num_tensors} tensors and "
+                f"{self.num_symbols} symbols, got {len(tensors)} and {len(symbols)}"
             )
         pointers = self._pointers(*[t.data_ptr() for t in tensors])
         values = self._symbols(*symbols)

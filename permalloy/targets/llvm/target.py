@@ -1,4 +1,5 @@
-"""The `llvm` kernel target: planning, emission, compilation and its cache."""
+"""The `llvm` kernel target: planning, emission, compilation and its cache;
+kernels kept as object code by the compiled-graph cache and loaded again."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from xdsl.dialects.builtin import ModuleOp
 
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp
 from permalloy.dialects.ptensor import TensorType
+from permalloy.stats import CompileTimes
 from permalloy.targets.llvm.jit import JIT, CompiledLLVMKernel, HostMachine
 from permalloy.targets.llvm.kernel import DEFAULT_PARALLEL_THRESHOLD, KernelEmitter, llvm_name
 from permalloy.targets.llvm.plan import KernelPlan, plan_kernel
@@ -22,7 +24,8 @@ class LLVMTarget:
     for. `parallel_threshold` is the amount of work (elements times reduction
     length) under which a kernel runs on the calling thread alone;
     `vector_bits` narrows the vectors below the host's widest (256 on an
-    AVX-512 host whose 512-bit units are slow, say).
+    AVX-512 host whose 512-bit units are slow, say). The seconds spent
+    emitting, compiling and loading kernels add up in `times`.
     """
 
     name = "llvm"
@@ -35,6 +38,9 @@ class LLVMTarget:
         self.f32_lanes = min(vector_bits or self.host.vector_bits, self.host.vector_bits) // 32
         self._jit: JIT | None = None
         self._cache: dict[tuple[str, tuple[str, ...]], CompiledLLVMKernel] = {}
+        self._entries: set[str] = set()
+        """The entry names of the kernels in the JIT, compiled or loaded."""
+        self.times = CompileTimes()
 
     @property
     def jit(self) -> JIT:
@@ -46,13 +52,50 @@ class LLVMTarget:
         key = (str(kernel), tuple(str(layout) for layout in layouts))
         compiled = self._cache.get(key)
         if compiled is None:
-            name = f"{llvm_name(kernel.sym_name.data)}_{len(self._cache)}"
-            plan = plan_kernel(kernel, layouts, self.f32_lanes)
-            source = self._emit(plan, name, threads=self.jit.openmp)
-            address, _ = self.jit.load(source, name)
-            compiled = CompiledLLVMKernel(address, plan.num_args, len(plan.symbols), source, self.jit)
+            name = f"{llvm_name(kernel.sym_name.data)}_{len(self._entries)}"
+            with self.times.measure("kernel_emission"):
+                plan = plan_kernel(kernel, layouts, self.f32_lanes)
+                source = self._emit(plan, name, threads=self.jit.openmp)
+            with self.times.measure("kernel_compilation"):
+                address, code = self.jit.load(source, name)
+            compiled = CompiledLLVMKernel(
+                address, plan.num_args, len(plan.symbols), source, self.jit, entry=name, object_code=code
+            )
+            self._entries.add(name)
             self._cache[key] = compiled
         return compiled
+
+    def cache_identity(self) -> str:
+        """What compiled kernels depend on besides the kernel and its layouts:
+        the host (triple, CPU, features), the vector width, the threshold of
+        parallel work and whether kernels call OpenMP."""
+        host = self.host
+        return (
+            f"{host.triple}|{host.cpu}|{host.features.flatten()}|lanes={self.f32_lanes}"
+            f"|parallel={self.parallel_threshold}|openmp={self.jit.openmp}"
+        )
+
+    def kernel_artifact(self, compiled: CompiledLLVMKernel) -> dict[str, str | int | bytes]:
+        """What a later process needs to load `compiled` (`load_kernel`)."""
+        return {
+            "entry": compiled.entry,
+            "tensors": compiled.num_tensors,
+            "symbols": compiled.num_symbols,
+            "object": compiled.object_code,
+        }
+
+    def load_kernel(self, artifact: dict[str, str | int | bytes]) -> CompiledLLVMKernel:
+        """A kernel from its `kernel_artifact`, of this process or an earlier
+        one on the same host (the compiled-graph cache checks that), loaded
+        into this target's JIT without compiling."""
+        entry, code = str(artifact["entry"]), artifact["object"]
+        if entry in self._entries or not isinstance(code, bytes):
+            raise ValueError(f"cannot load kernel '{entry}' into this target")
+        with self.times.measure("kernel_loading"):
+            address = self.jit.load_object(code, entry)
+        self._entries.add(entry)
+        tensors, symbols = int(artifact["tensors"]), int(artifact["symbols"])
+        return CompiledLLVMKernel(address, tensors, symbols, None, self.jit, entry=entry, object_code=code)
 
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The LLVM IR of `kernel` for `layouts`, before optimization."""

@@ -20,11 +20,9 @@ import warnings
 from pathlib import Path
 from types import ModuleType
 
+from permalloy.cache.files import cache_dir
 
-def cache_dir() -> Path:
-    """permalloy's cache directory: `$PERMALLOY_CACHE_DIR`, else `~/.cache/permalloy`."""
-    configured = os.environ.get("PERMALLOY_CACHE_DIR")
-    return Path(configured) if configured else Path.home() / ".cache" / "permalloy"
+__all__ = ["ModuleLoader", "cache_dir", "source_hash", "write_atomically", "write_new_file"]
 
 
 def source_hash(*parts: str) -> str:

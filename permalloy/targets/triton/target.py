@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.stats import CompileTimes
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
@@ -75,6 +77,8 @@ class TritonKernel:
         """The sizes the compile workers were asked to compile this kernel for."""
         self.compiling: list[Future] = []
         """The compile workers' requests not waited for yet."""
+        self.times: CompileTimes | None = None
+        """Where the first launches' tuning and compilation seconds go."""
 
     def candidates(self, symbols: Sequence[int]) -> list[Config]:
         """The configurations to try at these sizes."""
@@ -128,16 +132,29 @@ class TritonKernel:
         """Launch through Triton's JIT, choosing the configuration on the first
         call at these sizes; keep the direct launch under `direct_key`."""
         if self.compiling:
+            started = time.perf_counter()
             self._await_compiling()
+            self._record("kernel_compilation", started)
         key = (*symbols, tensors[0].device) if tensors else tuple(symbols)
         config = self.chosen.get(key)
-        if config is None:
+        first = config is None
+        started = time.perf_counter()
+        if first:
             config = self.chosen[key] = self._choose(tensors, symbols)
+            self._record("autotuning", started)
+        started = time.perf_counter()
         kernels = self.module.launch(tensors, symbols, config)
+        if first and not self.interpret:
+            self._record("kernel_compilation", started)
         if direct_key is not None:
             launches = compiled_launches(kernels)
             if launches is not None:
                 self.launchers[direct_key] = self.module.launcher(symbols, config, launches)
+
+    def _record(self, stage: str, started: float) -> None:
+        """Add the seconds since `started` to `stage` of the compile times."""
+        if self.times is not None:
+            self.times.add(stage, time.perf_counter() - started)
 
     def _choose(self, tensors: Sequence, symbols: Sequence[int]) -> dict[str, int]:
         """The configuration for the first call at these sizes: the best guess,
@@ -181,6 +198,8 @@ class TritonTarget:
         if self.workers is not None:
             self.workers.start()
         self.compiled: dict[tuple[str, tuple[str, ...]], TritonKernel] = {}
+        self.times = CompileTimes()
+        """Where generating, importing, tuning and compiling kernels add their seconds."""
 
     @property
     def device(self) -> str:
@@ -195,10 +214,13 @@ class TritonTarget:
         key = (str(kernel), tuple(str(layout) for layout in layouts))
         compiled = self.compiled.get(key)
         if compiled is None:
-            plan = self.plan(kernel, layouts)
-            source = module_source(plan, self.interpret)
-            module = self.loader.load(source, plan.name)
+            with self.times.measure("kernel_emission"):
+                plan = self.plan(kernel, layouts)
+                source = module_source(plan, self.interpret)
+            with self.times.measure("kernel_loading"):
+                module = self.loader.load(source, plan.name)
             compiled = TritonKernel(plan, source, module, self.mode, self.tuner, self.interpret, self.workers)
+            compiled.times = self.times
             self.compiled[key] = compiled
         return compiled
 

@@ -8,7 +8,9 @@ calls, fallback ops.
 from __future__ import annotations
 
 import contextlib
+import os
 import re
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -18,6 +20,7 @@ import torch
 
 import permalloy
 from permalloy.targets.registry import target_for_device, target_names
+from permalloy.tools.bench.compile_times import summed_compile_times
 
 BACKENDS = ("eager", "inductor", "permalloy")
 """The backends `--backends` accepts, in table order."""
@@ -89,14 +92,22 @@ class Permalloy:
     """
     `torch.compile(model, backend="permalloy")` for the device's kernel target.
     Kernel counts add up every graph compiled (forward and backward ones in a
-    training step); `per_graph` lists each in the order they were compiled.
+    training step); `per_graph` lists each in the order they were compiled,
+    `compile_times` sums their compile time by stage. Like Inductor's, each
+    case compiles with empty caches (a fresh `PERMALLOY_CACHE_DIR` and
+    `TRITON_CACHE_DIR` for the session, `cache_dir`), so compile times are
+    cold compiles; `fresh_cache=False` keeps the caches the environment names
+    (a warm compile).
     """
 
     name = "permalloy"
     compiles = True
 
-    def __init__(self, device: str) -> None:
+    def __init__(self, device: str, fresh_cache: bool = True) -> None:
         self.device = device
+        self.fresh_cache = fresh_cache
+        self.cache_dir: str | None = None
+        """The session's cache directory, while a session with a fresh cache runs."""
         self._warnings: list[str] = []
 
     def compile(self, model: torch.nn.Module) -> Callable[..., Any]:
@@ -110,11 +121,14 @@ class Permalloy:
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
         permalloy.reset_stats()
-        with warnings.catch_warnings(record=True) as caught:
+        caches = _fresh_permalloy_cache() if self.fresh_cache else contextlib.nullcontext()
+        with caches as directory, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
+            self.cache_dir = directory
             try:
                 yield
             finally:
+                self.cache_dir = None
                 self._warnings = sorted({str(w.message) for w in caught if _ours(w)})
 
     def _target(self) -> str | None:
@@ -136,6 +150,7 @@ class Permalloy:
             "graphs_fell_back": len(fell_back),
             "fell_back_reasons": [r["reason"] for r in fell_back],
             "compile_s": sum(r["compile_seconds"] for r in records),
+            "compile_times": summed_compile_times(records),
             "warnings": list(self._warnings),
             "per_graph": [_graph_summary(r) for r in records],
         }
@@ -144,7 +159,9 @@ class Permalloy:
 def _graph_summary(record: dict[str, Any]) -> dict[str, Any]:
     """What the report keeps of one graph's record: for a training step the
     forward graph's comes before the backward graph's."""
-    keys = ("compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds")
+    keys = (
+        "compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds", "compile_times", "cache"
+    )
     return {key: record[key] for key in keys}
 
 
@@ -168,6 +185,26 @@ def permalloy_target(device: str) -> str:
             f"(available targets: {target_names()})"
         )
     return target.name
+
+
+@contextlib.contextmanager
+def _fresh_permalloy_cache() -> Iterator[str]:
+    """permalloy's cache (compiled graphs, Triton modules and tuned
+    configurations) and Triton's binaries in a fresh folder for the block;
+    the folder's path."""
+    with tempfile.TemporaryDirectory(prefix="permalloy-bench-cache-") as directory:
+        binaries = os.path.join(directory, "triton-binaries")
+        settings = {"PERMALLOY_CACHE_DIR": directory, "TRITON_CACHE_DIR": binaries}
+        previous = {name: os.environ.get(name) for name in settings}
+        os.environ.update(settings)
+        try:
+            yield directory
+        finally:
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
 
 
 @contextlib.contextmanager

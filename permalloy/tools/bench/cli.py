@@ -13,6 +13,8 @@ blocks; the `models` suite holds whole models of every common family.
     permalloy-bench --quick --json -                 # JSON only, on stdout
     permalloy-bench --threads 1                      # steadier on a busy machine
     permalloy-bench --train                          # training steps: forward + backward
+    permalloy-bench --suite models --cases gpt2,resnet --backends eager,permalloy --warm-compile
+                                                     # compile time by stage, cold and warm
 
 Progress goes to stderr, the table to stdout. `--json -` prints only the JSON
 on stdout and no progress.
@@ -93,6 +95,18 @@ def build_parser() -> argparse.ArgumentParser:
         "kernel time) and each compiler's ten most expensive kernels",
     )
     parser.add_argument(
+        "--compile-times",
+        action="store_true",
+        help="also print permalloy's compile time per case, stage by stage (AOTAutograd, "
+        "import, passes, kernel emission, compilation and tuning, host program, cache)",
+    )
+    parser.add_argument(
+        "--warm-compile",
+        action="store_true",
+        help="also compile each case in a new process with the cache the first compile "
+        "filled, and report that warm compile (implies --compile-times)",
+    )
+    parser.add_argument(
         "--merge",
         default=None,
         metavar="A.json,B.json",
@@ -141,6 +155,8 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         train=args.train,
         suite=args.suite,
         profile_kernels=args.profile,
+        compile_times=args.compile_times or args.warm_compile,
+        warm_compile=args.warm_compile,
     )
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from permalloy.tools.bench.accuracy import GRADIENT_FLOOR, Accuracy, GradientAccuracy
+from permalloy.tools.bench.compile_times import format_compile_times
 from permalloy.tools.bench.kernel_profile import format_profiles
 from permalloy.tools.bench.results import BackendResult, BenchReport, CaseResult
 
@@ -66,6 +67,8 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
             "mode": "train" if config.train else "inference",
             "suite": config.suite,
             "profile_kernels": config.profile_kernels,
+            "compile_times": config.compile_times,
+            "warm_compile": config.warm_compile,
             "cases": list(config.cases),
             "backends": list(config.backends),
             "profile": config.profile.as_dict(),
@@ -114,7 +117,9 @@ def format_table(report: BenchReport) -> str:
     profiles = format_profiles(report.cases, report.config.backends)
     if not any(r.profile for c in report.cases for r in c.results.values()):
         profiles = []
-    return "\n".join([_header(report), "", *lines, "", *legend, *profiles])
+    config = report.config
+    compile_times = format_compile_times(report.cases) if config.compile_times or config.warm_compile else []
+    return "\n".join([_header(report), "", *lines, "", *legend, *profiles, *compile_times])
 
 
 def _columns(

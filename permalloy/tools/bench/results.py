@@ -37,6 +37,11 @@ class BenchConfig:
     profile_kernels: bool = False
     """Also profile each case (`--profile`): host time per call against summed
     kernel time, and each backend's most expensive kernels."""
+    compile_times: bool = False
+    """Also print permalloy's compile time per case, stage by stage (`--compile-times`)."""
+    warm_compile: bool = False
+    """Also compile each case again in a new process with the cache the first
+    compile filled, and report that warm compile (`--warm-compile`)."""
 
 
 @dataclass
@@ -54,6 +59,9 @@ class BackendResult:
     """Graphs Dynamo captured and graph breaks, while compiling and checking."""
     profile: dict[str, Any] | None = None
     """With `--profile`: host and kernel time per call and the top kernels."""
+    warm_compile: dict[str, Any] | None = None
+    """With `--warm-compile`: the first call's seconds and compile times in a
+    new process with the cache the first compile filled."""
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     bandwidth_gb_per_s: float | None = None
@@ -72,6 +80,7 @@ class BackendResult:
             "kernels": self.kernels,
             "dynamo": None if self.dynamo is None else self.dynamo.as_dict(),
             "profile": self.profile,
+            "warm_compile": self.warm_compile,
             "bandwidth_gb_per_s": self.bandwidth_gb_per_s,
             "bandwidth_fraction_of_copy": self.bandwidth_fraction_of_copy,
         }

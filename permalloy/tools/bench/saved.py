@@ -49,6 +49,7 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
     merged = BenchConfig(
         config.device, tuple(cases), config.backends, config.profile, config.threads,
         train=config.train, suite=config.suite, profile_kernels=config.profile_kernels,
+        compile_times=config.compile_times, warm_compile=config.warm_compile,
     )
     return BenchReport(merged, first.machine, first.copy, first.first_use_s, list(cases.values()))
 
@@ -70,6 +71,8 @@ def report_from_dict(data: dict[str, Any]) -> BenchReport:
         train=raw["mode"] == "train",
         suite=raw.get("suite", "zoo"),
         profile_kernels=raw.get("profile_kernels", False),
+        compile_times=raw.get("compile_times", False),
+        warm_compile=raw.get("warm_compile", False),
     )
     copy = data.get("copy_bandwidth")
     copy_bandwidth = None if copy is None else CopyBandwidth(copy["bytes"], _timing(copy["time"]))
@@ -104,6 +107,7 @@ def _backend(data: dict[str, Any]) -> BackendResult:
         kernels=data["kernels"],
         dynamo=None if dynamo is None else DynamoGraphs(**dynamo),
         profile=data.get("profile"),
+        warm_compile=data.get("warm_compile"),
         speedup_vs_eager=data["speedup_vs_eager"],
         speedup_vs_inductor=data["speedup_vs_inductor"],
         bandwidth_gb_per_s=data["bandwidth_gb_per_s"],

@@ -1,0 +1,225 @@
+"""
+Where permalloy's compile time goes, case by case (`--compile-times`), and
+how long a compile takes once the cache holds it (`--warm-compile`).
+
+The stages come from `permalloy.stats()` (`CompileTimes`), summed over a
+case's graphs: AOTAutograd, import, each pass, kernel emission, compilation,
+loading and tuning, host-program generation and the compiled-graph cache.
+Dynamo's tracing is not measured by permalloy: what the first call took
+beyond the measured stages (Dynamo, guards, the first run itself) is
+reported as `dynamo_and_other`.
+
+A warm compile runs the case again in a new process (`python -m
+permalloy.tools.bench.compile_times`) with the cache the cold compile filled:
+compiled graphs, Triton's modules, tuned configurations and binaries.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+STAGES = (
+    "aot_autograd",
+    "import_fx",
+    "kernel_emission",
+    "kernel_compilation",
+    "kernel_loading",
+    "autotuning",
+    "host_program",
+    "cache_lookup",
+    "cache_store",
+)
+"""The stages of `CompileTimes` besides the passes, in pipeline order."""
+
+
+def summed_compile_times(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The compile-time stages of the stats `records` (one per graph) summed,
+    passes by name; with the cache's hits and misses."""
+    times: dict[str, Any] = {stage: 0.0 for stage in STAGES}
+    passes: dict[str, float] = {}
+    for record in records:
+        measured = record.get("compile_times") or {}
+        for stage in STAGES:
+            times[stage] += measured.get(stage) or 0.0
+        for name, seconds in (measured.get("passes") or {}).items():
+            passes[name] = passes.get(name, 0.0) + seconds
+    times["passes"] = passes
+    times["permalloy_s"] = sum(r.get("compile_seconds", 0.0) for r in records)
+    times["cache_hits"] = sum(r.get("cache") == "hit" for r in records)
+    times["cache_misses"] = sum(r.get("cache") == "miss" for r in records)
+    return times
+
+
+def measured_seconds(times: dict[str, Any]) -> float:
+    """The seconds of the measured stages, passes included."""
+    return sum(times.get(stage) or 0.0 for stage in STAGES) + sum(times.get("passes", {}).values())
+
+
+def add_first_call_remainder(times: dict[str, Any], first_call_s: float | None) -> None:
+    """Add `dynamo_and_other`: the first call's seconds less the measured stages."""
+    if first_call_s is not None:
+        times["first_call_s"] = first_call_s
+        times["dynamo_and_other"] = first_call_s - measured_seconds(times)
+
+
+# -- the warm compile, in a new process -------------------------------------------------
+
+
+def warm_compile(
+    suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None
+) -> dict[str, Any]:
+    """Compile `case` in a new process with the cache of the current one
+    (`$PERMALLOY_CACHE_DIR`, `$TRITON_CACHE_DIR`): its first call's seconds
+    and compile times, or `{"error": ...}`."""
+    argv = [sys.executable, "-m", "permalloy.tools.bench.compile_times", "--suite", suite, "--case", case]
+    argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
+    argv += ["--threads", str(threads)] if threads is not None else []
+    environment = dict(os.environ)
+    package_root = str(Path(__file__).resolve().parents[3])
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
+    result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
+    if result.returncode != 0:
+        lines = result.stderr.strip().splitlines()
+        return {"error": lines[-1] if lines else f"exit status {result.returncode}"}
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _warm_main(argv: Sequence[str] | None = None) -> int:
+    """The warm process: one-time costs first (as the bench's first use), then
+    the case compiled and called once; its times as one line of JSON."""
+    import torch
+
+    import permalloy
+    from permalloy.tools.bench.backends import Permalloy
+    from permalloy.tools.bench.profiles import profile_for
+    from permalloy.tools.bench.runner import make_workload
+    from permalloy.tools.bench.suites import make_suite
+    from permalloy.tools.bench.timing import synchronizer, timed
+
+    parser = argparse.ArgumentParser(prog="permalloy.tools.bench.compile_times")
+    parser.add_argument("--suite", required=True)
+    parser.add_argument("--case", required=True)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--train", action="store_true")
+    parser.add_argument("--threads", type=int, default=None)
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
+    profile, workload = profile_for(args.device, args.quick), make_workload(args.train)
+    adapter, sync = Permalloy(args.device, fresh_cache=False), synchronizer(args.device)
+    with torch.set_grad_enabled(workload.grad_enabled):
+        (warmup,) = workload.prepare_inputs([(torch.randn(8, device=args.device),)])
+        relu = workload.prepare(torch.nn.Sequential(torch.nn.ReLU()), warmup)
+        workload.step(adapter.compile(relu), relu)(warmup)
+        case = make_suite(args.suite).build(args.case, profile, profile.size.seed)
+        inputs = tuple(t.to(args.device) for t in case.inputs)
+        model = workload.prepare(case.model.to(args.device), inputs)
+        (inputs,) = workload.prepare_inputs([inputs])
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        compiled = adapter.compile(model)
+        _, seconds = timed(lambda: workload.step(compiled, model)(inputs), sync)
+    times = summed_compile_times(permalloy.stats())
+    add_first_call_remainder(times, seconds)
+    print(json.dumps(times))
+    return 0
+
+
+# -- the table --------------------------------------------------------------------------
+
+def _stage(key: str):
+    return lambda times: _seconds(times.get(key))
+
+
+def _passes(times: dict[str, Any]) -> str:
+    return _seconds(sum(times.get("passes", {}).values()))
+
+
+def _cache(times: dict[str, Any]) -> str:
+    seconds = (times.get("cache_lookup") or 0.0) + (times.get("cache_store") or 0.0)
+    return f"{seconds:.2f} {times.get('cache_hits', 0)}/{times.get('cache_misses', 0)}"
+
+
+def _top_passes(times: dict[str, Any]) -> str:
+    top = sorted(times.get("passes", {}).items(), key=lambda item: -item[1])[:3]
+    return ", ".join(f"{name} {seconds:.2f}" for name, seconds in top)
+
+
+_COLUMNS = (
+    ("first call s", _stage("first_call_s")),
+    ("dynamo+other", _stage("dynamo_and_other")),
+    ("aot", _stage("aot_autograd")),
+    ("import", _stage("import_fx")),
+    ("passes", _passes),
+    ("emit", _stage("kernel_emission")),
+    ("compile", _stage("kernel_compilation")),
+    ("load", _stage("kernel_loading")),
+    ("tune", _stage("autotuning")),
+    ("host", _stage("host_program")),
+    ("cache h/m", _cache),
+    ("top passes", _top_passes),
+)
+"""Each column's title and cell, from a case's summed compile times."""
+
+
+def format_compile_times(cases: Sequence[Any]) -> list[str]:
+    """permalloy's compile time per case, stage by stage (seconds), with the
+    warm compile where one ran; no lines when no case has them."""
+    rows = []
+    for case in cases:
+        result = case.results.get("permalloy")
+        times = None if result is None else result.kernels.get("compile_times")
+        if times:
+            rows.append(_row(case.case, times, result.warm_compile))
+    if not rows:
+        return []
+    warm = any(row[-1] != "-" for row in rows)
+    titles = ["case", *(title for title, _ in _COLUMNS), "warm s (perm)"]
+    if not warm:
+        titles, rows = titles[:-1], [row[:-1] for row in rows]
+    table = [titles, *rows]
+    widths = [max(len(row[i]) for row in table) for i in range(len(titles))]
+    left = {0, titles.index("top passes"), len(titles) - 1}
+    aligned = [
+        "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        for row in table
+    ]
+    aligned = [line.rstrip() for line in aligned]
+    legend = (
+        "compile times (permalloy, seconds, summed over a case's graphs): first call (Dynamo "
+        "included), Dynamo and the rest of the first call, AOTAutograd, import, passes, kernel "
+        "emission, compilation, loading and tuning, host program, compiled-graph cache (lookup "
+        "and store; hits/misses), the three costliest passes"
+    )
+    if warm:
+        legend += "; warm: the first call in a new process with the cache filled (permalloy's share)"
+    return ["", aligned[0], "  ".join("-" * w for w in widths), *aligned[1:], "", legend]
+
+
+def _row(case: str, times: dict[str, Any], warm: dict[str, Any] | None) -> list[str]:
+    cells = [case, *(cell(times) for _, cell in _COLUMNS)]
+    if warm is None:
+        cells.append("-")
+    elif "error" in warm:
+        cells.append(f"error: {warm['error'][:40]}")
+    else:
+        cells.append(f"{warm.get('first_call_s', 0.0):.2f} ({warm.get('permalloy_s', 0.0):.2f})")
+    return cells
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+if __name__ == "__main__":
+    sys.exit(_warm_main())

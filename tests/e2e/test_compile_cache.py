@@ -1,0 +1,270 @@
+"""
+The compiled-graph cache: a graph compiled in one process is loaded in the
+next without the pipeline, and matches eager; entries that are damaged, cut
+short or written by other versions are reported once, compiled again and
+replaced, never run; the cache turned off writes nothing; keys differ with
+what a compiled graph depends on. Every test has its own cache directory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+from pathlib import Path
+
+import pytest
+import torch
+
+import permalloy
+from permalloy.cache import cache_dir, software_versions
+from permalloy.cache.entry import decode_entry, encode_entry
+from permalloy.tools.backend import PermalloyOptionError, parse_options
+
+pytestmark = pytest.mark.usefixtures("fresh_backend")
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+
+
+def _graph(x, y):
+    return torch.softmax(x * 2 + y, -1).sum(0) + (x @ y.t()).mean()
+
+
+def _inputs(rows: int = 16, dtype: torch.dtype = torch.float32) -> tuple[torch.Tensor, torch.Tensor]:
+    generator = torch.Generator().manual_seed(rows)
+    return (
+        torch.randn(rows, 33, generator=generator, dtype=dtype),
+        torch.randn(rows, 33, generator=generator, dtype=dtype),
+    )
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty cache directory for the test, the cache on."""
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("PERMALLOY_CACHE", raising=False)
+    return tmp_path
+
+
+def _entries(cache: Path) -> list[Path]:
+    return sorted((cache / "graphs").glob("*.graph"))
+
+
+def _compile_and_check(rows: int = 16, dtype: torch.dtype = torch.float32, **options) -> dict:
+    """Compile `_graph` afresh, check it against eager; its stats record."""
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    compiled = torch.compile(_graph, backend="permalloy", options={"fallback": "raise", **options})
+    x, y = _inputs(rows, dtype)
+    torch.testing.assert_close(compiled(x, y), _graph(x, y))
+    (record,) = permalloy.stats()
+    return record
+
+
+def test_tests_never_use_the_home_cache() -> None:
+    assert not cache_dir().resolve().is_relative_to((Path.home() / ".cache").resolve())
+
+
+# -- a new process ------------------------------------------------------------------
+
+_PROCESS = textwrap.dedent(
+    """
+    import json, sys, torch, permalloy
+
+    def graph(x, y):
+        return torch.softmax(x * 2 + y, -1).sum(0) + (x @ y.t()).mean()
+
+    x, y = torch.randn(16, 33), torch.randn(16, 33)
+    states = {}
+    for target in sys.argv[1:]:
+        torch._dynamo.reset()
+        permalloy.reset_stats()
+        options = {"target": target, "fallback": "raise"}
+        compiled = torch.compile(graph, backend="permalloy", options=options)
+        torch.testing.assert_close(compiled(x, y), graph(x, y))
+        (record,) = permalloy.stats()
+        states[target] = {"cache": record["cache"], "passes": record["compile_times"]["passes"]}
+    print(json.dumps(states))
+    """
+)
+
+
+def _new_process(cache: Path, *targets: str) -> dict:
+    environment = {**os.environ, "PERMALLOY_CACHE_DIR": str(cache), "TRITON_INTERPRET": "1"}
+    environment["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPOSITORY), environment.get("PYTHONPATH")]))
+    result = subprocess.run(
+        [sys.executable, "-c", _PROCESS, *targets], capture_output=True, text=True, env=environment, check=False
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "compiled-graph cache" not in result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_new_process_loads_the_graph_without_the_pipeline(cache: Path) -> None:
+    """LLVM kernels come back as object code; Triton's (under its interpreter)
+    are generated again from the stored buffer-level module."""
+    first = _new_process(cache, "llvm", "triton")
+    assert {t: s["cache"] for t, s in first.items()} == {"llvm": "miss", "triton": "miss"}
+    assert "fuse-loops" in first["llvm"]["passes"]
+    assert len(_entries(cache)) == 2
+    second = _new_process(cache, "llvm", "triton")
+    assert {t: s["cache"] for t, s in second.items()} == {"llvm": "hit", "triton": "hit"}
+    assert second["llvm"]["passes"] == {} and second["triton"]["passes"] == {}
+    assert len(_entries(cache)) == 2
+
+
+def test_a_hit_in_the_same_process_records_its_stages(cache: Path) -> None:
+    miss = _compile_and_check(target="llvm")
+    hit = _compile_and_check(target="llvm")
+    assert (miss["cache"], hit["cache"]) == ("miss", "hit")
+    assert hit["kernels"] == miss["kernels"] and hit["extern_calls"] == miss["extern_calls"]
+    assert hit["peak_intermediate_bytes"] == miss["peak_intermediate_bytes"]
+    times = miss["compile_times"]
+    assert times["import_fx"] > 0 and times["kernel_emission"] > 0 and times["kernel_compilation"] > 0
+    assert {"convert-ptensor-to-loop", "fuse-loops", "cse", "plan-memory"} <= set(times["passes"])
+    assert times["aot_autograd"] > 0 and times["cache_store"] > 0
+    loaded = hit["compile_times"]
+    assert loaded["passes"] == {} and loaded["kernel_compilation"] == 0 == loaded["kernel_emission"]
+    assert loaded["kernel_loading"] > 0 and loaded["cache_lookup"] > 0
+
+
+# -- entries that cannot be used ------------------------------------------------------
+
+
+def _damage(path: Path, how: str) -> None:
+    data = path.read_bytes()
+    if how == "corrupt":
+        middle = len(data) // 2
+        path.write_bytes(data[:middle] + bytes([data[middle] ^ 0x55]) + data[middle + 1 :])
+    elif how == "truncated":
+        path.write_bytes(data[: len(data) * 2 // 3])
+    elif how == "other versions":
+        entry = decode_entry(data, path.stem, software_versions())
+        older = {**entry.versions, "torch": "2.0.0"}
+        path.write_bytes(encode_entry(type(entry)(**{**entry.__dict__, "versions": older})))
+    elif how == "not an entry":
+        path.write_bytes(b"\x00\x01 something else entirely")
+    else:
+        raise ValueError(how)
+
+
+@pytest.mark.parametrize("how", ["corrupt", "truncated", "other versions", "not an entry"])
+def test_an_unusable_entry_warns_once_and_compiles_again(cache: Path, how: str) -> None:
+    assert _compile_and_check(target="llvm")["cache"] == "miss"
+    (entry,) = _entries(cache)
+    _damage(entry, how)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        record = _compile_and_check(target="llvm")
+    reports = [w for w in caught if "compiled-graph cache entry" in str(w.message)]
+    assert len(reports) == 1, [str(w.message) for w in caught]
+    assert str(entry) in str(reports[0].message)
+    assert record["cache"] == "miss" and record["compiled"]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _compile_and_check(target="llvm")["cache"] == "hit"
+    assert not [w for w in caught if "compiled-graph cache" in str(w.message)]
+    assert _entries(cache) == [entry]
+
+
+def test_an_entry_whose_module_does_not_parse_compiles_again(cache: Path) -> None:
+    """Past its checksum, an entry whose IR no longer parses (an edited
+    dialect under an unchanged version) is reported and replaced too."""
+    _compile_and_check(target="llvm")
+    (path,) = _entries(cache)
+    entry = decode_entry(path.read_bytes(), path.stem, software_versions())
+    broken = type(entry)(**{**entry.__dict__, "host": entry.host.replace("buffer.", "nosuchdialect.", 1)})
+    path.write_bytes(encode_entry(broken))
+    with pytest.warns(RuntimeWarning, match="compiled-graph cache entry .* not loadable"):
+        assert _compile_and_check(target="llvm")["cache"] == "miss"
+    assert _compile_and_check(target="llvm")["cache"] == "hit"
+
+
+# -- turned off ---------------------------------------------------------------------
+
+
+def test_the_cache_option_off_writes_nothing(cache: Path) -> None:
+    assert _compile_and_check(target="llvm", cache=False)["cache"] == "off"
+    assert not (cache / "graphs").exists()
+
+
+def test_the_environment_variable_off_writes_nothing(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PERMALLOY_CACHE", "0")
+    assert _compile_and_check(target="llvm")["cache"] == "off"
+    assert not (cache / "graphs").exists()
+
+
+def test_bad_cache_settings_list_the_valid_ones(monkeypatch: pytest.MonkeyPatch) -> None:
+    with pytest.raises(PermalloyOptionError, match="option 'cache' takes True or False"):
+        parse_options({"cache": "no"}, None)
+    monkeypatch.setenv("PERMALLOY_CACHE", "maybe")
+    with pytest.raises(PermalloyOptionError, match=r"PERMALLOY_CACHE='maybe' is not valid; valid values: 1, true"):
+        parse_options({}, None)
+
+
+def test_an_unwritable_cache_warns_and_compiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the cache directory would be")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(blocked))
+    with pytest.warns(RuntimeWarning, match="cannot write its compiled-graph cache"):
+        assert _compile_and_check(target="llvm")["cache"] == "miss"
+
+
+# -- keys -----------------------------------------------------------------------------
+
+
+def test_keys_differ_with_options_shapes_and_dtypes(cache: Path) -> None:
+    variants = [
+        {},
+        {"rows": 24},
+        {"dtype": torch.float64},
+        {"fusion": False},
+        {"vector_bits": 128},
+        {"parallel_threshold": 7},
+    ]
+    for count, variant in enumerate(variants, start=1):
+        assert _compile_and_check(target="llvm", **variant)["cache"] == "miss", variant
+        assert len(_entries(cache)) == count
+    for variant in variants:
+        assert _compile_and_check(target="llvm", **variant)["cache"] == "hit", variant
+    assert len(_entries(cache)) == len(variants)
+
+
+def test_a_hit_with_symbolic_sizes_serves_every_size(cache: Path) -> None:
+    """Loaded kernels take the size symbols the entry recorded for each launch."""
+
+    def run(rows: int) -> str:
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        options = {"fallback": "raise", "target": "llvm"}
+        compiled = torch.compile(_graph, backend="permalloy", options=options, dynamic=True)
+        for size in (rows, rows + 5):
+            x, y = _inputs(size)
+            torch.testing.assert_close(compiled(x, y), _graph(x, y))
+        (record,) = permalloy.stats()
+        assert record["size_symbols"]
+        return record["cache"]
+
+    assert (run(16), run(16), run(9)) == ("miss", "hit", "hit")
+
+
+def test_training_graphs_hit_and_match_eager(cache: Path) -> None:
+    def step() -> tuple[list[str], list[torch.Tensor]]:
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        model = torch.nn.Sequential(torch.nn.Linear(12, 16), torch.nn.GELU(), torch.nn.LayerNorm(16))
+        torch.manual_seed(0)
+        for parameter in model.parameters():
+            torch.nn.init.normal_(parameter)
+        compiled = torch.compile(model, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+        compiled(torch.randn(4, 12, generator=torch.Generator().manual_seed(1))).square().sum().backward()
+        return [r["cache"] for r in permalloy.stats()], [p.grad for p in model.parameters()]
+
+    first, gradients = step()
+    second, loaded = step()
+    assert (first, second) == (["miss", "miss"], ["hit", "hit"])
+    for expected, actual in zip(gradients, loaded, strict=True):
+        torch.testing.assert_close(actual, expected, rtol=0, atol=0)

@@ -1,0 +1,75 @@
+"""
+permalloy-bench's compile-time breakdown (`--compile-times`) and warm compile
+(`--warm-compile`, a new process with the cache the first compile filled), in
+the JSON and the table; the cold compile starts from an empty cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+
+import pytest
+
+from permalloy.tools.bench import cli
+from permalloy.tools.bench.compile_times import STAGES, summed_compile_times
+
+QUICK_POINTWISE = ["--quick", "--cases", "pointwise_chain", "--backends", "eager,permalloy"]
+
+
+def _permalloy_result(data: dict) -> dict:
+    (case,) = data["cases"]
+    return case["results"]["permalloy"]
+
+
+def test_the_json_breaks_compile_time_down(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([*QUICK_POINTWISE, "--json", "-"]) == 0
+    result = _permalloy_result(json.loads(capsys.readouterr().out))
+    times = result["kernels"]["compile_times"]
+    assert set(STAGES) <= set(times)
+    assert times["cache_misses"] == 1 and times["cache_hits"] == 0, "each case compiles cold"
+    assert times["import_fx"] > 0 and times["kernel_compilation"] > 0 and times["aot_autograd"] > 0
+    assert {"convert-ptensor-to-loop", "fuse-loops", "plan-memory"} <= set(times["passes"])
+    assert times["first_call_s"] == result["compile_s"]
+    assert 0 < times["permalloy_s"] < times["first_call_s"]
+    assert times["dynamo_and_other"] > 0
+    (graph,) = result["kernels"]["per_graph"]
+    assert graph["cache"] == "miss" and graph["compile_times"]["passes"]
+    assert result["warm_compile"] is None
+
+
+def test_the_table_shows_the_breakdown_on_request(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(QUICK_POINTWISE) == 0
+    assert "dynamo+other" not in capsys.readouterr().out
+    assert cli.main([*QUICK_POINTWISE, "--compile-times"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    header = next(i for i, line in enumerate(lines) if "dynamo+other" in line)
+    assert "passes" in lines[header] and "top passes" in lines[header] and "warm" not in lines[header]
+    row = lines[header + 2]
+    assert row.startswith("pointwise_chain") and " 0/1 " in row
+
+
+def test_a_warm_compile_hits_the_cache_in_a_new_process(capsys: pytest.CaptureFixture[str]) -> None:
+    before = os.environ.get("PERMALLOY_CACHE_DIR")
+    assert cli.main([*QUICK_POINTWISE, "--warm-compile", "--json", "-"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["config"]["warm_compile"] and data["config"]["compile_times"]
+    warm = _permalloy_result(data)["warm_compile"]
+    assert "error" not in warm, warm
+    assert warm["cache_hits"] == 1 and warm["cache_misses"] == 0
+    assert warm["passes"] == {} and warm["kernel_compilation"] == 0 and warm["kernel_loading"] > 0
+    assert 0 < warm["permalloy_s"] < warm["first_call_s"]
+    assert os.environ.get("PERMALLOY_CACHE_DIR") == before, "the session restores the cache directory"
+
+
+def test_summed_compile_times_add_graphs_and_passes() -> None:
+    first = {"import_fx": 0.5, "aot_autograd": None, "passes": {"cse": 0.25}}
+    second = {"import_fx": 0.25, "aot_autograd": 1.0, "passes": {"cse": 0.5, "dce": 1.0}}
+    records = [
+        {"compile_seconds": 1.0, "cache": "miss", "compile_times": first},
+        {"compile_seconds": 2.0, "cache": "hit", "compile_times": second},
+    ]
+    times = summed_compile_times(records)
+    assert times["import_fx"] == 0.75 and times["aot_autograd"] == 1.0
+    assert times["passes"] == {"cse": 0.75, "dce": 1.0}
+    assert (times["cache_hits"], times["cache_misses"], times["permalloy_s"]) == (1, 1, 3.0)

@@ -241,7 +241,12 @@ class OutlineLoop(RewritePattern):
 
 def _kernel(op: loop.LoopOp | loop.FusedOp, name: str, inputs: list[SSAValue]) -> buf.KernelOp:
     """The kernel `name` computing `op`'s results from `inputs` (its arguments)."""
-    block = Block(arg_types=[_tensor_type(v) for v in inputs])
+    # the body's arguments have the tensor types of the op's inputs
+    tensor_types: dict[SSAValue, Attribute] = {}
+    for value, argument in zip(op.operands, op.body.block.args):
+        tensor_types.setdefault(value, argument.type)
+    argument_types = [tensor_types[v] for v in inputs]
+    block = Block(arg_types=argument_types)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
     if isinstance(op, loop.FusedOp):
         mapping.update(zip(op.body.block.args, [mapping[v] for v in op.inputs]))
@@ -259,7 +264,7 @@ def _kernel(op: loop.LoopOp | loop.FusedOp, name: str, inputs: list[SSAValue]) -
     block.add_op(buf.YieldOp(results))
     return buf.KernelOp(
         name,
-        [_tensor_type(v) for v in inputs],
+        argument_types,
         [r.type for r in op.results],  # type: ignore[misc]
         Region(block),
     )

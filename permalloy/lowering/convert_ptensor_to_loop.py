@@ -3,7 +3,8 @@ The `convert-ptensor-to-loop` pass, as xDSL rewrite patterns.
 
 One `LowerToLoop` pattern per entry of `LOWERINGS` turns a computing ptensor
 op into the loop op its lowering builds; `EraseDeadView` drops the views that
-no reader needs once their readers load through them.
+no reader needs once their readers load through them. Two walks of each
+function: the computing ops forwards, then the views and fills backwards.
 """
 
 from __future__ import annotations
@@ -105,13 +106,17 @@ class ConvertPtensorToLoopPass(ModulePass):
 
 
 def _lower_function(function: func.FuncOp) -> None:
-    """Computing ops in order, each reading its operands through views; then
-    the fills, whose readers took the value as a constant, so that most need
-    no loop of their own by then. Each step leaves dead views behind."""
-    _rewrite(function, GreedyRewritePatternApplier(lowering_patterns(fills=False), dce_enabled=False))
-    _rewrite(function, EraseDeadView(), reverse=True)
-    _rewrite(function, GreedyRewritePatternApplier(lowering_patterns(fills=True), dce_enabled=False))
-    _rewrite(function, EraseDeadView(), reverse=True)
+    """
+    Computing ops in order, each reading its operands through views; then,
+    walking back, the views no one reads any more and the fills, whose readers
+    took the value as a constant, so that most need no loop of their own by
+    then. Walking back, a view's readers are erased before it, and a fill's
+    dead views before the fill.
+    """
+    computing = lowering_patterns(fills=False)
+    _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
+    cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
+    _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)
 
 
 def _rewrite(function: func.FuncOp, pattern: RewritePattern, reverse: bool = False) -> None:

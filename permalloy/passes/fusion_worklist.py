@@ -95,19 +95,23 @@ class InliningWorklist:
         """Check the reader's candidates in the order of its inputs and inline
         the first one allowed; the candidates after it wait for the next round."""
         pending = self._candidates.pop(reader, set())
-        positions = {p: _input_position(reader, p) for p in pending}
-        ordered = sorted((p for p in pending if positions[p] is not None), key=positions.__getitem__)
-        if not ordered:
+        if not pending:
             return False
         self.reader_visits += 1
-        for i, producer in enumerate(ordered):
+        for position, value in enumerate(reader.inputs):
+            if not pending:
+                break
+            producer = value.owner
+            if producer not in pending:
+                continue
+            pending.discard(producer)  # a second input of it would get the same answer
             self.candidate_checks += 1
+            assert isinstance(producer, loop.PointwiseOp)
             if can_inline(reader, producer) and self.cost.allows(producer, reader):
-                later = ordered[i + 1 :]
-                if later:
-                    self._candidates.setdefault(reader, set()).update(later)
+                if pending:
+                    self._candidates.setdefault(reader, set()).update(pending)
                     self._next_round.add(reader)
-                self._inline(reader, producer, positions[producer])
+                self._inline(reader, producer, position)
                 return True
         return False
 
@@ -156,7 +160,3 @@ class InliningWorklist:
                 self._recheck_readers_of(source)
                 self._maybe_dead.add(source)
 
-
-def _input_position(reader: loop.LoopOp, producer: loop.PointwiseOp) -> int | None:
-    """The first position at which `reader` takes `producer`'s result, if it does."""
-    return min((use.index for use in producer.result.uses if use.operation is reader), default=None)

@@ -9,12 +9,14 @@ inlines what the rounds it stands for inline.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from xdsl.dialects import func
 from xdsl.parser import Parser
 
 from permalloy.dialects import loop, make_context
-from permalloy.passes.fusion_inlining import InliningCost
+from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
 from permalloy.passes.fusion_worklist import InliningWorklist
 
 ROWS = "!ptensor.tensor<[4, 8], f32>"
@@ -129,3 +131,134 @@ def test_a_chain_of_layers_fuses_each_layer_into_its_reduction_and_residual():
     # next layer's row sum and residual read
     assert kinds.count("loop.reduce") == 3
     assert "math.tanh" in {op.name for op in loop_ops(function)[-1].walk()}
+
+
+# -- the same decisions as the rounds -----------------------------------------
+
+
+def inline_in_rounds(function: func.FuncOp, cost: InliningCost) -> None:
+    """The rounds the worklist stands for, written out: each reader in order
+    inlines the first input the rules allow; unread producers are erased after
+    each round; until a round inlines nothing."""
+    changed = True
+    while changed:
+        changed = False
+        for reader in loop_ops(function):
+            for position, value in enumerate(reader.inputs):
+                producer = value.owner
+                if (
+                    isinstance(producer, loop.PointwiseOp)
+                    and can_inline(reader, producer)
+                    and cost.allows(producer, reader)
+                ):
+                    inline_producer(reader, position)
+                    changed = True
+                    break
+        for producer in [o for o in function.body.block.ops if isinstance(o, loop.PointwiseOp)]:
+            if not producer.result.uses:
+                producer.detach()
+                producer.erase()
+
+
+def random_graph(seed: int) -> str:
+    """Loop ops over `[4, 8]` rows and `[4]` row sums reading earlier ones at
+    their own element, at a reversed index, broadcast along rows or gathered
+    at a computed column, some through two arguments; bodies cheap, with
+    `math` or with `loop.index`; some results returned, some never read."""
+    rng = random.Random(seed)
+    types = {"x": ROWS}
+    body = []
+    for k in range(rng.randint(4, 24)):
+        rows = [name for name, t in types.items() if t == ROWS]
+        sums = [name for name, t in types.items() if t == ROW_SUMS]
+        if sums and rng.random() < 0.1:
+            # a reduction over the row sums, broadcast along the rows
+            reads, result, over = [(rng.choice(sums), "[r0]")], ROWS, 4
+        elif rng.random() < 0.2:
+            reads, result, over = [(rng.choice(rows), "[d0, r0]")], ROW_SUMS, 8
+        else:
+            reads, result, over = [], ROWS, 0
+            for _ in range(rng.randint(1, 3)):
+                if sums and rng.random() < 0.25:
+                    reads.append((rng.choice(sums), "[d0]"))
+                else:
+                    index = rng.choice(["[d0, d1]", "[d0, d1]", "[d0, 7 - d1]", "[3 - d0, d1]", "[d0, v0]"])
+                    reads.append((rng.choice(rows[-4:]), index))
+        body.append(_loop_op(f"p{k}", reads, types, result, over, rng))
+        types[f"p{k}"] = result
+    returned = [name for name in list(types)[1:] if rng.random() < 0.25] or [list(types)[-1]]
+    names = ", ".join(f"%{name}" for name in returned)
+    result_types = ", ".join(types[name] for name in returned)
+    return f"""func.func @f(%x: {ROWS}) -> ({result_types}) {{{"".join(body)}
+  func.return {names} : {result_types}
+}}"""
+
+
+def _loop_op(
+    name: str,
+    reads: list[tuple[str, str]],
+    types: dict[str, str],
+    result: str,
+    over: int,
+    rng: random.Random,
+) -> str:
+    """A loop op summing its loads (a value and the index it is read at; `v0`
+    a column computed in the body), then a few more scalar ops; a reduction
+    `over` that many elements, or pointwise. A value read twice may be read
+    through two arguments."""
+    arguments: list[str] = []
+    lines, last = [], ""
+    for j, (value, index) in enumerate(reads):
+        if value not in arguments or rng.random() < 0.3:
+            arguments.append(value)
+        argument = len(arguments) - 1 - arguments[::-1].index(value)
+        gather = ""
+        if "v0" in index:
+            lines.append(f"    %g{j} = loop.index 7 - d1")
+            gather = f" (%g{j})"
+        lines.append(f"    %l{j} = loop.load %a{argument}{index}{gather} : f32")
+        if j:
+            lines.append(f"    %s{j} = arith.addf {last}, %l{j} : f32")
+        last = f"%s{j}" if j else f"%l{j}"
+    for j in range(rng.randint(0, 5)):
+        scalar_op = rng.choice(["arith.mulf", "arith.addf", "math.exp", "math.tanh", "loop.index"])
+        if scalar_op == "loop.index" and not over:
+            lines.append(f"    %k{j} = loop.index d1")
+            lines.append(f"    %i{j} = arith.index_cast %k{j} : index to i64")
+            lines.append(f"    %f{j} = arith.sitofp %i{j} : i64 to f32")
+            lines.append(f"    %e{j} = arith.addf {last}, %f{j} : f32")
+        elif scalar_op.startswith("math"):
+            lines.append(f"    %e{j} = {scalar_op} {last} : f32")
+        else:
+            lines.append(f"    %e{j} = {scalar_op.replace('loop.index', 'arith.addf')} {last}, {last} : f32")
+        last = f"%e{j}"
+    ins = ", ".join(f"%a{i} = %{v} : {types[v]}" for i, v in enumerate(arguments))
+    head = (
+        f"loop.reduce sum ins({ins}) over [{over}] -> {result}"
+        if over
+        else f"loop.pointwise ins({ins}) -> {result}"
+    )
+    text = "\n".join(lines)
+    return f"""
+  %{name} = {head} {{
+{text}
+    loop.yield {last} : f32
+  }}"""
+
+
+@pytest.mark.parametrize("seed", range(100))
+@pytest.mark.parametrize(
+    "cost",
+    [
+        InliningCost(max_kernel_size=8, max_recompute=1),
+        InliningCost(max_kernel_size=16, max_recompute=2),
+        InliningCost(max_kernel_size=64, max_recompute=2),
+    ],
+    ids=["small-kernels", "medium-kernels", "default"],
+)
+def test_the_worklist_inlines_what_the_rounds_inline(seed, cost):
+    text = random_graph(seed)
+    expected = Parser(make_context(), text).parse_module()
+    inline_in_rounds(next(op for op in expected.walk() if isinstance(op, func.FuncOp)), cost)
+    _, function = run_worklist(text, cost)
+    assert str(function) == str(next(op for op in expected.walk() if isinstance(op, func.FuncOp)))

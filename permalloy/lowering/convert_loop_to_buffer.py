@@ -1,4 +1,14 @@
-"""The `convert-loop-to-buffer` pass."""
+"""
+The `convert-loop-to-buffer` pass, as xDSL rewrite patterns.
+
+One walk over the module, each function and then its ops in order, with a
+pattern per kind of op: the function's arguments (`BufferArguments`), loop ops
+(`OutlineLoop`), views (`ViewToBuffer`), the other host ops (`HostOpToExtern`)
+and the return (`ReturnBuffers`). Each pattern replaces the tensor results of
+its op by the buffers that hold them, so that every op after it reads buffers
+(a buffer's tensor type is the type of the values it holds). The only state
+the patterns share is the kernel names given so far (`KernelNames`).
+"""
 
 from __future__ import annotations
 
@@ -12,7 +22,14 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.passes import ModulePass
-from xdsl.rewriter import Rewriter
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+from xdsl.rewriter import InsertPoint
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
@@ -64,16 +81,37 @@ class ConvertLoopToBufferPass(ModulePass):
     name = "convert-loop-to-buffer"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        names = _KernelNames()
-        functions = [f for f in defined_functions(op) if f.parent_op() is op]
-        for function in functions:
-            check_loop_level(function, self.name)
-        for function in functions:
-            _FunctionConversion(op, function, names).run()
+        for function in defined_functions(op):
+            if is_converted(function):
+                check_loop_level(function, self.name)
+        patterns: list[RewritePattern] = [
+            BufferArguments(),
+            ReturnBuffers(),
+            OutlineLoop(KernelNames()),
+            ViewToBuffer(),
+            HostOpToExtern(),
+        ]
+        applier = GreedyRewritePatternApplier(patterns, dce_enabled=False)
+        PatternRewriteWalker(applier, apply_recursively=False).rewrite_module(op)
+
+
+def is_converted(function: Operation | None) -> bool:
+    """Whether the pass converts `function`: a function with a body in the
+    top-level module (kernels go next to it)."""
+    if not isinstance(function, func.FuncOp) or not function.body.blocks:
+        return False
+    module = function.parent_op()
+    return isinstance(module, ModuleOp) and module.parent_op() is None
+
+
+def _host_op(op: Operation) -> func.FuncOp | None:
+    """The function whose host program `op` is part of, if the pass converts it."""
+    function = op.parent_op()
+    return function if is_converted(function) else None  # type: ignore[return-value]
 
 
 @dataclass
-class _KernelNames:
+class KernelNames:
     """Gives kernels unique names after what they compute."""
 
     used: set[str] = field(default_factory=set)
@@ -144,150 +182,159 @@ def _broadcast_dims(sizes: Sequence[sympy.Expr], strides: Sequence[sympy.Expr]) 
     ]
 
 
-class _FunctionConversion:
-    """The state of converting one function: the buffer of each tensor value."""
+def _result_layout(function: func.FuncOp, position: int) -> SymListAttr | None:
+    return _layout_attr(function.res_attrs, position)
 
-    def __init__(self, module: ModuleOp, function: func.FuncOp, names: _KernelNames):
-        self.module = module
-        self.function = function
-        self.names = names
-        self.buffers: dict[SSAValue, SSAValue] = {}
-        self.dead: list[Operation] = []
-        self.result_types: list[Attribute] = []
-        self.result_layouts = self._result_layouts()
 
-    def _result_layouts(self) -> dict[int, SymListAttr]:
-        layouts = {}
-        for i, _ in enumerate(self.function.function_type.outputs.data):
-            layout = _layout_attr(self.function.res_attrs, i)
-            if layout is not None:
-                layouts[i] = layout
-        return layouts
+def _returned_position(result: SSAValue) -> int | None:
+    """The position at which the function returns `result` (the last one, if
+    several), or None."""
+    positions = [u.index for u in result.uses if isinstance(u.operation, func.ReturnOp)]
+    return max(positions) if positions else None
 
-    def run(self) -> None:
-        block = self.function.body.block
-        for i, arg in enumerate(block.args):
-            layout = _layout_attr(self.function.arg_attrs, i)
-            new_type = _buffer_for(arg.type, layout)
+
+@dataclass(frozen=True)
+class BufferArguments(RewritePattern):
+    """A function's tensor arguments become buffers, in the layouts their
+    `ptensor.strides` attributes give (dense otherwise)."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.FuncOp, rewriter: PatternRewriter) -> None:
+        if not is_converted(op):
+            return
+        for i, arg in enumerate(op.body.block.args):
+            new_type = _buffer_for(arg.type, _layout_attr(op.arg_attrs, i))
             if new_type != arg.type:
-                Rewriter.replace_value_with_new_type(arg, new_type)
-        for arg in block.args:
-            self.buffers[arg] = arg
-        returned = self._returned_positions()
-        for op in list(block.ops):
-            if isinstance(op, func.ReturnOp):
-                self._convert_return(op)
-            elif isinstance(op, loop.LoopOp | loop.FusedOp):
-                self._convert_loop(op, returned)
-            elif isinstance(op, VIEW_OPS):
-                self._convert_view(op)
-            else:
-                self._convert_extern(op)
-        for op in reversed(self.dead):
-            op.detach()
-            op.erase()
-        inputs = [a.type for a in block.args]
-        self.function.function_type = FunctionType.from_lists(inputs, self.result_types)
+                rewriter.replace_value_with_new_type(arg, new_type)
 
-    def _returned_positions(self) -> dict[SSAValue, int]:
-        terminator = self.function.body.block.last_op
-        assert isinstance(terminator, func.ReturnOp)
-        return {v: i for i, v in enumerate(terminator.arguments)}
 
-    def _insert(self, op: Operation, before: Operation) -> Operation:
-        block = before.parent_block()
-        assert block is not None
-        block.insert_op_before(op, before)
-        return op
+@dataclass(frozen=True)
+class OutlineLoop(RewritePattern):
+    """A kernel holding the loop op (or the members of a `loop.fused`), an
+    allocation per result, and the launch."""
 
-    def _outline(self, op: Operation, inputs: list[SSAValue]) -> tuple[Block, Operation]:
-        """A block whose arguments stand for `inputs`, holding a clone of `op`."""
-        block = Block(arg_types=[_tensor_type(v) for v in inputs])
-        mapping = dict(zip(inputs, block.args))
-        clone = op.clone(value_mapper=mapping)
-        block.add_op(clone)
-        return block, clone
+    names: KernelNames
 
-    def _convert_loop(self, op: loop.LoopOp | loop.FusedOp, returned: dict[SSAValue, int]) -> None:
-        """A kernel holding the loop op (or the members of a `loop.fused`), an
-        allocation per result, and the launch."""
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, loop.LoopOp | loop.FusedOp):
+            return
+        function = _host_op(op)
+        if function is None:
+            return
         inputs = list(dict.fromkeys(op.operands))
-        block = Block(arg_types=[_tensor_type(v) for v in inputs])
-        mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
-        if isinstance(op, loop.FusedOp):
-            mapping.update(zip(op.body.block.args, [mapping[v] for v in op.inputs]))
-            for member in op.members:
-                clone = member.clone(value_mapper=mapping)
-                block.add_op(clone)
-                mapping[member.result] = clone.results[0]
-            terminator = op.body.block.last_op
-            assert isinstance(terminator, loop.FusedYieldOp)
-            results = [mapping[v] for v in terminator.values]
-        else:
-            clone = op.clone(value_mapper=mapping)
-            block.add_op(clone)
-            results = list(clone.results)
-        block.add_op(buf.YieldOp(results))
         name = self.names.name_for(op)
-        kernel = buf.KernelOp(
-            name,
-            [_tensor_type(v) for v in inputs],
-            [r.type for r in op.results],  # type: ignore[misc]
-            Region(block),
-        )
-        self.module.body.block.insert_op_before(kernel, self.function)
+        rewriter.insert(_kernel(op, name, inputs), InsertPoint.before(function))
         allocs = []
         for result in op.results:
-            position = returned.get(result)
-            layout = self.result_layouts.get(position) if position is not None else None
-            if layout is not None and _broadcast_dims(result.type.sizes, layout.data):
+            position = _returned_position(result)
+            layout = _result_layout(function, position) if position is not None else None
+            if layout is not None and _broadcast_dims(result.type.sizes, layout.data):  # type: ignore[union-attr]
                 layout = None  # written densely; the return makes the broadcast view
-            alloc = self._insert(buf.AllocOp(_buffer_for(result.type, layout)), op)  # type: ignore[arg-type]
+            alloc = rewriter.insert(buf.AllocOp(_buffer_for(result.type, layout)))  # type: ignore[arg-type]
             alloc.results[0].name_hint = result.name_hint
             allocs.append(alloc.results[0])
-            self.buffers[result] = alloc.results[0]
-        self._insert(buf.LaunchOp(name, [self.buffers[v] for v in inputs], allocs), op)
-        self._erase(op)
+        rewriter.insert(buf.LaunchOp(name, inputs, allocs))
+        for result, alloc in zip(op.results, allocs):
+            rewriter.replace_all_uses_with(result, alloc)
+        rewriter.erase(op)
 
-    def _convert_extern(self, op: Operation) -> None:
+
+def _kernel(op: loop.LoopOp | loop.FusedOp, name: str, inputs: list[SSAValue]) -> buf.KernelOp:
+    """The kernel `name` computing `op`'s results from `inputs` (its arguments)."""
+    # the body's arguments have the tensor types of the op's inputs
+    tensor_types: dict[SSAValue, Attribute] = {}
+    for value, argument in zip(op.operands, op.body.block.args):
+        tensor_types.setdefault(value, argument.type)
+    argument_types = [tensor_types[v] for v in inputs]
+    block = Block(arg_types=argument_types)
+    mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
+    if isinstance(op, loop.FusedOp):
+        mapping.update(zip(op.body.block.args, [mapping[v] for v in op.inputs]))
+        for member in op.members:
+            clone = member.clone(value_mapper=mapping)
+            block.add_op(clone)
+            mapping[member.result] = clone.results[0]
+        terminator = op.body.block.last_op
+        assert isinstance(terminator, loop.FusedYieldOp)
+        results = [mapping[v] for v in terminator.values]
+    else:
+        clone = op.clone(value_mapper=mapping)
+        block.add_op(clone)
+        results = list(clone.results)
+    block.add_op(buf.YieldOp(results))
+    return buf.KernelOp(
+        name,
+        argument_types,
+        [r.type for r in op.results],  # type: ignore[misc]
+        Region(block),
+    )
+
+
+@dataclass(frozen=True)
+class HostOpToExtern(RewritePattern):
+    """An op the host program runs (a library call, a fallback, a constant,
+    random numbers, a scatter) becomes a `buffer.extern` holding it."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, (func.FuncOp, func.ReturnOp, loop.LoopOp, loop.FusedOp, *VIEW_OPS)):
+            return  # other patterns' ops
+        if _host_op(op) is None:
+            return
         inputs = list(dict.fromkeys(op.operands))
-        block, clone = self._outline(op, inputs)
+        block = Block(arg_types=[_tensor_type(v) for v in inputs])
+        clone = op.clone(value_mapper=dict(zip(inputs, block.args)))
+        block.add_op(clone)
         block.add_op(buf.YieldOp(clone.results))
         result_types = [_buffer_for(r.type, None) for r in op.results]
-        extern = self._insert(
-            buf.ExternOp([self.buffers[v] for v in inputs], result_types, Region(block)),  # type: ignore[arg-type]
-            op,
-        )
+        extern = rewriter.insert(buf.ExternOp(inputs, result_types, Region(block)))  # type: ignore[arg-type]
         for old, new in zip(op.results, extern.results):
             new.name_hint = old.name_hint
-            self.buffers[old] = new
-        self._erase(op)
+            rewriter.replace_all_uses_with(old, new)
+        rewriter.erase(op)
 
-    def _convert_view(self, op: Operation) -> None:
-        source = self.buffers[op.operands[0]]
-        source_type = source.type
-        assert isinstance(source_type, buf.BufferType)
+
+@dataclass(frozen=True)
+class ViewToBuffer(RewritePattern):
+    """A view becomes a `buffer.view` of its source's memory, or of a dense
+    copy of it when the view cannot reinterpret that memory."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if not isinstance(op, VIEW_OPS) or _host_op(op) is None:
+            return
+        source = op.operands[0]
+        source_type = buf.buffer_type(source)
         layout = view_layout(op, source_type)
         if layout is None:
-            dense = self._insert(buf.AllocOp(buf.BufferType(source_type.sizes, source_type.element_type)), op)
-            self._insert(buf.CopyOp(source, dense.results[0]), op)
+            dense = rewriter.insert(buf.AllocOp(buf.BufferType(source_type.sizes, source_type.element_type)))
+            rewriter.insert(buf.CopyOp(source, dense.results[0]))
             source = dense.results[0]
             layout = view_layout(op, buf.buffer_type(source))
             assert layout is not None, "a view of a dense buffer is always a reinterpretation"
-        view = self._insert(buf.ViewOp(source, layout), op)
+        view = rewriter.insert(buf.ViewOp(source, layout))
         view.results[0].name_hint = op.results[0].name_hint
-        self._replace(op, view.results[0])
+        rewriter.replace_all_uses_with(op.results[0], view.results[0])
+        rewriter.erase(op)
 
-    def _convert_return(self, op: func.ReturnOp) -> None:
-        """Return each result in the layout its `ptensor.strides` asks for, or
-        else dense row-major, copying when it differs (a layout repeating
-        elements gets a copy of the elements it does not repeat). A returned view that is
-        already dense stays a view (with its offset), aliasing its source as
-        eager's would."""
+
+@dataclass(frozen=True)
+class ReturnBuffers(RewritePattern):
+    """
+    The function returns each result in the layout its `ptensor.strides`
+    asks for, or else dense row-major, copying when it differs (a layout
+    repeating elements gets a copy of the elements it does not repeat); the
+    function's type becomes that of its buffers. A returned view that is
+    already dense stays a view (with its offset), aliasing its source as
+    eager's would.
+    """
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: func.ReturnOp, rewriter: PatternRewriter) -> None:
+        function = _host_op(op)
+        if function is None:
+            return
         values = []
-        for i, value in enumerate(op.arguments):
-            result = self.buffers[value]
-            wanted = self.result_layouts.get(i)
+        for i, result in enumerate(op.arguments):
+            wanted = _result_layout(function, i)
             result_type = buf.buffer_type(result)
             if wanted is None and not _dense_up_to_unit_dims(result_type):
                 wanted = SymListAttr(buf.contiguous_strides(result_type.sizes))
@@ -295,43 +342,33 @@ class _FunctionConversion:
                 tuple(wanted.data) != tuple(result_type.strides.data)
                 or result_type.offset.expr != 0
             )
-            if relayout and _broadcast_dims(result_type.sizes, wanted.data):
-                result = self._broadcast_result(result, wanted, op)
+            if relayout and _broadcast_dims(result_type.sizes, wanted.data):  # type: ignore[union-attr]
+                result = _broadcast_result(result, wanted, rewriter)  # type: ignore[arg-type]
             elif relayout:
-                relaid = self._insert(
-                    buf.AllocOp(buf.BufferType(result_type.sizes, result_type.element_type, wanted.data)), op
+                relaid = rewriter.insert(
+                    buf.AllocOp(buf.BufferType(result_type.sizes, result_type.element_type, wanted.data))  # type: ignore[union-attr]
                 )
-                self._insert(buf.CopyOp(result, relaid.results[0]), op)
+                rewriter.insert(buf.CopyOp(result, relaid.results[0]))
                 result = relaid.results[0]
             values.append(result)
-        self._insert(func.ReturnOp(*values), op)
-        self.result_types = [v.type for v in values]
-        self._erase(op)
+        rewriter.replace(op, func.ReturnOp(*values))
+        inputs = [a.type for a in function.body.block.args]
+        function.function_type = FunctionType.from_lists(inputs, [v.type for v in values])
+        rewriter.notify_op_modified(function)
 
-    def _broadcast_result(self, result: SSAValue, wanted: SymListAttr, before: Operation) -> SSAValue:
-        """A returned result in a layout that repeats elements (stride 0, as
-        an expanded tensor of eager's has): the elements it does not repeat are
-        copied into a new allocation, then viewed with the wanted strides."""
-        layout = buf.buffer_type(result)
-        repeated = _broadcast_dims(layout.sizes, wanted.data)
-        compact = [1 if d in repeated else size for d, size in enumerate(layout.sizes)]
-        element = layout.element_type
-        source = self._insert(
-            buf.ViewOp(result, buf.BufferType(compact, element, layout.strides.data, layout.offset.expr)),
-            before,
-        )
-        alloc = self._insert(buf.AllocOp(buf.BufferType(compact, element, wanted.data)), before)
-        self._insert(buf.CopyOp(source.results[0], alloc.results[0]), before)
-        view = self._insert(
-            buf.ViewOp(alloc.results[0], buf.BufferType(layout.sizes, element, wanted.data)), before
-        )
-        return view.results[0]
 
-    def _replace(self, op: Operation, new: SSAValue) -> None:
-        self.buffers[op.results[0]] = new
-        self._erase(op)
-
-    def _erase(self, op: Operation) -> None:
-        # Later ops still read this op's results until they are converted in
-        # turn, so the op is erased once the whole function is converted.
-        self.dead.append(op)
+def _broadcast_result(result: SSAValue, wanted: SymListAttr, rewriter: PatternRewriter) -> SSAValue:
+    """A returned result in a layout that repeats elements (stride 0, as
+    an expanded tensor of eager's has): the elements it does not repeat are
+    copied into a new allocation, then viewed with the wanted strides."""
+    layout = buf.buffer_type(result)
+    repeated = _broadcast_dims(layout.sizes, wanted.data)
+    compact = [1 if d in repeated else size for d, size in enumerate(layout.sizes)]
+    element = layout.element_type
+    source = rewriter.insert(
+        buf.ViewOp(result, buf.BufferType(compact, element, layout.strides.data, layout.offset.expr))
+    )
+    alloc = rewriter.insert(buf.AllocOp(buf.BufferType(compact, element, wanted.data)))
+    rewriter.insert(buf.CopyOp(source.results[0], alloc.results[0]))
+    view = rewriter.insert(buf.ViewOp(alloc.results[0], buf.BufferType(layout.sizes, element, wanted.data)))
+    return view.results[0]

@@ -1,7 +1,15 @@
-"""The `convert-ptensor-to-loop` pass."""
+"""
+The `convert-ptensor-to-loop` pass, as xDSL rewrite patterns.
+
+One `LowerToLoop` pattern per entry of `LOWERINGS` turns a computing ptensor
+op into the loop op its lowering builds; `EraseDeadView` drops the views that
+no reader needs once their readers load through them. Two walks of each
+function: the computing ops forwards, then the views and fills backwards.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from xdsl.context import Context
@@ -9,10 +17,55 @@ from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.ir import Operation
 from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+)
 
 from permalloy.dialects.ptensor import VIEW_OPS, FullOp
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
 from permalloy.lowering.scalar_ops import UnsupportedScalarOp
+
+
+@dataclass(frozen=True)
+class LowerToLoop(RewritePattern):
+    """An op of `op_type` becomes the loop op `lowering` builds for it; an
+    unused one is erased, and one with no scalar form stays for the host."""
+
+    op_type: type[Operation]
+    lowering: Callable[[Operation], Operation]
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if type(op) is not self.op_type:
+            return
+        if not op.results[0].uses:
+            rewriter.erase(op)
+            return
+        try:
+            replacement = self.lowering(op)
+        except UnsupportedScalarOp:
+            return  # no scalar form: the op stays, and the host runs it with torch
+        rewriter.replace(op, replacement)
+
+
+@dataclass(frozen=True)
+class EraseDeadView(RewritePattern):
+    """A view that nothing reads any more: its readers load through it."""
+
+    def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
+        if isinstance(op, VIEW_OPS) and not op.results[0].uses:
+            rewriter.erase(op)
+
+
+def lowering_patterns(fills: bool) -> list[RewritePattern]:
+    """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other op."""
+    return [
+        LowerToLoop(op_type, lowering)
+        for op_type, lowering in LOWERINGS.items()
+        if (op_type is FullOp) == fills
+    ]
 
 
 @dataclass(frozen=True)
@@ -48,49 +101,26 @@ class ConvertPtensorToLoopPass(ModulePass):
     name = "convert-ptensor-to-loop"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in op.walk():
-            if isinstance(function, func.FuncOp):
-                _lower_function(function)
+        for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
+            _lower_function(function)
 
 
 def _lower_function(function: func.FuncOp) -> None:
-    ops = list(function.body.walk())
-    _lower_ops([op for op in ops if not isinstance(op, FullOp)])
-    _erase_dead_views(function)
-    # Fills go last: their readers took the value as a constant, so most fills
-    # need no loop of their own by now.
-    _lower_ops([op for op in ops if isinstance(op, FullOp)])
-    _erase_dead_views(function)
+    """
+    Computing ops in order, each reading its operands through views; then,
+    walking back, the views no one reads any more and the fills, whose readers
+    took the value as a constant, so that most need no loop of their own by
+    then. Walking back, a view's readers are erased before it, and a fill's
+    dead views before the fill.
+    """
+    computing = lowering_patterns(fills=False)
+    _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
+    cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
+    _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)
 
 
-def _lower_ops(ops: list[Operation]) -> None:
-    for op in ops:
-        lowering = LOWERINGS.get(type(op))
-        if lowering is None:
-            continue
-        if not op.results[0].uses:
-            op.detach()
-            op.erase()
-            continue
-        try:
-            replacement = lowering(op)
-        except UnsupportedScalarOp:
-            continue  # no scalar form: the op stays, and the host runs it with torch
-        _replace(op, replacement)
-
-
-def _replace(op: Operation, replacement: Operation) -> None:
-    block = op.parent_block()
-    assert block is not None
-    block.insert_op_before(replacement, op)
-    op.results[0].replace_all_uses_with(replacement.results[0])
-    replacement.results[0].name_hint = op.results[0].name_hint
-    op.detach()
-    op.erase()
-
-
-def _erase_dead_views(function: func.FuncOp) -> None:
-    for op in reversed(list(function.body.walk())):
-        if isinstance(op, VIEW_OPS) and not op.results[0].uses:
-            op.detach()
-            op.erase()
+def _rewrite(function: func.FuncOp, pattern: RewritePattern, reverse: bool = False) -> None:
+    """One walk over the function's ops (backwards with `reverse`): the ops a
+    pattern creates are not walked again."""
+    walker = PatternRewriteWalker(pattern, apply_recursively=False, walk_reverse=reverse)
+    walker.rewrite_region(function.body)

@@ -5,14 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from xdsl.context import Context
-from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
-from permalloy.dialects import loop
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
 from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
-from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
+from permalloy.passes.fusion_inlining import InliningCost
+from permalloy.passes.fusion_worklist import InliningWorklist
 
 
 @dataclass(frozen=True)
@@ -69,31 +68,11 @@ class FuseLoopsPass(ModulePass):
         functions = list(defined_functions(op))
         for function in functions:
             check_loop_level(function, self.name)
+        cost = InliningCost(self.max_kernel_size, self.max_recompute)
         for function in functions:
             if self.inline:
-                self._inline(function)
+                InliningWorklist(function, cost).run()
             if self.group:
                 sink_views(function)
                 for members in find_groups(function, self.max_group_size):
                     fuse_group(members)
-
-    def _inline(self, function: func.FuncOp) -> None:
-        cost = InliningCost(self.max_kernel_size, self.max_recompute)
-        changed = True
-        while changed:
-            changed = False
-            for reader in [o for o in function.body.block.ops if isinstance(o, loop.LoopOp)]:
-                for position, value in enumerate(reader.inputs):
-                    producer = value.owner
-                    if (
-                        isinstance(producer, loop.PointwiseOp)
-                        and can_inline(reader, producer)
-                        and cost.allows(producer, reader)
-                    ):
-                        inline_producer(reader, position)
-                        changed = True
-                        break
-            for producer in [o for o in function.body.block.ops if isinstance(o, loop.PointwiseOp)]:
-                if not producer.result.uses:
-                    producer.detach()
-                    producer.erase()

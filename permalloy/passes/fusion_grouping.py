@@ -118,8 +118,11 @@ def sink_views(function: func.FuncOp) -> None:
     for op in reversed(list(block.ops)):
         if not isinstance(op, VIEW_OPS) or not op.results[0].uses:
             continue
-        position = {o: i for i, o in enumerate(block.ops)}
-        first = min((u.operation for u in op.results[0].uses), key=position.__getitem__)
+        users = list(dict.fromkeys(u.operation for u in op.results[0].uses))
+        first = users[0]
+        if len(users) > 1:  # most views have one user: no need to number the ops
+            position = {o: i for i, o in enumerate(block.ops)}
+            first = min(users, key=position.__getitem__)
         op.detach()
         block.insert_op_before(op, first)
 

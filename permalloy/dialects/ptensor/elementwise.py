@@ -16,7 +16,8 @@ from xdsl.irdl import (
     result_def,
     traits_def,
 )
-from xdsl.traits import Pure
+from xdsl.pattern_rewriter import RewritePattern
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 
 from permalloy.dialects.ptensor.checks import (
     broadcast_or_fail,
@@ -40,6 +41,23 @@ from permalloy.dialects.ptensor.kinds import (
 from permalloy.dialects.ptensor.types import TensorType, is_bool, is_float, tensor_type
 
 
+class ElementwiseCanonicalization(HasCanonicalizationPatternsTrait):
+    """The canonicalization patterns of `unary`, `binary` and `cast`: a cast
+    that changes nothing disappears, size arithmetic on constants folds
+    (`canonicalization.py`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from permalloy.dialects.ptensor.canonicalization import (
+            EraseIdentityCast,
+            FoldBinaryOfFulls,
+            FoldCastOfFull,
+            FoldNegOfFull,
+        )
+
+        return (EraseIdentityCast(), FoldCastOfFull(), FoldNegOfFull(), FoldBinaryOfFulls())
+
+
 @irdl_op_definition
 class UnaryOp(IRDLOperation):
     """
@@ -56,7 +74,7 @@ class UnaryOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ElementwiseCanonicalization())
 
     assembly_format = "$kind $input attr-dict `:` type($input) `->` type($result)"
 
@@ -108,7 +126,7 @@ class BinaryOp(IRDLOperation):
     rhs = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ElementwiseCanonicalization())
 
     assembly_format = (
         "$kind $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` "
@@ -255,7 +273,7 @@ class CastOp(IRDLOperation):
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ElementwiseCanonicalization())
 
     assembly_format = "$input attr-dict `:` type($input) `->` type($result)"
 

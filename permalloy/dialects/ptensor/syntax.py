@@ -35,7 +35,12 @@ def format_scalar(attr: Attribute) -> str:
             return "nan"
         if value in (float("inf"), float("-inf")):
             return "inf" if value > 0 else "-inf"
-        return repr(float(value))
+        text = repr(float(value))
+        if "e" in text and "." not in text:
+            # `1e-05` is no float literal; `1.0e-05` is
+            mantissa, exponent = text.split("e")
+            text = f"{mantissa}.0e{exponent}"
+        return text
     assert isinstance(attr, IntegerAttr)
     return str(attr.value.data)
 

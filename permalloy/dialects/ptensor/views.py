@@ -21,8 +21,9 @@ from xdsl.irdl import (
     traits_def,
 )
 from xdsl.parser import Parser
+from xdsl.pattern_rewriter import RewritePattern
 from xdsl.printer import Printer
-from xdsl.traits import Pure
+from xdsl.traits import HasCanonicalizationPatternsTrait, Pure
 
 from permalloy.dialects.ptensor.checks import (
     check_dims,
@@ -39,19 +40,44 @@ from permalloy.dialects.ptensor.types import (
     sizes_equal,
     tensor_type,
 )
-from permalloy.dialects.sym import CeilDiv, SymExprAttr, format_expr, parse_expr
+from permalloy.dialects.sym import CeilDiv, SymExprAttr, format_expr, parse_expr, product
+
+
+class ViewCanonicalization(HasCanonicalizationPatternsTrait):
+    """The views' canonicalization patterns: a view that changes nothing
+    disappears, permutes and reshapes of their own kind compose, a constant
+    element of an iota folds (`canonicalization.py`)."""
+
+    @classmethod
+    def get_canonicalization_patterns(cls) -> tuple[RewritePattern, ...]:
+        from permalloy.dialects.ptensor.canonicalization import (
+            ComposePermutes,
+            ComposeReshapes,
+            EraseIdentityView,
+            FoldSelectOfIota,
+        )
+
+        return (EraseIdentityView(), ComposePermutes(), ComposeReshapes(), FoldSelectOfIota())
 
 
 class _ViewOp(IRDLOperation):
     """
     Shared shape of the view ops: one tensor in, one out, of the same element
-    type. A view checks what is particular to it in `verify_view`.
+    type. A view checks what is particular to it in `verify_view`, and says in
+    `is_identity` whether it shows its input unchanged.
     """
 
     input = operand_def(TensorType)
     result = result_def(TensorType)
 
-    traits = traits_def(Pure())
+    traits = traits_def(Pure(), ViewCanonicalization())
+
+    def is_identity(self) -> bool:
+        """Whether the result is the input, element for element."""
+        return False
+
+    def _same_type(self) -> bool:
+        return self.input.type == self.result.type
 
     def verify_(self) -> None:
         source, result = tensor_type(self.input), tensor_type(self.result)
@@ -83,6 +109,9 @@ class ReshapeOp(_ViewOp):
     def __init__(self, input: SSAValue, result_type: TensorType):
         super().__init__(operands=[input], result_types=[result_type])
 
+    def is_identity(self) -> bool:
+        return self._same_type()
+
     def verify_view(self, source: TensorType, result: TensorType) -> None:
         require(
             sizes_equal(source.numel(), result.numel()),
@@ -113,6 +142,9 @@ class PermuteOp(_ViewOp):
             properties={"dims": IntListAttr(dims)},
         )
 
+    def is_identity(self) -> bool:
+        return list(self.dims.data) == list(range(len(self.dims.data)))
+
     def verify_view(self, source: TensorType, result: TensorType) -> list[sympy.Expr]:
         dims = self.dims.data
         require(
@@ -138,6 +170,9 @@ class ExpandOp(_ViewOp):
 
     def __init__(self, input: SSAValue, result_type: TensorType):
         super().__init__(operands=[input], result_types=[result_type])
+
+    def is_identity(self) -> bool:
+        return self._same_type()
 
     def verify_view(self, source: TensorType, result: TensorType) -> None:
         require(result.rank >= source.rank, "ptensor.expand cannot remove dimensions")
@@ -203,6 +238,11 @@ class SliceOp(_ViewOp, CustomSyntaxOp):
         end = parse_expr(parser)
         parser.parse_keyword("step")
         return dim, start, end, parser.parse_integer(allow_boolean=False)
+
+    def is_identity(self) -> bool:
+        # From 0 with the input's length: every element in order (with a
+        # step above 1, the end being clamped, only of a length of 0 or 1).
+        return self.start.expr == 0 and self._same_type()
 
     def verify_view(self, source: TensorType, result: TensorType) -> list[sympy.Expr]:
         dim, step = self.dim.value.data, self.step.value.data
@@ -295,6 +335,9 @@ class SqueezeOp(_ViewOp):
             properties={"dims": IntListAttr(sorted(dims))},
         )
 
+    def is_identity(self) -> bool:
+        return not self.dims.data
+
     def verify_view(self, source: TensorType, result: TensorType) -> list[sympy.Expr]:
         dims = self.dims.data
         check_dims(dims, source.rank, "squeezed dimension")
@@ -379,6 +422,20 @@ class AsStridedOp(_ViewOp, CustomSyntaxOp):
         strides = SymListAttr.parse_parameter(parser)
         parser.parse_keyword("offset")
         return strides, parse_expr(parser)
+
+    def is_identity(self) -> bool:
+        # Row-major strides (any for a dimension of size 1) from offset 0 read
+        # the input's row-major storage in its own order.
+        sizes = tensor_type(self.result).sizes
+        dense = [product(sizes[d + 1 :]) for d in range(len(sizes))]
+        return (
+            self._same_type()
+            and self.offset.expr == 0
+            and all(
+                size == 1 or stride == expected
+                for size, stride, expected in zip(sizes, self.strides.data, dense)
+            )
+        )
 
     def verify_view(self, source: TensorType, result: TensorType) -> None:
         require(

@@ -46,6 +46,8 @@ func.func @generators() {
   // CHECK-NEXT: %8 = ptensor.iota start 0.5 step 0.25 : !ptensor.tensor<[4], f32>
   // CHECK-NEXT: %9 = ptensor.rand uniform : !ptensor.tensor<[4, 4], f32>
   // CHECK-NEXT: %10 = ptensor.rand normal : !ptensor.tensor<[s0], bf16>
+  // CHECK-NEXT: %11 = ptensor.full 1.0e-05 : !ptensor.tensor<[], f32>
+  // CHECK-NEXT: %12 = ptensor.full -3.4028234663852886e+38 : !ptensor.tensor<[], f32>
   // CHECK-NEXT: func.return
   %0 = ptensor.full 0.5 : !ptensor.tensor<[s0, 4], f32>
   %1 = ptensor.full -inf : !ptensor.tensor<[4], f16>
@@ -58,6 +60,8 @@ func.func @generators() {
   %8 = ptensor.iota start 0.5 step 0.25 : !ptensor.tensor<[4], f32>
   %9 = ptensor.rand uniform : !ptensor.tensor<[4, 4], f32>
   %10 = ptensor.rand normal : !ptensor.tensor<[s0], bf16>
+  %11 = ptensor.full 1.0e-05 : !ptensor.tensor<[], f32>
+  %12 = ptensor.full -3.4028234663852886e+38 : !ptensor.tensor<[], f32>
   func.return
 }
 

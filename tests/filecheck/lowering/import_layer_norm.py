@@ -20,7 +20,7 @@ print(import_graph(graph).module)
 # CHECK:      %[[CENTRED:.*]] = ptensor.binary sub %[[X]], %[[MEAN]]
 # CHECK:      %[[SQUARES:.*]] = ptensor.binary mul %[[CENTRED]], %[[CENTRED]]
 # CHECK:      ptensor.reduce sum %[[SQUARES]] dims [2] keepdim
-# CHECK:      ptensor.full 1e-05
+# CHECK:      ptensor.full 1.0e-05
 # CHECK:      %[[RSTD:.*]] = ptensor.unary rsqrt
 # CHECK:      ptensor.binary mul %{{.*}}, %[[RSTD]] : !ptensor.tensor<[2, 8, 32], f32>, !ptensor.tensor<[2, 8, 1], f32> -> !ptensor.tensor<[2, 8, 32], f32>
 # CHECK:      ptensor.binary mul %{{.*}}, %{{.*}} : !ptensor.tensor<[2, 8, 32], f32>, !ptensor.tensor<[32], f32> -> !ptensor.tensor<[2, 8, 32], f32>

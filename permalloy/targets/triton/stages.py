@@ -6,7 +6,8 @@ group (1-D in `flat` mode, a column `[XBLOCK, 1]` otherwise, and with a block
 of inner positions too in `tiled` mode). A stage then walks its inner axis:
 in one block of a static power-of-two size when it fits (`persistent`), else
 in chunks of `RBLOCK`; a reduction combines the chunks into an accumulator
-and reduces it to one value per row.
+and reduces it to one value per row; a scan scans each chunk and carries
+the running value of each row from one chunk to the next (`scans`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from permalloy.targets.triton.body import BodyWriter, Tile, store
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import FLAT, TILED, Group, KernelPlan, Stage
 from permalloy.targets.triton.reductions import FAR_POSITION, Reduction
+from permalloy.targets.triton.scans import Scan
 from permalloy.targets.triton.source import SourceWriter, Value
 from permalloy.targets.triton.types import is_bool_dtype, is_unsigned, value_dtype
 
@@ -109,6 +111,8 @@ class KernelBodyWriter:
             self._inner_tile(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))
         elif stage.is_reduce:
             self._reduce(stage, rows)
+        elif stage.is_scan:
+            self._scan(stage, rows)
         elif stage.inner.dims:
             self._chunks(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))
         else:
@@ -194,6 +198,46 @@ class KernelBodyWriter:
         for tensor in stage.outputs:
             address = BodyWriter(w, stage, Tile(rows, {X: "xmask"}), self.registers).expr(stage.output_address(tensor))
             store(w, tensor, address, value, "xmask", {X})
+
+
+    def _scan(self, stage: Stage, rows: dict[str, Value]) -> None:
+        w = self.w
+        element = stage.result_type.element_type
+        scan = Scan.of(stage.kind, value_dtype(stage.op.yielded.type), value_dtype(scalar_type(element)), is_unsigned(element))  # type: ignore[arg-type]
+        carry, carry_position = w.fresh("carry"), w.fresh("carry_pos")
+        chunked = stage.block is None
+        if chunked:
+            w.line(f"{carry} = tl.full([XBLOCK, 1], 0, {scan.acc_dtype}) + {scan.identity()}")
+            if scan.is_position:
+                w.line(f"{carry_position} = tl.full([XBLOCK, 1], 0, tl.int64)")
+
+        def body(tile: Tile) -> None:
+            value = BodyWriter(w, stage, tile, self.registers).emit()
+            values = w.assign(f"tl.where(xmask & rmask, {scan.widen(value.text)}, {scan.identity()})", scan.acc_dtype, frozenset({X, R}), "v")
+            if scan.is_position:
+                positions = w.assign(f"(xindex * 0 + rindex).to(tl.int64)", "tl.int64", frozenset({X, R}), "i")
+                prefix, prefix_position = w.fresh("s"), w.fresh("sp")
+                w.line(f"{prefix}, {prefix_position} = {scan.scan(w, values.text, positions.text)}")
+                if chunked:
+                    combined = scan.combine_positions(w, (carry, carry_position), (prefix, prefix_position))
+                    w.line(f"{prefix}, {prefix_position} = {combined}")
+                result = Value(prefix_position, "tl.int64", frozenset({X, R}))
+            else:
+                prefix = w.assign(scan.scan(w, values.text, None), scan.acc_dtype, frozenset({X, R}), "s").text
+                if chunked:
+                    w.line(f"{prefix} = {scan.combine(w, carry, prefix)}")
+                result_dtype = value_dtype(scalar_type(element))
+                result = w.assign(scan.narrow(w, prefix), result_dtype, frozenset({X, R}), "st")
+            for tensor in stage.outputs:
+                address = BodyWriter(w, stage, tile, self.registers).expr(stage.output_address(tensor))
+                store(w, tensor, address, result, "xmask & rmask", {X, R})
+            if chunked:
+                w.helpers.add("_last_column")
+                w.line(f"{carry} = _last_column({prefix})")
+                if scan.is_position:
+                    w.line(f"{carry_position} = _last_column({prefix_position})")
+
+        self._chunks(stage, rows, body)
 
 
 def _dims_text(axis: Axis) -> str:

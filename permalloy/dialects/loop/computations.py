@@ -380,13 +380,15 @@ class ScanOp(LoopOp):
 
     @property
     def parallel_sizes(self) -> tuple[sympy.Expr, ...]:
-        sizes = list(super().parallel_sizes)
-        del sizes[self.scanned_dim]
-        return tuple(sizes)
+        sizes = super().parallel_sizes
+        dim = self.scanned_dim
+        # a dimension out of range is the verifier's to report, after the body's
+        return sizes[:dim] + sizes[dim + 1 :] if dim < len(sizes) else sizes
 
     @property
     def reduction_sizes(self) -> tuple[sympy.Expr, ...]:
-        return (super().parallel_sizes[self.scanned_dim],)
+        sizes = super().parallel_sizes
+        return (sizes[self.scanned_dim],) if self.scanned_dim < len(sizes) else ()
 
     @property
     def result_index(self) -> tuple[sympy.Expr, ...]:

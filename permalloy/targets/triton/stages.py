@@ -227,7 +227,10 @@ class KernelBodyWriter:
                 if chunked:
                     w.line(f"{prefix} = {scan.combine(w, carry, prefix)}")
                 result_dtype = value_dtype(scalar_type(element))
-                result = w.assign(scan.narrow(w, prefix), result_dtype, frozenset({X, R}), "st")
+                narrowed = scan.narrow(w, prefix)
+                result = Value(prefix, result_dtype, frozenset({X, R}))
+                if narrowed != prefix:
+                    result = w.assign(narrowed, result_dtype, frozenset({X, R}), "st")
             for tensor in stage.outputs:
                 address = BodyWriter(w, stage, tile, self.registers).expr(stage.output_address(tensor))
                 store(w, tensor, address, result, "xmask & rmask", {X, R})

@@ -195,3 +195,26 @@ def test_position_ids_of_a_padded_batch(target_device, backend_check):
     mask[2, :9] = 0
     backend_check(fn, _inputs(mask), target_device)
     assert permalloy.stats()[0]["kernels"] == 1
+
+
+@both_targets
+def test_a_decoder_computes_its_positions_from_the_mask_with_no_fallback(target_device, backend_check):
+    """OPT from the model suite: HF's code takes its learned positions from a
+    cumulative sum of the attention mask (the mask pads the last row). The
+    model compiles with no fallback op."""
+    from permalloy.tools.models import make_model
+
+    case = make_model("opt", "quick")
+    model = case.model.to("cpu" if target_device == "llvm" else _device())
+
+    def logits(ids, mask):
+        with torch.no_grad():
+            return model(ids, mask)
+
+    backend_check(logits, _inputs(*case.inputs), target_device, graphs=None)
+
+
+def _device() -> str:
+    from conftest import TEST_DEVICE
+
+    return TEST_DEVICE

@@ -3,11 +3,13 @@ The loop nests of a group of stages: `run(ptrs, syms, lo, hi)` computes work
 items `[lo, hi)` (see `plan` for the nest shapes and the groups).
 
 A group of one pointwise or `outer` stage counts its items as output elements
-in row-major order (a thread's range may start and end inside a row); other
-groups count rows, and every stage of the group computes its part of a row in
-turn. The row loop walks the outer parallel indices with an odometer (one
-division per thread, not per row); vectorized loops run full chunks of `lanes`
-unmasked and one masked chunk for the tail.
+in row-major order (a thread's range may start and end inside a row), of its
+parallel domain for an `outer` reduction or scan; other groups count rows,
+and every stage of the group computes its part of a row in turn. The row
+loop walks the outer parallel indices with an odometer (one division per
+thread, not per row); vectorized loops run full chunks of `lanes` unmasked
+and one masked chunk for the tail. A scan's part of a row is `scans.scan_row`;
+only a reduction to a single value is split across threads along r0.
 """
 
 from __future__ import annotations

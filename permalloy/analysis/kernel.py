@@ -227,11 +227,13 @@ def stage_space(
     inputs: dict[SSAValue, TensorLayout],
     outputs: Sequence[TensorLayout],
     merge_size_one: bool = False,
+    row_rank: int = 0,
 ) -> StageSpace:
     """
     A stage's collapsed iteration space when its body arguments read the
     tensors `inputs` and it writes its result to each of `outputs`
-    (`merge_size_one` as for `collapse.collapse`).
+    (`merge_size_one` as for `collapse.collapse`, `row_rank` as for
+    `collapse.collapse_space`).
     """
     result_index = stage.op.result_index
     loads = stage.loads
@@ -241,6 +243,7 @@ def stage_space(
         [inputs[o.source].address(o.indices.data) for o in loads] + [t.address(result_index) for t in outputs],
         [o.expr.expr for o in stage.index_ops],
         merge_size_one,
+        row_rank,
     )
     return StageSpace(
         space,

@@ -44,9 +44,10 @@ def result_sizes(op: LoopOp) -> list[sympy.Expr]:
 
 def leading_rows(op: LoopOp) -> sympy.Expr | None:
     """The size of a loop op's leading dimension (its rows), None for a scalar
-    result or a scan of its leading dimension (which has no rows to share)."""
+    result or a scan of another than its last dimension, or of its only one
+    (which shares no rows: `scans_rows`)."""
     sizes = result_sizes(op)
-    if not sizes or (isinstance(op, ScanOp) and op.scanned_dim == 0):
+    if not sizes or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
         return None
     return sizes[0]
 

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import TensorType, is_float
+from permalloy.dialects.ptensor import is_float
 from permalloy.dialects.sym import index_value, parallel_index, symbol_kind
 from permalloy.lowering.index_algebra import domain_bounds, simplify_index
 

@@ -339,6 +339,16 @@ def test_collapse_space_renames_the_surviving_variables_in_order():
     assert space.addresses == [3 * d0 + d1 + 60 * r0, 3 * d0 + 100 * d1]
 
 
+
+def test_collapse_space_keeps_shared_rows_apart():
+    # a [4, 6, 8] contiguous read walks its three dimensions as one; rows [4, 6]
+    # that another stage shares merge among themselves, not with the last one
+    addresses = [48 * d0 + 8 * d1 + d2]
+    assert collapse_space([4, 6, 8], [], addresses).parallel == (192,)
+    space = collapse_space([4, 6, 8], [], addresses, row_rank=2)
+    assert space.parallel == (24, 8) and space.addresses == [8 * d0 + d1]
+
+
 # -- refusals -------------------------------------------------------------------------
 
 

@@ -1,9 +1,8 @@
 """
 The loop ops and their terminators: `loop.pointwise`, `loop.reduce` and
 `loop.scan` (an iteration domain and an isolated scalar body ending in
-`loop.yield`), and
-`loop.fused` (several loop ops computed by one kernel, ending in
-`loop.fused_yield`), with the `ins(%arg = %value : type, ...)` syntax that
+`loop.yield`), and `loop.fused` (several loop ops computed by one kernel,
+ending in `loop.fused_yield`), with the `ins(%arg = %value : type, ...)` syntax that
 binds a body's arguments to its op's inputs.
 """
 
@@ -348,10 +347,11 @@ class ScanOp(LoopOp):
     a register for the readers of a row, where a scan writes a whole row.
     What a scan shares with a reduction is its domain: parallel dimensions
     that rows of threads or programs take, and one reduction dimension
-    walked in order, with the same collapsing of dimensions and the same
-    direction (along or across the contiguous dimension) in the kernel
-    analysis, and the same loop nests in the targets, which then store each
-    prefix instead of the total.
+    walked in order. The kernel analysis collapses its dimensions and gives
+    its direction (along or across the contiguous dimension) as it does a
+    reduction's, and the targets run it in loop nests of the same shape
+    (rows across threads or programs, the reduction dimension in a loop of
+    chunks), which store each prefix instead of the total.
     """
 
     name = "loop.scan"

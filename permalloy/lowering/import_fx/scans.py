@@ -8,7 +8,7 @@ from xdsl.ir import SSAValue
 
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import ScanKind, TensorType
-from permalloy.lowering.import_fx.common import Converter, normalize_dim
+from permalloy.lowering.import_fx.common import Converter, argument, normalize_dim
 from permalloy.lowering.import_fx.context import ImportContext
 
 aten = torch.ops.aten
@@ -35,7 +35,7 @@ def scan(kind: ScanKind) -> Converter:
     def convert(ctx: ImportContext, node: fx.Node) -> SSAValue:
         result = ctx.result_type(node)
         source = ctx.cast(ctx.tensor(node.args[0]), result.element_type)
-        return scan_value(ctx, kind, source, node.args[1], result)
+        return scan_value(ctx, kind, source, argument(node, 1, "dim"), result)
 
     return convert
 
@@ -45,7 +45,7 @@ def value_and_position(value_kind: ScanKind, position_kind: ScanKind) -> Convert
 
     def convert(ctx: ImportContext, node: fx.Node) -> tuple[SSAValue, SSAValue]:
         source = ctx.tensor(node.args[0])
-        dim = node.args[1]
+        dim = argument(node, 1, "dim")
         values = scan_value(ctx, value_kind, source, dim, ctx.result_type(node, 0))
         positions = scan_value(ctx, position_kind, source, dim, ctx.result_type(node, 1))
         return values, positions

@@ -49,7 +49,9 @@ from permalloy.analysis.affine import split_affine
 from permalloy.analysis.kernel import (
     INNER,
     OUTER,
+    KernelAnalysis,
     StageFacts,
+    StageSpace,
     TensorLayout,
     analyze_kernel,
     reduction_direction,
@@ -168,6 +170,7 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int)
     temporaries: list[Tensor] = []
     results: list[Tensor] = []
     stages: list[StagePlan] = []
+    scan_rows = _scan_readers(analysis)
     for facts in analysis.stages:
         destinations = [outputs[j] for j in facts.returned]
         if not destinations:
@@ -176,10 +179,29 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int)
             destinations = [temporaries[-1]]
         results.append(destinations[0])
         sources = {arg: (results if src.stage else inputs)[src.index] for arg, src in facts.sources.items()}
-        stages.append(plan_stage(facts, sources, destinations, f32_lanes))
+        stages.append(plan_stage(facts, sources, destinations, f32_lanes, scan_rows.get(facts.position, 0)))
     plan = KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
     plan.groups = group_stages(stages)
     return plan
+
+
+def _scan_readers(analysis: KernelAnalysis) -> dict[int, int]:
+    """
+    The pointwise stages that read the result of a scan of their row group,
+    by position, with the group's row rank. A scan's reader reads it where it
+    writes it, so its dimensions would collapse into one where the scan's
+    rows stay apart; keeping its rows apart lets it share the scan's row loop
+    (the epilogue of a cumsum), which reads each row back while it is in cache.
+    """
+    found: dict[int, int] = {}
+    for members, rank in analysis.groups:
+        scans = {k for k in members if analysis.stages[k].is_scan}
+        for k in members:
+            facts = analysis.stages[k]
+            reads_scan = any(src.stage and src.index in scans for src in facts.sources.values())
+            if isinstance(facts.op, PointwiseOp) and reads_scan:
+                found[k] = rank
+    return found
 
 
 def group_stages(stages: Sequence[StagePlan]) -> list[list[StagePlan]]:
@@ -228,12 +250,14 @@ def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
     return True
 
 
-def plan_stage(facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
-    """The loop nest of one stage: its collapsed space, the mode its
-    reduction direction gives, the vector variable and the level of each
-    loop variable."""
+def plan_stage(
+    facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int, row_rank: int = 0
+) -> StagePlan:
+    """The loop nest of one stage: its collapsed space (its leading `row_rank`
+    dimensions kept apart from the others), the mode its reduction direction
+    gives, the vector variable and the level of each loop variable."""
     op = facts.op
-    space = stage_space(facts, inputs, outputs, merge_size_one=True)  # type: ignore[arg-type]
+    space = stage_space(facts, inputs, outputs, merge_size_one=True, row_rank=row_rank)  # type: ignore[arg-type]
     parallel, reduction = space.parallel, space.reduction
     mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
     if mode == POINTWISE and not parallel:
@@ -261,7 +285,15 @@ def plan_stage(facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[
     return stage
 
 
-def _plan_scan(facts: StageFacts, space, mode: str, var_level: dict[str, int], inputs, outputs, f32_lanes: int) -> StagePlan:
+def _plan_scan(
+    facts: StageFacts,
+    space: StageSpace,
+    mode: str,
+    var_level: dict[str, int],
+    inputs: dict[SSAValue, Tensor],
+    outputs: list[Tensor],
+    f32_lanes: int,
+) -> StagePlan:
     """A scan's loop nest: its scanned variable r0 after the rows, in order;
     across the contiguous dimension (`outer`), d_last vectorized around it."""
     parallel, reduction = space.parallel, space.reduction

@@ -69,7 +69,7 @@ class ScanCombine:
         self.is_float = is_float(value_type)
         self.unsigned = unsigned or is_unsigned(result_type) or is_bool(value_type)
         compute = Float32Type() if is_half_like(value_type) else value_type
-        if isinstance(compute, Float32Type) and kind in (ScanKind.SUM, ScanKind.PROD):
+        if isinstance(value_type, Float32Type) and kind in (ScanKind.SUM, ScanKind.PROD):
             compute = Float64Type()
         self.compute = compute
         self.acc_type = register_type(compute)
@@ -86,13 +86,13 @@ class ScanCombine:
             return ir.Constant(ty, 1)
         if kind == ScanKind.LOGSUMEXP:
             return ir.Constant(ty, float("-inf"))
-        largest = kind not in LARGEST_KINDS  # the identity of a maximum is the lowest value
+        highest = kind not in LARGEST_KINDS  # a running minimum starts at the highest value
         if self.is_float:
-            return ir.Constant(ty, float("inf") if largest else float("-inf"))
+            return ir.Constant(ty, float("inf") if highest else float("-inf"))
         width = ty.width
         if self.unsigned:
-            return ir.Constant(ty, (1 << width) - 1 if largest else 0)
-        return ir.Constant(ty, (1 << (width - 1)) - 1 if largest else -(1 << (width - 1)))
+            return ir.Constant(ty, (1 << width) - 1 if highest else 0)
+        return ir.Constant(ty, (1 << (width - 1)) - 1 if highest else -(1 << (width - 1)))
 
     # -- the running state in stack slots -------------------------------------------
 

@@ -43,7 +43,7 @@ from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp
-from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 from permalloy.targets import kernel_symbols
 from permalloy.targets.triton.types import memory_dtype
@@ -105,7 +105,7 @@ class Stage:
         return self.facts.is_scan
 
     @property
-    def kind(self) -> ReduceKind | None:
+    def kind(self) -> ReduceKind | ScanKind | None:
         return self.facts.kind
 
     @property

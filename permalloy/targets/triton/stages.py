@@ -199,46 +199,46 @@ class KernelBodyWriter:
             address = BodyWriter(w, stage, Tile(rows, {X: "xmask"}), self.registers).expr(stage.output_address(tensor))
             store(w, tensor, address, value, "xmask", {X})
 
-
     def _scan(self, stage: Stage, rows: dict[str, Value]) -> None:
+        """A scan's chunks, each scanned and combined with the running value
+        (and position) the earlier chunks of its row left in the carry."""
         w = self.w
         element = stage.result_type.element_type
-        scan = Scan.of(stage.kind, value_dtype(stage.op.yielded.type), value_dtype(scalar_type(element)), is_unsigned(element))  # type: ignore[arg-type]
-        carry, carry_position = w.fresh("carry"), w.fresh("carry_pos")
+        result_dtype = value_dtype(scalar_type(element))
+        scan = Scan.of(stage.kind, value_dtype(stage.op.yielded.type), result_dtype, is_unsigned(element))  # type: ignore[arg-type]
         chunked = stage.block is None
+        carry = [w.fresh("carry")] + ([w.fresh("carry_pos")] if scan.is_position else [])
         if chunked:
-            w.line(f"{carry} = tl.full([XBLOCK, 1], 0, {scan.acc_dtype}) + {scan.identity()}")
+            w.line(f"{carry[0]} = tl.full([XBLOCK, 1], 0, {scan.acc_dtype}) + {scan.identity()}")
             if scan.is_position:
-                w.line(f"{carry_position} = tl.full([XBLOCK, 1], 0, tl.int64)")
+                w.line(f"{carry[1]} = tl.full([XBLOCK, 1], 0, tl.int64)")
 
         def body(tile: Tile) -> None:
             value = BodyWriter(w, stage, tile, self.registers).emit()
-            values = w.assign(f"tl.where(xmask & rmask, {scan.widen(value.text)}, {scan.identity()})", scan.acc_dtype, frozenset({X, R}), "v")
+            masked = f"tl.where(xmask & rmask, {scan.widen(value.text)}, {scan.identity()})"
+            values = w.assign(masked, scan.acc_dtype, frozenset({X, R}), "v").text
             if scan.is_position:
-                positions = w.assign(f"(xindex * 0 + rindex).to(tl.int64)", "tl.int64", frozenset({X, R}), "i")
-                prefix, prefix_position = w.fresh("s"), w.fresh("sp")
-                w.line(f"{prefix}, {prefix_position} = {scan.scan(w, values.text, positions.text)}")
+                positions = w.assign("(xindex * 0 + rindex).to(tl.int64)", "tl.int64", frozenset({X, R}), "i").text
+                prefix = [w.fresh("s"), w.fresh("sp")]
+                w.line(f"{prefix[0]}, {prefix[1]} = {scan.scan(w, values, positions)}")
                 if chunked:
-                    combined = scan.combine_positions(w, (carry, carry_position), (prefix, prefix_position))
-                    w.line(f"{prefix}, {prefix_position} = {combined}")
-                result = Value(prefix_position, "tl.int64", frozenset({X, R}))
+                    w.line(f"{prefix[0]}, {prefix[1]} = {scan.combine_positions(w, tuple(carry), tuple(prefix))}")
+                result = Value(prefix[1], "tl.int64", frozenset({X, R}))
             else:
-                prefix = w.assign(scan.scan(w, values.text, None), scan.acc_dtype, frozenset({X, R}), "s").text
+                prefix = [w.assign(scan.scan(w, values, None), scan.acc_dtype, frozenset({X, R}), "s").text]
                 if chunked:
-                    w.line(f"{prefix} = {scan.combine(w, carry, prefix)}")
-                result_dtype = value_dtype(scalar_type(element))
-                narrowed = scan.narrow(w, prefix)
-                result = Value(prefix, result_dtype, frozenset({X, R}))
-                if narrowed != prefix:
+                    w.line(f"{prefix[0]} = {scan.combine(w, carry[0], prefix[0])}")
+                narrowed = scan.narrow(w, prefix[0])
+                result = Value(narrowed, result_dtype, frozenset({X, R}))
+                if narrowed != prefix[0]:
                     result = w.assign(narrowed, result_dtype, frozenset({X, R}), "st")
             for tensor in stage.outputs:
                 address = BodyWriter(w, stage, tile, self.registers).expr(stage.output_address(tensor))
                 store(w, tensor, address, result, "xmask & rmask", {X, R})
             if chunked:
                 w.helpers.add("_last_column")
-                w.line(f"{carry} = _last_column({prefix})")
-                if scan.is_position:
-                    w.line(f"{carry_position} = _last_column({prefix_position})")
+                for name, last in zip(carry, prefix, strict=True):
+                    w.line(f"{name} = _last_column({last})")
 
         self._chunks(stage, rows, body)
 

@@ -145,17 +145,26 @@ def collapse_space(
     addresses: Sequence[sympy.Expr],
     values: Sequence[sympy.Expr] = (),
     merge_size_one: bool = False,
+    row_rank: int = 0,
 ) -> Space:
     """
     Collapse a whole domain: its parallel dimensions, then its reduction
     dimensions (a reduction keeps at least one, of size 1 when all are).
     `addresses` are every address the loops compute, `values` the
     expressions a body reads as values (`loop.index`), whose variables never
-    merge; `merge_size_one` as for `collapse`.
+    merge; `merge_size_one` as for `collapse`. With `row_rank`, the leading
+    `row_rank` parallel dimensions (rows another stage shares) and the
+    others collapse apart, never into one another.
     """
     pinned = {s for e in values for s in e.free_symbols}
-    rows = collapse([(parallel_index(i), s) for i, s in enumerate(parallel)], addresses, pinned, False, merge_size_one)
-    walked = [a.xreplace(rows.substitution) for a in addresses]
+    dims = [(parallel_index(i), s) for i, s in enumerate(parallel)]
+    runs = [dims[:row_rank], dims[row_rank:]] if 0 < row_rank < len(dims) else [dims]
+    rows = Axis([])
+    walked = list(addresses)
+    for run in runs:
+        part = collapse(run, walked, pinned, False, merge_size_one)
+        rows = Axis(rows.dims + part.dims, {**rows.substitution, **part.substitution})
+        walked = [sympy.expand(a.xreplace(part.substitution)) for a in walked]
     reduction_dims = [(reduction_index(j), s) for j, s in enumerate(reduction)]
     reduced = collapse(reduction_dims, walked, pinned, bool(reduction), merge_size_one)
     mapping: dict[sympy.Symbol, sympy.Expr] = {**rows.substitution, **reduced.substitution}

@@ -38,8 +38,8 @@ from permalloy.analysis.affine import gathered, unit_stride
 from permalloy.analysis.collapse import Space, collapse_space
 from permalloy.analysis.rows import row_groups
 from permalloy.dialects.buffer import BufferType, KernelOp, YieldOp, contiguous_strides
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ReduceOp
-from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ReduceOp, ScanOp
+from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 
 INNER, OUTER = "inner", "outer"
@@ -107,8 +107,12 @@ class StageFacts:
         return isinstance(self.op, ReduceOp)
 
     @property
-    def kind(self) -> ReduceKind | None:
-        return self.op.kind.data if isinstance(self.op, ReduceOp) else None
+    def is_scan(self) -> bool:
+        return isinstance(self.op, ScanOp)
+
+    @property
+    def kind(self) -> ReduceKind | ScanKind | None:
+        return self.op.kind.data if isinstance(self.op, ReduceOp | ScanOp) else None
 
     @property
     def result_type(self) -> TensorType:
@@ -118,8 +122,8 @@ class StageFacts:
 
     @property
     def sizes(self) -> list[sympy.Expr]:
-        """The parallel domain: the result's sizes."""
-        return list(self.result_type.sizes)
+        """The parallel domain: the result's sizes (a scan's without its scanned dimension)."""
+        return list(self.op.parallel_sizes)
 
     @property
     def reduction_sizes(self) -> list[sympy.Expr]:
@@ -175,7 +179,7 @@ class KernelAnalysis:
         output, else a dense temporary."""
         if stage.returned:
             return self.outputs[stage.returned[0]]
-        return TensorLayout.contiguous(stage.result_type.element_type, stage.sizes)
+        return TensorLayout.contiguous(stage.result_type.element_type, stage.result_type.sizes)
 
 
 def analyze_kernel(kernel: KernelOp, layouts: Sequence[BufferType], target: str) -> KernelAnalysis:
@@ -223,13 +227,15 @@ def stage_space(
     inputs: dict[SSAValue, TensorLayout],
     outputs: Sequence[TensorLayout],
     merge_size_one: bool = False,
+    row_rank: int = 0,
 ) -> StageSpace:
     """
     A stage's collapsed iteration space when its body arguments read the
     tensors `inputs` and it writes its result to each of `outputs`
-    (`merge_size_one` as for `collapse.collapse`).
+    (`merge_size_one` as for `collapse.collapse`, `row_rank` as for
+    `collapse.collapse_space`).
     """
-    result_index = [parallel_index(i) for i in range(len(stage.sizes))]
+    result_index = stage.op.result_index
     loads = stage.loads
     space = collapse_space(
         stage.sizes,
@@ -237,6 +243,7 @@ def stage_space(
         [inputs[o.source].address(o.indices.data) for o in loads] + [t.address(result_index) for t in outputs],
         [o.expr.expr for o in stage.index_ops],
         merge_size_one,
+        row_rank,
     )
     return StageSpace(
         space,

@@ -14,6 +14,11 @@ on the addresses of collapsed loop nests, the LLVM target's shared row loops
     %s = loop.reduce sum ins(%x = %a) over [16] -> [4]    { load %x[d0, r0] }
     %y = loop.pointwise ins(%t = %s) -> [4, 16]           { load %t[d0] }
     reads_at_own_row(%y, %s, 1) -> True;  row_groups -> [[%s, %y] with rank 1]
+
+A scan (`loop.scan`) shares the dimensions before its scanned one as rows,
+and runs in a group with other ops only when those are all its other
+dimensions (its last dimension is scanned): a program or thread then scans
+whole rows. It writes whole rows, never one value per row.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ import sympy
 from xdsl.ir import SSAValue
 
 from permalloy.analysis.affine import load_form, split_affine
-from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp
+from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp
 from permalloy.dialects.ptensor import TensorType, sizes_equal
 from permalloy.dialects.sym import parallel_index
 
@@ -38,9 +43,13 @@ def result_sizes(op: LoopOp) -> list[sympy.Expr]:
 
 
 def leading_rows(op: LoopOp) -> sympy.Expr | None:
-    """The size of a loop op's leading dimension (its rows), None for a scalar result."""
+    """The size of a loop op's leading dimension (its rows), None for a scalar
+    result or a scan of another than its last dimension, or of its only one
+    (which shares no rows: `scans_rows`)."""
     sizes = result_sizes(op)
-    return sizes[0] if sizes else None
+    if not sizes or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
+        return None
+    return sizes[0]
 
 
 def loads_of(reader: LoopOp, value: SSAValue) -> list | None:
@@ -79,15 +88,23 @@ def reads_one_value_per_row(load: LoadOp, rank: int) -> bool:
 
 
 def per_row(op: LoopOp, rank: int) -> bool:
-    """Whether a loop op computes one value per row of rank `rank`."""
-    return all(size == 1 for size in result_sizes(op)[rank:])
+    """Whether a loop op computes one value per row of rank `rank` (a scan
+    never does: it writes whole rows)."""
+    return not isinstance(op, ScanOp) and all(size == 1 for size in result_sizes(op)[rank:])
+
+
+def scans_rows(op: LoopOp, rank: int) -> bool:
+    """Whether a loop op, if a scan, scans whole rows of rank `rank`: its
+    scanned dimension is its last one and every other one is a row."""
+    return not isinstance(op, ScanOp) or op.scanned_dim == rank == op.parallel_rank
 
 
 def row_rank(members: Sequence[LoopOp]) -> int | None:
     """
     The most leading dimensions `members` can share as rows, or None: sizes
-    equal in every member, a reduction computing one value per row, and
-    every read of a member's result at its reader's own row.
+    equal in every member, a reduction computing one value per row, a scan
+    scanning whole rows, and every read of a member's result at its
+    reader's own row.
     """
     shapes = [result_sizes(m) for m in members]
     shortest = min(len(shape) for shape in shapes)
@@ -99,6 +116,8 @@ def row_rank(members: Sequence[LoopOp]) -> int | None:
     produced = [m.result for m in members]
     for rank in range(common, 0, -1):
         if not all(per_row(m, rank) for m in members if isinstance(m, ReduceOp)):
+            continue
+        if not all(scans_rows(m, rank) for m in members):
             continue
         if all(reads_at_own_row(m, value, rank) for m in members for value in produced):
             return rank
@@ -117,8 +136,8 @@ def row_groups(ops: Sequence[LoopOp]) -> list[RowGroup]:
     """
     The loop ops of a kernel, in order, in maximal runs that share rows
     (greedily: an op joins the current run when the run with it has a row
-    rank); an op that shares rows with nothing is a group of its own, of its
-    full rank.
+    rank); an op that shares rows with nothing is a group of its own, whose
+    rows are its whole parallel domain.
     """
     groups: list[RowGroup] = []
     for op in ops:
@@ -128,7 +147,7 @@ def row_groups(ops: Sequence[LoopOp]) -> list[RowGroup]:
                 groups[-1].members.append(op)
                 groups[-1].rank = rank
                 continue
-        groups.append(RowGroup([op], len(result_sizes(op))))
+        groups.append(RowGroup([op], op.parallel_rank))
     return groups
 
 

@@ -8,7 +8,9 @@ are `arange`s along their own dimension (`loop_index.Domain`), a load is
 advanced indexing of its input at the tensors of its index expressions, and
 arith and math ops are elementwise torch ops (`loop_arith`, `loop_casts`,
 `loop_math`). `loop.pointwise` gives the yielded tensor broadcast to its
-domain; `loop.reduce` combines it over the trailing reduction dimensions.
+domain; `loop.reduce` combines it over the trailing reduction dimensions;
+`loop.scan` keeps every prefix of its combination along its reduction
+dimension, which then moves to its place in the result.
 
 Every load is checked: an unmasked position outside its input is an error, so
 a lowering that builds a wrong index expression fails loudly.
@@ -34,7 +36,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from permalloy.dialects import loop
 from permalloy.dialects.loop import scalar_type
-from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import format_expr
 from permalloy.interpreter.bindings import SizeBindings, check_values
 from permalloy.interpreter.loop_arith import ArithFunctions
@@ -93,9 +95,8 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         check_values(
             self.bindings, [v.type for v in op.inputs], args, f"{op.name} input {{}}"
         )
-        result_type = _tensor_type(op)
         domain = Domain(
-            evaluate_sizes(self.bindings, result_type.sizes),
+            evaluate_sizes(self.bindings, op.parallel_sizes),
             evaluate_sizes(self.bindings, op.reduction_sizes),
         )
         with self._in_domain(domain):
@@ -122,6 +123,15 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         result_type = _tensor_type(op)
         reduced = reduce_last(op.kind.data, flat, result_type)
         return (store_as(reduced, result_type.element_type),)
+
+    @impl(loop.ScanOp)
+    def run_scan(
+        self, interpreter: Interpreter, op: loop.ScanOp, args: PythonValues
+    ) -> PythonValues:
+        _, value = self._run_body(interpreter, op, args)
+        result_type = _tensor_type(op)
+        scanned = scan_last(op.kind.data, value, result_type)
+        return (store_as(scanned.movedim(-1, op.scanned_dim).contiguous(), result_type.element_type),)
 
     @impl(loop.IndexOp)
     def run_index(
@@ -240,6 +250,39 @@ def reduce_last(kind: ReduceKind, x: Tensor, result_type: TensorType) -> Tensor:
     return wrap(extreme, scalar_type(result_type.element_type))
 
 
+def scan_last(kind: ScanKind, x: Tensor, result_type: TensorType) -> Tensor:
+    """
+    Every prefix of the combination of `x` along its last dimension by
+    `kind`, as torch's CPU kernels compute it: sums, products and
+    log-sum-exps accumulate in float64 (floats) or int64 (integers) and are
+    then cast; max and min (and their positions, the last on ties, NaN
+    counting as the extreme) order integers as the result's element type
+    does (unsigned for ui8) and read the positions' values as signed, since
+    a body yields signless values; i1 sums and maxima are `or`, products and
+    minima `and`.
+    """
+    if x.dtype == torch.bool and kind in (ScanKind.SUM, ScanKind.PROD):
+        kind = ScanKind.MAX if kind == ScanKind.SUM else ScanKind.MIN
+    if kind in (ScanKind.SUM, ScanKind.PROD, ScanKind.LOGSUMEXP):
+        wide = torch.float64 if x.dtype.is_floating_point else torch.int64
+        combine = {ScanKind.SUM: torch.cumsum, ScanKind.PROD: torch.cumprod}.get(kind, torch.logcumsumexp)
+        return combine(x.to(wide), -1).to(x.dtype)
+    if kind in (ScanKind.MAX, ScanKind.MIN) and is_unsigned(result_type.element_type):
+        x = as_unsigned(x)
+    extreme = torch.cummax if kind in (ScanKind.MAX, ScanKind.ARGMAX) else torch.cummin
+    values, positions = extreme(x, -1)
+    if kind in (ScanKind.ARGMAX, ScanKind.ARGMIN):
+        return positions
+    return values if x.dtype == torch.bool else wrap_like(values, result_type)
+
+
+def wrap_like(values: Tensor, result_type: TensorType) -> Tensor:
+    """Values in the body's dtype of `result_type` (unsigned ones wrapped back to signless bits)."""
+    if values.dtype.is_floating_point:
+        return values
+    return wrap(values, scalar_type(result_type.element_type))
+
+
 def _accumulate(kind: ReduceKind, x: Tensor) -> Tensor:
     wide = torch.float64 if x.dtype.is_floating_point else torch.int64
     combine = torch.sum if kind == ReduceKind.SUM else torch.prod
@@ -264,4 +307,4 @@ def _arg_extreme(kind: ReduceKind, x: Tensor) -> Tensor:
     return torch.argmin(x, -1)
 
 
-__all__ = ["LoopFunctions", "OutOfBoundsLoadError", "gather", "reduce_last"]
+__all__ = ["LoopFunctions", "OutOfBoundsLoadError", "gather", "reduce_last", "scan_last"]

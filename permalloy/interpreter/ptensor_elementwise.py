@@ -1,5 +1,5 @@
 """
-Reference semantics of the elementwise, generator and reduction ops of ptensor.
+Reference semantics of the elementwise, generator, reduction and scan ops of ptensor.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from permalloy.dialects.ptensor import (
     ComparePredicate,
     RandomDistribution,
     ReduceKind,
+    ScanKind,
     UnaryKind,
 )
 from permalloy.interpreter.ptensor_common import (
@@ -149,6 +150,25 @@ def reduce_tensor(
             return torch.all(x, dims, keepdim=keepdim)
 
 
+def scan_tensor(kind: ScanKind, x: Tensor, dim: int, dtype: torch.dtype) -> Tensor:
+    """`ptensor.scan`: the scan of `x` along `dim`, as a tensor of `dtype`."""
+    match kind:
+        case ScanKind.SUM:
+            return torch.cumsum(x, dim, dtype=dtype)
+        case ScanKind.PROD:
+            return torch.cumprod(x, dim, dtype=dtype)
+        case ScanKind.LOGSUMEXP:
+            return torch.logcumsumexp(x, dim)
+        case ScanKind.MAX:
+            return torch.cummax(x, dim).values
+        case ScanKind.MIN:
+            return torch.cummin(x, dim).values
+        case ScanKind.ARGMAX:
+            return torch.cummax(x, dim).indices
+        case ScanKind.ARGMIN:
+            return torch.cummin(x, dim).indices
+
+
 def arange(start: float | int, step: float | int, count: int, dtype: torch.dtype):
     """`count` values `start, start + step, ...` exactly as torch.arange gives them."""
     if step == 0 or count == 0:
@@ -162,7 +182,7 @@ def arange(start: float | int, step: float | int, count: int, dtype: torch.dtype
 
 
 class ElementwiseFunctions(PTensorFunctionsBase):
-    """Elementwise ops, generators and reductions."""
+    """Elementwise ops, generators, reductions and scans."""
 
     @tensor_impl(ptensor.UnaryOp)
     def run_unary(
@@ -242,3 +262,9 @@ class ElementwiseFunctions(PTensorFunctionsBase):
             dtype_of(op.result),
         )
         return (result,)
+
+    @tensor_impl(ptensor.ScanOp)
+    def run_scan(
+        self, interpreter: Interpreter, op: ptensor.ScanOp, args: PythonValues
+    ) -> PythonValues:
+        return (scan_tensor(op.kind.data, args[0], op.dim.value.data, dtype_of(op.result)),)

@@ -129,6 +129,8 @@ def _describe(op: Operation) -> str:
         return "fused_" + "_".join(dict.fromkeys(_describe(m) for m in op.members[:3]))
     if isinstance(op, loop.ReduceOp):
         return f"reduce_{op.kind.data.value}"
+    if isinstance(op, loop.ScanOp):
+        return f"scan_{op.kind.data.value}"
     math_ops = [o.name.split(".")[1] for o in op.walk() if o.name.startswith("math.")]
     if math_ops:
         return "pointwise_" + "_".join(dict.fromkeys(math_ops[:2]))

@@ -1,8 +1,8 @@
 """
 Building one loop op: its domain, its inputs, and reads through views.
 
-`LoopBuilder` is the explicit context of one `loop.pointwise` or `loop.reduce`
-under construction. Reading a tensor at an index walks back through the view
+`LoopBuilder` is the explicit context of one `loop.pointwise`, `loop.reduce`
+or `loop.scan` under construction. Reading a tensor at an index walks back through the view
 ops that produced it (view elimination), so the load reads the tensor that owns
 the data at the composed, simplified index expression.
 """
@@ -16,7 +16,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import VIEW_OPS, FullOp, ReduceKind, TensorType
+from permalloy.dialects.ptensor import SCAN_POSITION_KINDS, VIEW_OPS, FullOp, ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import index_value, parallel_index, reduction_index
 from permalloy.lowering.index_algebra import (
     Index,
@@ -44,21 +44,29 @@ class LoopBuilder:
         self,
         result_type: TensorType,
         reduction_sizes: Sequence[sympy.Expr] = (),
+        scanned_dim: int | None = None,
     ):
+        """A builder over the result's shape and `reduction_sizes`; with
+        `scanned_dim`, of a scan: that dimension of the result is the
+        reduction domain, the others the parallel one."""
         self.result_type = result_type
+        self.scanned_dim = scanned_dim
+        self.parallel_sizes = list(result_type.sizes)
+        if scanned_dim is not None:
+            reduction_sizes = [self.parallel_sizes.pop(scanned_dim)]
         self.reduction_sizes = tuple(reduction_sizes)
         self.block = Block()
         self.body = BodyBuilder(self.block)
         self.inputs: list[SSAValue] = []
         self._arguments: dict[SSAValue, BlockArgument] = {}
-        self.bounds = domain_bounds(result_type.sizes, self.reduction_sizes)
+        self.bounds = domain_bounds(self.parallel_sizes, self.reduction_sizes)
         self._index_values: list[SSAValue] = []
 
     # -- the domain ----------------------------------------------------------
 
     @property
     def parallel_indices(self) -> Index:
-        return tuple(parallel_index(i) for i in range(self.result_type.rank))
+        return tuple(parallel_index(i) for i in range(len(self.parallel_sizes)))
 
     @property
     def reduction_indices(self) -> Index:
@@ -142,6 +150,13 @@ class LoopBuilder:
         return loop.ReduceOp(
             kind, self.inputs, self.reduction_sizes, self.result_type, body
         )
+
+    def scan(self, kind: ScanKind, value: SSAValue, value_type: Attribute) -> loop.ScanOp:
+        """The loop.scan combining `value` (compute type of `value_type`)."""
+        assert self.scanned_dim is not None
+        element_type = value_type if kind in SCAN_POSITION_KINDS else self.result_type.element_type
+        body = self._finish_body(value, element_type)
+        return loop.ScanOp(kind, self.inputs, self.scanned_dim, self.result_type, body)
 
     def compute_type(self) -> Attribute:
         return compute_type(self.result_type.element_type)

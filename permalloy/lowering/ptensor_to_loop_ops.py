@@ -1,8 +1,8 @@
 """
 How each computing ptensor op becomes a loop op.
 
-One function per op kind, each returning the `loop.pointwise` or `loop.reduce`
-that computes the op's result. Views are not lowered here: readers see through
+One function per op kind, each returning the `loop.pointwise`, `loop.reduce`
+or `loop.scan` that computes the op's result. Views are not lowered here: readers see through
 them (see `loop_builder.resolve_views`).
 """
 
@@ -129,6 +129,23 @@ def lower_reduce(op: pt.ReduceOp) -> Operation:
         value = builder.body.convert(value, value_type, IntegerType(64))
         value_type = IntegerType(64)
     return builder.reduce(kind, value, value_type)
+
+
+def lower_scan(op: pt.ScanOp) -> Operation:
+    """The scanned dimension becomes the reduction index `r0`, read where the
+    input has it; the other dimensions are the parallel indices, in order."""
+    dim = op.dim.value.data
+    builder = LoopBuilder(_result_type(op), scanned_dim=dim)
+    index = list(builder.parallel_indices)
+    index.insert(dim, builder.reduction_indices[0])
+    value = builder.read(op.input, index)
+    kind = op.kind.data
+    value_type = _element(op.input)
+    if kind in pt.SCAN_POSITION_KINDS and is_unsigned(value_type):
+        # positions follow values compared as signed: widen unsigned ones
+        value = builder.body.convert(value, value_type, IntegerType(64))
+        value_type = IntegerType(64)
+    return builder.scan(kind, value, value_type)
 
 
 def lower_cat(op: pt.CatOp) -> Operation:
@@ -294,6 +311,7 @@ LOWERINGS: dict[type[Operation], Callable[[Operation], Operation]] = {
     pt.FullOp: lower_full,
     pt.IotaOp: lower_iota,
     pt.ReduceOp: lower_reduce,
+    pt.ScanOp: lower_scan,
     pt.CatOp: lower_cat,
     pt.PadOp: lower_pad,
     pt.GatherOp: lower_gather,

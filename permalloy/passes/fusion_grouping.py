@@ -50,10 +50,8 @@ def _reduces_everything(op: loop.LoopOp) -> bool:
 
 
 def _points(op: loop.LoopOp) -> sympy.Expr:
-    """The points of a loop op's iteration domain: its results times its reduced elements."""
-    result_type = op.result.type
-    assert isinstance(result_type, TensorType)
-    return sympy.expand(result_type.numel() * product(op.reduction_sizes))
+    """The points of a loop op's iteration domain: its parallel points times its reduced elements."""
+    return sympy.expand(product(op.parallel_sizes) * product(op.reduction_sizes))
 
 
 def _fits_one_program(op: loop.LoopOp) -> bool:
@@ -102,9 +100,9 @@ def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
     its reader alike: a `[3, 1, 1, 1]` mask read by a `[3, 512, 8, 768]`
     select (the gradient of a packed q/k/v projection) ran as 3 programs of 3
     million elements each. Members of one shape run as one flat loop over
-    their elements; a reduction runs one program per row anyway.
+    their elements; a reduction or a scan runs one program per row anyway.
     """
-    if any(isinstance(op, loop.ReduceOp) for op in ops):
+    if any(isinstance(op, loop.ReduceOp | loop.ScanOp) for op in ops):
         return False
     first, *others = [op.result.type.sizes for op in ops]  # type: ignore[union-attr]
     return not all(shapes_equal(first, shape) for shape in others)

@@ -19,7 +19,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from permalloy.dialects import loop
-from permalloy.dialects.ptensor import TensorType, is_float
+from permalloy.dialects.ptensor import is_float
 from permalloy.dialects.sym import index_value, parallel_index, symbol_kind
 from permalloy.lowering.index_algebra import domain_bounds, simplify_index
 
@@ -44,10 +44,9 @@ def is_cheap(producer: loop.PointwiseOp) -> bool:
 
 
 def _numel(op: loop.LoopOp) -> sympy.Expr:
-    result_type = op.result.type
-    assert isinstance(result_type, TensorType)
-    total = result_type.numel()
-    for size in op.reduction_sizes:
+    """The points of a loop op's domain, parallel and reduction."""
+    total: sympy.Expr = sympy.Integer(1)
+    for size in (*op.parallel_sizes, *op.reduction_sizes):
         total = total * size
     return sympy.sympify(total)
 
@@ -92,7 +91,7 @@ def inline_producer(reader: loop.LoopOp, position: int) -> None:
     producer = reader.inputs[position].owner
     assert isinstance(producer, loop.PointwiseOp)
     argument = reader.body.block.args[position]
-    bounds = domain_bounds(reader.result.type.sizes, reader.reduction_sizes)  # type: ignore[union-attr]
+    bounds = domain_bounds(reader.parallel_sizes, reader.reduction_sizes)
     for use in list(argument.uses):
         load = use.operation
         if isinstance(load, loop.LoadOp):

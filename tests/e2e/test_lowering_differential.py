@@ -281,6 +281,46 @@ def reduce_cases() -> list[Case]:
     return cases
 
 
+def scan_cases() -> list[Case]:
+    cases = []
+    x = T("3, 4, 5")
+    for kind in ("sum", "prod", "logsumexp", "max", "min", "argmax", "argmin"):
+        r = T("3, 4, 5", "i64" if kind.startswith("arg") else "f32")
+        for dim in (0, 1, 2):
+            cases.append(op_case(f"scan_{kind}_dim{dim}", f"ptensor.scan {kind} %a0 dim {dim} : {x} -> {r}", [x], r))
+    for kind, source, result in [
+        ("sum", "i64", "i64"), ("sum", "bf16", "bf16"), ("prod", "i32", "i32"), ("prod", "f64", "f64"),
+        ("logsumexp", "bf16", "bf16"), ("max", "ui8", "ui8"), ("min", "i8", "i8"), ("max", "i1", "i1"),
+        ("min", "i1", "i1"), ("argmax", "i1", "i64"), ("argmin", "ui8", "i64"), ("argmax", "bf16", "i64"),
+    ]:  # fmt: skip
+        a, r = T("3, 6", source), T("3, 6", result)
+        cases.append(op_case(f"scan_{kind}_{source}", f"ptensor.scan {kind} %a0 dim 1 : {a} -> {r}", [a], r))
+    ties = lambda sizes: [torch.randint(0, 3, (3, 6), dtype=torch.int32)]  # noqa: E731
+    a, r = T("3, 6", "i32"), T("3, 6", "i64")
+    for kind in ("argmax", "argmin"):
+        cases.append(op_case(f"scan_{kind}_ties", f"ptensor.scan {kind} %a0 dim 1 : {a} -> {r}", [a], r, inputs=ties))
+    special = lambda sizes: [torch.tensor([[1.0, float("nan"), 3.0, float("nan"), 0.5], [float("-inf"), float("-inf"), 2.0, float("inf"), float("inf")]])]  # noqa: E731
+    a = T("2, 5")
+    for kind in ("sum", "logsumexp", "max", "min", "argmax", "argmin"):
+        r = T("2, 5", "i64" if kind.startswith("arg") else "f32")
+        cases.append(op_case(f"scan_{kind}_special_values", f"ptensor.scan {kind} %a0 dim 1 : {a} -> {r}", [a], r, inputs=special))
+    v = "ptensor"
+    cases.append(
+        body_case(
+            "scan_of_a_permute", f"%x: {T('4, 6')}", T("6, 4"),
+            f"  %t = {v}.permute %x [1, 0] : {T('4, 6')} -> {T('6, 4')}\n"
+            f"  %r = {v}.scan sum %t dim 0 : {T('6, 4')} -> {T('6, 4')}",
+        )
+    )
+    cases.append(
+        op_case(
+            "scan_symbolic", f"{v}.scan max %a0 dim 1 : {T('s0, s1')} -> {T('s0, s1')}", [T("s0, s1")], T("s0, s1"),
+            sizes=({"s0": 2, "s1": 5}, {"s0": 3, "s1": 1}, {"s0": 1, "s1": 300}),
+        )
+    )
+    return cases
+
+
 def view_cases() -> list[Case]:
     v = "ptensor"
     return [
@@ -710,6 +750,7 @@ ALL_CASES: list[Case] = [
     *cast_cases(),
     *broadcast_cases(),
     *reduce_cases(),
+    *scan_cases(),
     *view_cases(),
     *data_movement_cases(),
     *generator_cases(),

@@ -85,6 +85,11 @@ def single_dim_reduction_params(rng: random.Random, args: list[torch.Tensor]) ->
     return params
 
 
+def float_one_dim(rng: random.Random, args: list[torch.Tensor]) -> Params | None:
+    """One dim of a float tensor (logcumsumexp takes floats only)."""
+    return one_dim(rng, args) if args[0].is_floating_point() else None
+
+
 def constant_params(rng: random.Random, args: list[torch.Tensor]) -> Params:
     return {"c": random_constant(rng)}
 
@@ -276,6 +281,12 @@ CATALOG: tuple[OpSpec, ...] = (
     OpSpec("var", 1, "torch.var({0}, dim={dims}, keepdim={keepdim})", reduction_params, 0.7),
     OpSpec("prod", 1, "torch.prod({0}, dim={dim}, keepdim={keepdim})", single_dim_reduction_params, 0.5),
     OpSpec("argmax", 1, "torch.argmax({0}, dim={dim}, keepdim={keepdim})", single_dim_reduction_params, 0.5),
+    # scans
+    OpSpec("cumsum", 1, "torch.cumsum({0}, dim={dim})", one_dim, 0.6),
+    OpSpec("cumprod", 1, "torch.cumprod({0}, dim={dim})", one_dim, 0.3),
+    OpSpec("logcumsumexp", 1, "torch.logcumsumexp({0}, dim={dim})", float_one_dim, 0.3),
+    OpSpec("cummax", 1, "torch.cummax({0}, dim={dim})[0]", one_dim, 0.3),
+    OpSpec("cummin_indices", 1, "torch.cummin({0}, dim={dim})[1]", one_dim, 0.3),
     # views
     OpSpec("reshape", 1, "{0}.reshape({shape})", reshape_params),
     OpSpec("permute", 1, "{0}.permute({order})", permute_params),

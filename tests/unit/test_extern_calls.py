@@ -60,6 +60,12 @@ CASES = {
         T("s0, 1", "i64"),
     ),
     "reduce_any": (f"ptensor.reduce any %a0 dims [1] : {T('s0, 5')} -> {T('s0', 'i1')}", [T("s0, 5")], T("s0", "i1")),
+    "scan_argmax": (
+        f"ptensor.scan argmax %a0 dim 0 : {T('s0, 5', 'i32')} -> {T('s0, 5', 'i64')}",
+        [T("s0, 5", "i32")],
+        T("s0, 5", "i64"),
+    ),
+    "scan_sum": (f"ptensor.scan sum %a0 dim 1 : {T('s0, 5')} -> {T('s0, 5')}", [T("s0, 5")], T("s0, 5")),
     "cat": (f"ptensor.cat %a0, %a1 dim 0 : {T('2, 8')}, {T('s0, 8')} -> {T('s0 + 2, 8')}", [T("2, 8"), T("s0, 8")], T("s0 + 2, 8")),
     "pad_constant": (
         f"ptensor.pad %a0 constant 2.0 low [0, 1] high [1, -1] : {T('s0, 4')} -> {T('s0 + 1, 4')}",

@@ -65,27 +65,27 @@ def test_function_name_is_chosen_by_the_caller() -> None:
 
 
 def test_unknown_ops_fall_back_with_one_warning() -> None:
-    def fn(x):
-        return torch.cumsum(x, 1, dtype=torch.float64), torch.sort(x, 0).values
+    def fn(x, boundaries):
+        return torch.bucketize(x, boundaries, out_int32=True), torch.sort(x, 0).values
 
-    (gm,) = capture_aten_graphs(fn, torch.randn(3, 4))
+    (gm,) = capture_aten_graphs(fn, torch.randn(3, 4), torch.tensor([-0.5, 0.0, 0.5]))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = import_graph(gm)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1
-    assert "aten.cumsum.default" in messages[0] and "aten.sort.default" in messages[0]
-    assert result.fallback_ops == ["aten.cumsum.default", "aten.sort.default"]
-    cumsum, sort = ops_named(result.module, ptensor.FallbackOp)
-    assert cumsum.target.data == "aten.cumsum.default"
-    assert str(cumsum.args) == "[#ptensor.operand<0>, 1 : i64]"
-    assert str(cumsum.kwargs) == "{dtype = f64}"
+    assert "aten.bucketize.Tensor" in messages[0] and "aten.sort.default" in messages[0]
+    assert result.fallback_ops == ["aten.bucketize.Tensor", "aten.sort.default"]
+    bucketize, sort = ops_named(result.module, ptensor.FallbackOp)
+    assert bucketize.target.data == "aten.bucketize.Tensor"
+    assert str(bucketize.args) == "[#ptensor.operand<0>, #ptensor.operand<1>]"
+    assert str(bucketize.kwargs) == "{out_int32 = true}"
     assert len(sort.results) == 2
 
 
 def test_fallback_results_run_through_the_interpreter() -> None:
     def fn(x):
-        return torch.cumsum(x, 1) * 2, torch.topk(x, 2).indices
+        return torch.kthvalue(x, 2, 1).values * 2, torch.topk(x, 2).indices
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

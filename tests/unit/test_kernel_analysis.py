@@ -172,6 +172,65 @@ def test_row_sums_reduce_inner_and_column_sums_outer():
     assert unit_stride(address, d0) and not unit_stride(address, r0)
 
 
+# -- scans --------------------------------------------------------------------------
+
+
+POSITION_IDS = f"""
+  %w = ptensor.cast %m : {T("4, 32", "i1")} -> {T("4, 32", "i64")}
+  %c = ptensor.scan sum %w dim 1 : {T("4, 32", "i64")} -> {T("4, 32", "i64")}
+  %one = ptensor.full 1 : {T("", "i64")}
+  %p = ptensor.binary sub %c, %one : {T("4, 32", "i64")}, {T("", "i64")} -> {T("4, 32", "i64")}
+  func.return %p : {T("4, 32", "i64")}
+"""
+
+
+def test_a_scan_of_rows_shares_its_rows_with_its_epilogue():
+    kernel, layouts = only_kernel(POSITION_IDS, f"%m: {T('4, 32', 'i1')}", T("4, 32", "i64"))
+    analysis, (scan, epilogue) = spaces(kernel, layouts)
+    assert [(s.is_scan, s.kind) for s in analysis.stages] == [(True, "sum"), (False, None)]
+    assert analysis.groups == [([0, 1], 1)]
+    assert analysis.stages[0].sizes == [4] and analysis.stages[0].reduction_sizes == [32]
+    # the cast is inlined into the scan; its result goes through memory, read at its own row
+    assert analysis.stages[0].intermediate and analysis.result_layout(analysis.stages[0]).sizes == (4, 32)
+    assert (scan.parallel, scan.reduction) == ((4,), (32,)) and reduction_direction(scan) == INNER
+    assert scan.output_addresses == [32 * d0 + r0]
+
+
+def test_a_scan_of_columns_runs_across_the_contiguous_dimension_on_its_own():
+    body = f"""
+  %c = ptensor.scan max %x dim 0 : {T("64, 3, 5")} -> {T("64, 3, 5")}
+  func.return %c : {T("64, 3, 5")}
+"""
+    kernel, layouts = only_kernel(body, f"%x: {T('64, 3, 5')}", T("64, 3, 5"))
+    analysis, (space,) = spaces(kernel, layouts)
+    assert analysis.groups == [([0], 2)]  # its rows are its parallel dimensions
+    assert analysis.stages[0].sizes == [3, 5]
+    # the two parallel dimensions walk memory as one; the scanned one stays apart
+    assert (space.parallel, space.reduction) == ((15,), (64,))
+    assert space.output_addresses == [d0 + 15 * r0]
+    assert reduction_direction(space) == OUTER
+
+
+def test_a_scan_of_an_inner_dimension_shares_no_rows():
+    text = f"""
+buffer.kernel @k(%a: {tensor("[4, 8, 2]", "f32")}) -> ({tensor("[4, 8, 2]", "f32")}) {{
+  %c = loop.scan sum ins(%x = %a : {tensor("[4, 8, 2]", "f32")}) dim 1 -> {tensor("[4, 8, 2]", "f32")} {{
+    %v = loop.load %x[d0, r0, d1] : f32
+    loop.yield %v : f32
+  }}
+  %y = loop.pointwise ins(%t = %c : {tensor("[4, 8, 2]", "f32")}) -> {tensor("[4, 8, 2]", "f32")} {{
+    %v = loop.load %t[d0, d1, d2] : f32
+    loop.yield %v : f32
+  }}
+  buffer.yield %y : {tensor("[4, 8, 2]", "f32")}
+}}
+"""
+    scan, pointwise = list(parse_kernel(text).body.block.ops)[:2]
+    assert reads_at_own_row(pointwise, scan.result, 1)
+    # a program scans whole rows: rows [4] would leave the [8, 2] after them to one program
+    assert [(len(g.members), g.rank) for g in row_groups([scan, pointwise])] == [(1, 2), (1, 3)]
+
+
 @pytest.mark.parametrize("merge_size_one", [False, True])
 def test_a_reduction_over_size_one_dimensions_keeps_one_loop(merge_size_one):
     space = collapse_space([4], [1, 1], [d0 * 2 + r0 + 3 * r1], [], merge_size_one)
@@ -278,6 +337,16 @@ def test_collapse_space_renames_the_surviving_variables_in_order():
     space = collapse_space([5, 4, 3], [7], [12 * d0 + 3 * d1 + d2 + 60 * r0, 12 * d0 + 3 * d1 + 100 * d2])
     assert space.parallel == (20, 3) and space.reduction == (7,)
     assert space.addresses == [3 * d0 + d1 + 60 * r0, 3 * d0 + 100 * d1]
+
+
+
+def test_collapse_space_keeps_shared_rows_apart():
+    # a [4, 6, 8] contiguous read walks its three dimensions as one; rows [4, 6]
+    # that another stage shares merge among themselves, not with the last one
+    addresses = [48 * d0 + 8 * d1 + d2]
+    assert collapse_space([4, 6, 8], [], addresses).parallel == (192,)
+    space = collapse_space([4, 6, 8], [], addresses, row_rank=2)
+    assert space.parallel == (24, 8) and space.addresses == [8 * d0 + d1]
 
 
 # -- refusals -------------------------------------------------------------------------

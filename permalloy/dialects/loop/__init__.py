@@ -5,6 +5,8 @@ A `loop.pointwise` computes one element of its result per point of its domain
 (the result's shape, indexed by `d0, d1, ...`). A `loop.reduce` computes one
 element per point of its parallel domain (the result's shape, `d0, ...`) by
 combining the values its body yields over a reduction domain (`r0, r1, ...`).
+A `loop.scan` keeps every prefix of such a combination along one dimension
+of its result, its reduction domain (`r0`).
 Bodies read their inputs with `loop.load` at index expressions over the loop
 indices and size symbols, compute with the upstream `arith` and `math` ops, and
 end with `loop.yield`.
@@ -23,7 +25,7 @@ different index expression in the loads that read it.
     }
 
 The ops live in two modules: `computations` (`loop.pointwise`, `loop.reduce`,
-`loop.fused` and their terminators) and `body` (`loop.load`, `loop.index`);
+`loop.scan`, `loop.fused` and their terminators) and `body` (`loop.load`, `loop.index`);
 every public name is available from `permalloy.dialects.loop` itself.
 """
 
@@ -38,6 +40,7 @@ from permalloy.dialects.loop.computations import (
     LoopOp,
     PointwiseOp,
     ReduceOp,
+    ScanOp,
     YieldOp,
     enclosing_loop,
     parse_ins,
@@ -47,7 +50,7 @@ from permalloy.dialects.loop.computations import (
 
 Loop = Dialect(
     "loop",
-    [PointwiseOp, ReduceOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
+    [PointwiseOp, ReduceOp, ScanOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
     [],
 )
 
@@ -60,6 +63,7 @@ __all__ = [
     "LoopOp",
     "PointwiseOp",
     "ReduceOp",
+    "ScanOp",
     "YieldOp",
     "enclosing_loop",
     "parse_ins",

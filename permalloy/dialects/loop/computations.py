@@ -1,8 +1,8 @@
 """
-The loop ops and their terminators: `loop.pointwise` and `loop.reduce` (an
-iteration domain and an isolated scalar body ending in `loop.yield`), and
-`loop.fused` (several loop ops computed by one kernel, ending in
-`loop.fused_yield`), with the `ins(%arg = %value : type, ...)` syntax that
+The loop ops and their terminators: `loop.pointwise`, `loop.reduce` and
+`loop.scan` (an iteration domain and an isolated scalar body ending in
+`loop.yield`), and `loop.fused` (several loop ops computed by one kernel,
+ending in `loop.fused_yield`), with the `ins(%arg = %value : type, ...)` syntax that
 binds a body's arguments to its op's inputs.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 import sympy
-from xdsl.dialects.builtin import IntegerType
+from xdsl.dialects.builtin import I64, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -35,20 +35,32 @@ from xdsl.traits import (
 )
 
 from permalloy.dialects.ptensor import (
+    SCAN_POSITION_KINDS,
     ReduceKind,
     ReduceKindAttr,
+    ScanKind,
+    ScanKindAttr,
     SymListAttr,
     TensorType,
     is_bool,
+    is_float,
 )
 from permalloy.dialects.ptensor.checks import require
-from permalloy.dialects.sym import format_expr, parse_expr_list, symbol_kind
+from permalloy.dialects.sym import (
+    format_expr,
+    parallel_index,
+    parse_expr_list,
+    reduction_index,
+    symbol_kind,
+)
 
 
 class LoopOp(IRDLOperation):
     """
-    Shared structure of `loop.pointwise` and `loop.reduce`: tensor inputs bound
-    to the block arguments of an isolated body that yields one scalar.
+    Shared structure of `loop.pointwise`, `loop.reduce` and `loop.scan`:
+    tensor inputs bound to the block arguments of an isolated body that
+    yields one scalar, run over a parallel domain (indices `d0, d1, ...`) and
+    a reduction domain (`r0, ...`, none for a pointwise op).
     """
 
     inputs = var_operand_def(Attribute)
@@ -58,14 +70,25 @@ class LoopOp(IRDLOperation):
     traits = traits_def(IsolatedFromAbove(), Pure(), RecursiveMemoryEffect())
 
     @property
-    def parallel_rank(self) -> int:
+    def parallel_sizes(self) -> tuple[sympy.Expr, ...]:
+        """The parallel domain: the result's shape (a scan's without its scanned dimension)."""
         result_type = self.result.type
         assert isinstance(result_type, TensorType)
-        return result_type.rank
+        return tuple(result_type.sizes)
+
+    @property
+    def parallel_rank(self) -> int:
+        return len(self.parallel_sizes)
 
     @property
     def reduction_sizes(self) -> tuple[sympy.Expr, ...]:
         return ()
+
+    @property
+    def result_index(self) -> tuple[sympy.Expr, ...]:
+        """The result element a point of the domain writes: `[d0, d1, ...]` (a
+        scan's with `r0` at its scanned dimension)."""
+        return tuple(parallel_index(i) for i in range(self.parallel_rank))
 
     @property
     def yielded(self) -> SSAValue:
@@ -295,6 +318,124 @@ class ReduceOp(LoopOp):
             )
 
 
+@irdl_op_definition
+class ScanOp(LoopOp):
+    """
+    The running combination by `kind` along dimension `dim` of the result:
+    the result element at a point is the combination of the body's values at
+    that point and at every point before it along `dim`, the scanned
+    dimension. The scanned dimension is the reduction domain (its index is
+    `r0`, its size the result's at `dim`); the other dimensions of the result
+    are the parallel domain, in order (`d0, ...`). The body of a scan of the
+    last dimension of `[4, 8]` reads `%a[d0, r0]`, of its first one
+    `%a[r0, d0]`; the result element written is the point's `[d0, r0]` or
+    `[r0, d0]` (`result_index`). `argmax` and `argmin` give the i64 position
+    along `dim` of the running extreme of the body's values (the last one on
+    ties, a NaN counting as the extreme and a later NaN taking an earlier
+    one's place, as torch's cummax and cummin).
+
+    ```
+    %c = loop.scan sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) dim 1 -> !ptensor.tensor<[4, 8], f32> {
+      %v = loop.load %a[d0, r0] : f32
+      loop.yield %v : f32
+    }
+    ```
+
+    A scan is its own op rather than a kind of `loop.reduce`: a reduction
+    removes its reduced dimensions from the result and computes one value
+    per point of the parallel domain, which fusion and the targets keep in
+    a register for the readers of a row, where a scan writes a whole row.
+    What a scan shares with a reduction is its domain: parallel dimensions
+    that rows of threads or programs take, and one reduction dimension
+    walked in order. The kernel analysis collapses its dimensions and gives
+    its direction (along or across the contiguous dimension) as it does a
+    reduction's, and the targets run it in loop nests of the same shape
+    (rows across threads or programs, the reduction dimension in a loop of
+    chunks), which store each prefix instead of the total.
+    """
+
+    name = "loop.scan"
+
+    kind = prop_def(ScanKindAttr)
+    dim = prop_def(IntegerAttr[I64])
+
+    def __init__(
+        self,
+        kind: ScanKind,
+        inputs: Sequence[SSAValue],
+        dim: int,
+        result_type: TensorType,
+        body: Region,
+    ):
+        super().__init__(
+            operands=[inputs],
+            result_types=[result_type],
+            regions=[body],
+            properties={"kind": ScanKindAttr(kind), "dim": IntegerAttr(dim, 64)},
+        )
+
+    @property
+    def scanned_dim(self) -> int:
+        return self.dim.value.data
+
+    @property
+    def parallel_sizes(self) -> tuple[sympy.Expr, ...]:
+        sizes = super().parallel_sizes
+        dim = self.scanned_dim
+        # a dimension out of range is the verifier's to report, after the body's
+        return sizes[:dim] + sizes[dim + 1 :] if dim < len(sizes) else sizes
+
+    @property
+    def reduction_sizes(self) -> tuple[sympy.Expr, ...]:
+        sizes = super().parallel_sizes
+        return (sizes[self.scanned_dim],) if self.scanned_dim < len(sizes) else ()
+
+    @property
+    def result_index(self) -> tuple[sympy.Expr, ...]:
+        index = [parallel_index(i) for i in range(self.parallel_rank)]
+        index.insert(self.scanned_dim, reduction_index(0))
+        return tuple(index)
+
+    def _print_header(self, printer: Printer) -> None:
+        printer.print_string(f"{self.kind.data.value} ")
+
+    def _print_domain(self, printer: Printer) -> None:
+        printer.print_string(f" dim {self.scanned_dim}")
+
+    @classmethod
+    def parse(cls, parser: Parser) -> ScanOp:
+        kind = parser.parse_str_enum(ScanKind)
+        values, arguments = parse_ins(parser)
+        parser.parse_keyword("dim")
+        dim = parser.parse_integer(allow_boolean=False, allow_negative=False)
+        result_type, attributes, body = _parse_result_and_body(parser, arguments)
+        op = cls(kind, values, dim, result_type, body)
+        op.attributes.update(attributes)
+        return op
+
+    def verify_(self) -> None:
+        result_type = self.result.type
+        assert isinstance(result_type, TensorType)
+        require(
+            0 <= self.scanned_dim < result_type.rank,
+            f"loop.scan: dimension {self.scanned_dim} is out of range for a result of "
+            f"rank {result_type.rank}",
+        )
+        self._verify_body()
+        kind = self.kind.data
+        value_type = self.yielded.type
+        if kind in SCAN_POSITION_KINDS:
+            require(result_type.element_type == IntegerType(64), f"loop.scan {kind} gives i64")
+            return
+        if kind == ScanKind.LOGSUMEXP:
+            require(is_float(result_type.element_type), "loop.scan logsumexp gives floats")
+        require(
+            value_type == scalar_type(result_type.element_type),
+            f"loop.scan: the body yields {value_type}, but a result of "
+            f"{result_type.element_type} needs {scalar_type(result_type.element_type)}",
+        )
+
+
 def scalar_type(element_type: Attribute) -> Attribute:
     """The type of one element inside a loop body: unsigned integers are read as
     signless ones, since `arith` computes on signless integers."""
@@ -319,7 +460,7 @@ class YieldOp(IRDLOperation):
 
     value = operand_def(Attribute)
 
-    traits = traits_def(IsTerminator(), Pure(), HasParent(PointwiseOp, ReduceOp))
+    traits = traits_def(IsTerminator(), Pure(), HasParent(PointwiseOp, ReduceOp, ScanOp))
 
     assembly_format = "$value attr-dict `:` type($value)"
 

@@ -9,6 +9,8 @@ The op set is small and orthogonal:
   broadcasting for the multi-operand ones; operands of `binary` and `compare`
   share a dtype, type promotion is made explicit by `cast`);
 - reductions: `reduce` with a kind (sum, prod, max, min, argmax, argmin, any, all);
+- scans: `scan` with a kind (sum, prod, logsumexp, max, min, argmax, argmin)
+  along one dimension;
 - views: `reshape`, `permute`, `expand`, `slice`, `select`, `squeeze`,
   `unsqueeze`, `as_strided`;
 - data movement: `cat`, `pad`, `gather`, `index`, `scatter_add`, `index_put`;
@@ -22,7 +24,7 @@ what is wrong when they do not fit.
 
 The package holds one module per family: `types` (the tensor type, list
 attributes, dtype and shape helpers), `kinds` (the kind enumerations and their
-attributes), `elementwise`, `reductions`, `views`, `data_movement`,
+attributes), `elementwise`, `reductions`, `scans`, `views`, `data_movement`,
 `generators`, `library` and `fallback`; `checks` and `syntax` hold the
 verification and custom-syntax helpers the ops share. Every public name is
 available from `permalloy.dialects.ptensor` itself.
@@ -65,8 +67,11 @@ from permalloy.dialects.ptensor.kinds import (
     PadModeAttr,
     RandomDistribution,
     RandomDistributionAttr,
+    SCAN_POSITION_KINDS,
     ReduceKind,
     ReduceKindAttr,
+    ScanKind,
+    ScanKindAttr,
     UnaryKind,
     UnaryKindAttr,
 )
@@ -82,6 +87,7 @@ from permalloy.dialects.ptensor.library import (
     convolution_geometry,
 )
 from permalloy.dialects.ptensor.reductions import ReduceOp, reduced_shape
+from permalloy.dialects.ptensor.scans import ScanOp
 from permalloy.dialects.ptensor.types import (
     ELEMENT_TYPE_NAMES,
     IntListAttr,
@@ -120,6 +126,7 @@ PTensor = Dialect(
         IotaOp,
         RandOp,
         ReduceOp,
+        ScanOp,
         *VIEW_OPS,
         CatOp,
         PadOp,
@@ -138,6 +145,7 @@ PTensor = Dialect(
         BinaryKindAttr,
         ComparePredicateAttr,
         ReduceKindAttr,
+        ScanKindAttr,
         PadModeAttr,
         RandomDistributionAttr,
         OperandRefAttr,
@@ -193,6 +201,10 @@ __all__ = [
     "ReduceKindAttr",
     "ReduceOp",
     "ReshapeOp",
+    "SCAN_POSITION_KINDS",
+    "ScanKind",
+    "ScanKindAttr",
+    "ScanOp",
     "ScatterAddOp",
     "SelectOp",
     "SliceOp",

@@ -1,7 +1,7 @@
 """
 The enumerations that select what an op computes (the function of
 `ptensor.unary` and `ptensor.binary`, the predicate of `ptensor.compare`, the
-kind of `ptensor.reduce`, the mode of `ptensor.pad`, the distribution of
+kind of `ptensor.reduce` and of `ptensor.scan`, the mode of `ptensor.pad`, the distribution of
 `ptensor.rand`), the attributes that hold them, and which dtypes each kind takes.
 """
 
@@ -128,6 +128,26 @@ class ReduceKind(StrEnum):
     ALL = auto()
 
 
+class ScanKind(StrEnum):
+    """
+    The kinds of `ptensor.scan` (and of `loop.scan`): the running sum,
+    product, log-sum-exp, maximum or minimum along a dimension, and the
+    position of the running maximum or minimum.
+    """
+
+    SUM = auto()
+    PROD = auto()
+    LOGSUMEXP = auto()
+    MAX = auto()
+    MIN = auto()
+    ARGMAX = auto()
+    ARGMIN = auto()
+
+
+SCAN_POSITION_KINDS = {ScanKind.ARGMAX: ScanKind.MAX, ScanKind.ARGMIN: ScanKind.MIN}
+"""The scan kinds that give positions (i64), each with the kind of the values it follows."""
+
+
 class PadMode(StrEnum):
     """How `ptensor.pad` fills the new elements."""
 
@@ -163,6 +183,11 @@ class ComparePredicateAttr(
 @irdl_attr_definition
 class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
     name = "ptensor.reduce_kind"
+
+
+@irdl_attr_definition
+class ScanKindAttr(EnumAttribute[ScanKind], SpacedOpaqueSyntaxAttribute):
+    name = "ptensor.scan_kind"
 
 
 @irdl_attr_definition

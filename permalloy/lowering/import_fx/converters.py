@@ -11,6 +11,7 @@ from permalloy.lowering.import_fx import (
     generators,
     library,
     reductions,
+    scans,
     views,
 )
 from permalloy.lowering.import_fx.common import Converter
@@ -18,6 +19,7 @@ from permalloy.lowering.import_fx.common import Converter
 CONVERTERS: dict = {
     **elementwise.CONVERTERS,
     **reductions.CONVERTERS,
+    **scans.CONVERTERS,
     **views.CONVERTERS,
     **data_movement.CONVERTERS,
     **generators.CONVERTERS,

@@ -1,5 +1,5 @@
 """
-Elementwise, generator and reduction ops called from the host program.
+Elementwise, generator, reduction and scan ops called from the host program.
 
 A host program runs one of these with torch where its loop form does not
 exist (an elementwise op with no scalar form, such as `erfinv` or an integer
@@ -26,6 +26,7 @@ from permalloy.interpreter.ptensor_elementwise import (
     UNARY_FUNCTIONS,
     arange,
     reduce_tensor,
+    scan_tensor,
 )
 from permalloy.targets.externs.calls import ExternCall, shape_function
 
@@ -95,6 +96,11 @@ def _reduce(op: pt.ReduceOp) -> ExternCall:
     return lambda tensors, symbols: (reduce_tensor(kind, tensors[0], dims, keepdim, dtype),)
 
 
+def _scan(op: pt.ScanOp) -> ExternCall:
+    kind, dim, dtype = op.kind.data, op.dim.value.data, _dtype(op)
+    return lambda tensors, symbols: (scan_tensor(kind, tensors[0], dim, dtype),)
+
+
 ELEMENTWISE_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.UnaryOp: _unary,
     pt.BinaryOp: _binary,
@@ -106,5 +112,6 @@ ELEMENTWISE_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.IotaOp: _iota,
     pt.RandOp: _rand,
     pt.ReduceOp: _reduce,
+    pt.ScanOp: _scan,
 }
-"""The elementwise, generator and reduction ops' calls, by op class."""
+"""The elementwise, generator, reduction and scan ops' calls, by op class."""

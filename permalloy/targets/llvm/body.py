@@ -70,7 +70,7 @@ class BodyEmitter:
         self.pointers = pointers
         self.zero = zero
         self.ops = [op for op in stage.op.body.block.ops if not isinstance(op, YieldOp)]
-        self.vector_symbol = symbol(stage.vector_var)
+        self.vector_symbol = symbol(stage.vector_var) if stage.vector_var else None
 
     @property
     def yielded(self) -> SSAValue:

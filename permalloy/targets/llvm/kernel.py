@@ -174,7 +174,7 @@ class KernelEmitter:
             work = self._value(cg, work_volume(group), scalars)
             # A group with no result element writes nothing, and must not run:
             # its loads hoisted above empty loops would read empty tensors.
-            results = self._value(cg, sum((product(s.parallel) for s in group), sympy.Integer(0)), scalars)
+            results = self._value(cg, sum((s.result_elements for s in group), sympy.Integer(0)), scalars)
             total = b.select(b.icmp_signed(">", results, I64(0)), total, I64(0))
             align = alignment(group)
             useful = b.sdiv(b.add(total, I64(align - 1)), I64(align))

@@ -47,14 +47,15 @@ def emit_math(cg: CodeGen, op: Operation, args: list[ir.Value]) -> ir.Value:
         return cg.intrinsic("abs", [args[0], ir.Constant(ir.IntType(1), 0)])
     t = op.results[0].type
     values = [to_compute(cg, a, t) for a in args]
-    return from_compute(cg, _emit_float(cg, name, values, _compute_type(t)), t)
+    return from_compute(cg, float_function(cg, name, values, _compute_type(t)), t)
 
 
 def _compute_type(t: Attribute) -> Attribute:
     return t if isinstance(t, Float64Type) else Float32Type()
 
 
-def _emit_float(cg: CodeGen, name: str, args: list[ir.Value], t: Attribute) -> ir.Value:
+def float_function(cg: CodeGen, name: str, args: list[ir.Value], t: Attribute) -> ir.Value:
+    """The math function `name` (`exp`, `log1p`, ...) of f32 or f64 operands of type `t`."""
     b = cg.builder
     is_f32 = isinstance(t, Float32Type)
     if is_f32 and name in POLYNOMIAL:

@@ -3,11 +3,13 @@ The loop nests of a group of stages: `run(ptrs, syms, lo, hi)` computes work
 items `[lo, hi)` (see `plan` for the nest shapes and the groups).
 
 A group of one pointwise or `outer` stage counts its items as output elements
-in row-major order (a thread's range may start and end inside a row); other
-groups count rows, and every stage of the group computes its part of a row in
-turn. The row loop walks the outer parallel indices with an odometer (one
-division per thread, not per row); vectorized loops run full chunks of `lanes`
-unmasked and one masked chunk for the tail.
+in row-major order (a thread's range may start and end inside a row), of its
+parallel domain for an `outer` reduction or scan; other groups count rows,
+and every stage of the group computes its part of a row in turn. The row
+loop walks the outer parallel indices with an odometer (one division per
+thread, not per row); vectorized loops run full chunks of `lanes` unmasked
+and one masked chunk for the tail. A scan's part of a row is `scans.scan_row`;
+only a reduction to a single value is split across threads along r0.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.plan import INNER, POINTWISE, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
+from permalloy.targets.llvm.scans import ScanCombine, scan_row
 from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
@@ -43,7 +46,9 @@ def counts_elements(group: list[StagePlan]) -> bool:
 
 def splits_reduction(group: list[StagePlan]) -> bool:
     """Whether a group is one reduction to a single value, split across threads along r0."""
-    return len(group) == 1 and group[0].mode == INNER and product(s for _, s in group[0].row_dims()) == 1
+    stage = group[0]
+    single = len(group) == 1 and stage.mode == INNER and stage.kind is not None
+    return single and product(s for _, s in stage.row_dims()) == 1
 
 
 def work_items(group: list[StagePlan]) -> sympy.Expr:
@@ -107,12 +112,19 @@ class StageEmitter:
         self.parallel = [emit_expr(cg, e, env.scalars) for e in stage.parallel]
         self.reduction = [emit_expr(cg, e, env.scalars) for e in stage.reduction]
         self.red = None
+        self.scan = None
+        op = stage.op
         if stage.kind is not None:
-            op = stage.op
             self.red = Reduction(cg, stage.kind, op.yielded.type, op.result.type.element_type, _unsigned(stage))
+        if stage.scan_kind is not None:
+            self.scan = ScanCombine(cg, stage.scan_kind, op.yielded.type, op.result.type.element_type, _unsigned(stage))
 
     def row(self, env: Env, xs: ir.Value, xe: ir.Value | None) -> None:
-        """Columns [xs, xe) of d_last (pointwise, outer) or one output (inner) of a row."""
+        """Columns [xs, xe) of d_last (pointwise, outer) or one output (inner) of a
+        row; a scan's row, or its columns [xs, xe) (outer)."""
+        if self.scan is not None:
+            scan_row(self, env, xs, xe)
+            return
         if self.red is None:
             self._pointwise_row(env, xs, xe)
             return
@@ -171,7 +183,7 @@ class StageEmitter:
 
     # -- loops ---------------------------------------------------------------
 
-    def _vector_loop(
+    def vector_loop(
         self,
         env: Env,
         start: ir.Value,
@@ -254,7 +266,7 @@ class StageEmitter:
             self.body.emit_level(1, inner)
             self.body.store_vector(self.body.vector_value(inner), inner)
 
-        self._vector_loop(env, xs, xe, chunk)
+        self.vector_loop(env, xs, xe, chunk)
 
     def _inner_row(self, env: Env, empty: bool, split=None) -> None:
         """One output of an `inner` reduction; with `split` = (lo, hi, partial), the
@@ -278,7 +290,7 @@ class StageEmitter:
 
         def innermost(outer: Env) -> None:
             blocked = self._blocks(total, part) if part is not None else None
-            self._vector_loop(outer, *vector_bounds, chunk, blocked)
+            self.vector_loop(outer, *vector_bounds, chunk, blocked)
 
         outer_bounds = split[:2] if split is not None and m > 1 else None
         self._seq_loops(env, [f"r{j}" for j in range(m - 1)], innermost, outer_bounds)
@@ -314,7 +326,7 @@ class StageEmitter:
         red, lanes, b = self.red, self.stage.lanes, self.b
         if empty:
             self.body.emit_output_bases(env)
-            self._vector_loop(env, xs, xe, lambda inner, _: self.body.store_vector(red.empty_result(), inner))
+            self.vector_loop(env, xs, xe, lambda inner, _: self.body.store_vector(red.empty_result(), inner))
             return
         self.body.emit_level(0, env)
         self.body.emit_output_bases(env)
@@ -348,7 +360,7 @@ class StageEmitter:
                 result = red.finish_vector(total.at(self.cg, self._chunk_index(vector, start)))
                 self.body.store_vector(result, vector)
 
-            self._vector_loop(env, start, end, store)
+            self.vector_loop(env, start, end, store)
 
         self.cg.for_range(xs, xe, one_tile, step=tile, name="tile")
 
@@ -376,7 +388,7 @@ class StageEmitter:
                     state = red.step(state, self.body.vector_value(row), None, position)
                 red.store(target, state)
 
-            self._vector_loop(env, start, end, chunk)
+            self.vector_loop(env, start, end, chunk)
 
         full_end = b.add(lo, b.mul(b.sdiv(b.sub(hi, lo), I64(JAM)), I64(JAM)))
         self.cg.for_range(lo, full_end, lambda r: rows(r, JAM), step=JAM, name=last)

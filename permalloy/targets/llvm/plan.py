@@ -10,12 +10,18 @@ vectorize and nests its loops in *levels*:
     inner       level 0: rows (all d's)     levels 1..m-1: r_0..r_{m-2}   level m: r_last, vectorized
     outer       level 0: rows (outer d's)   level 1: a tile of d_last     levels 2..m+1: r_0..r_{m-1}
                 level m+2: the chunks of the tile, d_last vectorized
+    inner scan  level 0: rows (all d's)     level 1: r0, in order, scalar
+    outer scan  level 0: rows (outer d's)   level 1: d_last, vectorized   level 2: r0, in order
 
 `inner` reduces along the contiguous last dimension (row sums) with vector
 accumulators reduced horizontally at the end; `outer` keeps one accumulator
 lane per output element (column sums) for a tile of columns (a few KiB, in
 L1), walking the reduction dimension row by row so that memory is read in
-long contiguous runs. Every body op gets the level of the
+long contiguous runs. A scan (`loop.scan`) walks its one reduction
+dimension in order and stores every prefix: along the contiguous dimension
+(`inner`, cumsum of rows) one scalar running value per row, across it
+(`outer`, cumsum of columns) a vector of running values for a chunk of
+columns. Every body op gets the level of the
 deepest loop it depends on, so it is computed once per iteration of that loop
 (loop-invariant values are hoisted by construction), and is a vector when it
 depends on the vectorized variable. A load of a tensor that an earlier stage
@@ -43,7 +49,9 @@ from permalloy.analysis.affine import split_affine
 from permalloy.analysis.kernel import (
     INNER,
     OUTER,
+    KernelAnalysis,
     StageFacts,
+    StageSpace,
     TensorLayout,
     analyze_kernel,
     reduction_direction,
@@ -51,9 +59,9 @@ from permalloy.analysis.kernel import (
 )
 from permalloy.analysis.rows import same_row
 from permalloy.dialects.buffer import BufferType, KernelOp
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp
-from permalloy.dialects.ptensor import ReduceKind
-from permalloy.dialects.sym import symbol
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp
+from permalloy.dialects.ptensor import ReduceKind, ScanKind
+from permalloy.dialects.sym import product, symbol
 from permalloy.targets import kernel_symbols
 
 POINTWISE = "pointwise"
@@ -110,6 +118,16 @@ class StagePlan:
         return self.op.kind.data if isinstance(self.op, ReduceOp) else None
 
     @property
+    def scan_kind(self) -> ScanKind | None:
+        return self.op.kind.data if isinstance(self.op, ScanOp) else None
+
+    @property
+    def result_elements(self) -> sympy.Expr:
+        """The elements of its result: its parallel points (times its scanned ones)."""
+        points = product(self.parallel)
+        return points * product(self.reduction) if isinstance(self.op, ScanOp) else points
+
+    @property
     def depth(self) -> int:
         """The deepest level."""
         return max(self.var_level.values(), default=0)
@@ -152,6 +170,7 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int)
     temporaries: list[Tensor] = []
     results: list[Tensor] = []
     stages: list[StagePlan] = []
+    scan_rows = _scan_readers(analysis)
     for facts in analysis.stages:
         destinations = [outputs[j] for j in facts.returned]
         if not destinations:
@@ -160,10 +179,29 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], f32_lanes: int)
             destinations = [temporaries[-1]]
         results.append(destinations[0])
         sources = {arg: (results if src.stage else inputs)[src.index] for arg, src in facts.sources.items()}
-        stages.append(plan_stage(facts, sources, destinations, f32_lanes))
+        stages.append(plan_stage(facts, sources, destinations, f32_lanes, scan_rows.get(facts.position, 0)))
     plan = KernelPlan(kernel, kernel_symbols(kernel, layouts), num_in + num_out, temporaries, stages)
     plan.groups = group_stages(stages)
     return plan
+
+
+def _scan_readers(analysis: KernelAnalysis) -> dict[int, int]:
+    """
+    The pointwise stages that read the result of a scan of their row group,
+    by position, with the group's row rank. A scan's reader reads it where it
+    writes it, so its dimensions would collapse into one where the scan's
+    rows stay apart; keeping its rows apart lets it share the scan's row loop
+    (the epilogue of a cumsum), which reads each row back while it is in cache.
+    """
+    found: dict[int, int] = {}
+    for members, rank in analysis.groups:
+        scans = {k for k in members if analysis.stages[k].is_scan}
+        for k in members:
+            facts = analysis.stages[k]
+            reads_scan = any(src.stage and src.index in scans for src in facts.sources.values())
+            if isinstance(facts.op, PointwiseOp) and reads_scan:
+                found[k] = rank
+    return found
 
 
 def group_stages(stages: Sequence[StagePlan]) -> list[list[StagePlan]]:
@@ -212,18 +250,22 @@ def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
     return True
 
 
-def plan_stage(facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int) -> StagePlan:
-    """The loop nest of one stage: its collapsed space, the mode its
-    reduction direction gives, the vector variable and the level of each
-    loop variable."""
+def plan_stage(
+    facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[Tensor], f32_lanes: int, row_rank: int = 0
+) -> StagePlan:
+    """The loop nest of one stage: its collapsed space (its leading `row_rank`
+    dimensions kept apart from the others), the mode its reduction direction
+    gives, the vector variable and the level of each loop variable."""
     op = facts.op
-    space = stage_space(facts, inputs, outputs, merge_size_one=True)  # type: ignore[arg-type]
+    space = stage_space(facts, inputs, outputs, merge_size_one=True, row_rank=row_rank)  # type: ignore[arg-type]
     parallel, reduction = space.parallel, space.reduction
     mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
     n, m = len(parallel), len(reduction)
     var_level = {f"d{i}": 0 for i in range(n)}
+    if isinstance(op, ScanOp):
+        return _plan_scan(facts, space, mode, var_level, inputs, outputs, f32_lanes)
     if mode == INNER:
         var_level.update({f"r{j}": j + 1 for j in range(m)})
         vector_var = f"r{m - 1}"
@@ -236,6 +278,33 @@ def plan_stage(facts: StageFacts, inputs: dict[SSAValue, Tensor], outputs: list[
         vector_var = f"d{n - 1}"
     lanes = f32_lanes * (2 if mode == POINTWISE else 4)
     stage = StagePlan(op, mode, parallel, reduction, var_level, vector_var, var_level[vector_var], lanes, inputs, outputs)
+    stage.addresses = space.load_addresses
+    stage.output_addresses = space.output_addresses
+    stage.index_exprs = space.index_exprs
+    _assign_levels(stage)
+    return stage
+
+
+def _plan_scan(
+    facts: StageFacts,
+    space: StageSpace,
+    mode: str,
+    var_level: dict[str, int],
+    inputs: dict[SSAValue, Tensor],
+    outputs: list[Tensor],
+    f32_lanes: int,
+) -> StagePlan:
+    """A scan's loop nest: its scanned variable r0 after the rows, in order;
+    across the contiguous dimension (`outer`), d_last vectorized around it."""
+    parallel, reduction = space.parallel, space.reduction
+    if mode == INNER:
+        var_level["r0"] = 1
+        vector_var, vector_level, lanes = "", -1, 1  # nothing is a vector
+    else:
+        var_level[f"d{len(parallel) - 1}"] = 1
+        var_level["r0"] = 2
+        vector_var, vector_level, lanes = f"d{len(parallel) - 1}", 1, f32_lanes * 2
+    stage = StagePlan(facts.op, mode, parallel, reduction, var_level, vector_var, vector_level, lanes, inputs, outputs)
     stage.addresses = space.load_addresses
     stage.output_addresses = space.output_addresses
     stage.index_exprs = space.index_exprs

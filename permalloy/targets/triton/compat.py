@@ -8,8 +8,8 @@ from `tl.math` is therefore a helper with two bodies: the GPU one calls
 `libdevice`, the interpreted one computes in float64 from `tl.math`
 primitives (the interpreter computes with numpy, so float64 formulas are
 accurate to well below float32 rounding). Helpers also hold the integer
-division semantics of `arith` and the combine functions of reductions, which
-are the same in both modes, and the rounding to bfloat16 (the interpreter
+division semantics of `arith` and the combine functions of reductions and
+scans, which are the same in both modes, and the rounding to bfloat16 (the interpreter
 truncates; the helper rounds to nearest even from the bits).
 
 `helper_source(names, interpret)` gives the text of the named helpers and of
@@ -354,7 +354,66 @@ _ROWS: dict[str, Helper] = {
     ),
 }
 
-HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_CONVERSIONS, **_REDUCTION, **_ROWS}
+def _running_extreme(which: str) -> Helper:
+    """The combination of a running max or min `a` with the later `b`: `b`
+    when at least as extreme (the later value wins ties) or NaN (a NaN stays
+    until the next)."""
+    op = ">=" if which == "max" else "<="
+    return Helper(_jit(f"_cum{which}(a, b)", f"return tl.where((b != b) | (b {op} a), b, a)"))
+
+
+def _running_position(which: str) -> Helper:
+    """`_cum{which}` over (value, position) pairs: the position follows the value."""
+    op = ">=" if which == "max" else "<="
+    return Helper(
+        _jit(
+            f"_cumarg{which}(a, ia, b, ib)",
+            f"take = (b != b) | (b {op} a)",
+            "return tl.where(take, b, a), tl.where(take, ib, ia)",
+        )
+    )
+
+
+_SCANS: dict[str, Helper] = {
+    "scan_sum": Helper(
+        _jit("_scan_sum(v)", "return tl.cumsum(v, 1)"),
+        _jit("_scan_sum(v)", "return tl.associative_scan(v, 1, tl.standard._sum_combine)"),
+    ),
+    "scan_prod": Helper(
+        _jit("_scan_prod(v)", "return tl.cumprod(v, 1)"),
+        _jit("_scan_prod(v)", "return tl.associative_scan(v, 1, tl.standard._prod_combine)"),
+    ),
+    "cummax": _running_extreme("max"),
+    "cummin": _running_extreme("min"),
+    "cumargmax": _running_position("max"),
+    "cumargmin": _running_position("min"),
+    "log_add_exp": Helper(
+        _jit(
+            "_log_add_exp(a, b)",
+            "greater = a > b",
+            "larger = tl.where(greater, a, b)",
+            "smaller = tl.where(greater, b, a)",
+            "same_infinity = (smaller == larger) & (tl.abs(smaller) == float('inf'))",
+            "difference = tl.where(same_infinity, 0.0, smaller) - tl.where(same_infinity, 0.0, larger)",
+            "return tl.where(same_infinity, larger, _log1p(tl.exp(difference)) + larger)",
+        ),
+        needs=("log1p",),
+    ),
+    "last_column": Helper(
+        _jit(
+            "_last_column(s)",
+            "last = tl.arange(0, s.shape[1])[None, :] == s.shape[1] - 1",
+            "return tl.sum(tl.where(last, s, 0), 1)[:, None].to(s.dtype)",
+        ),
+        _jit(
+            "_last_column(s)",
+            "last = tl.arange(0, s.shape[1])[None, :] == s.shape[1] - 1",
+            f"return {_SUM.format('tl.where(last, s, 0)')}[:, None].to(s.dtype)",
+        ),
+    ),
+}
+
+HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_CONVERSIONS, **_REDUCTION, **_ROWS, **_SCANS}
 """Every helper, by the name it is called with less its leading underscore."""
 
 LIBDEVICE_MATH = tuple(_MATH)

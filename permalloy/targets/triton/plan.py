@@ -6,7 +6,8 @@ The stages of a group share rows: its programs each take a block of rows
 (the leading parallel dimensions every stage has, which later stages read
 only at their own row) and run every stage on them in turn. Each stage works
 on a 2-D tile `[rows, inner]`: `inner` is the reduction domain of a
-reduction, the remaining parallel dimensions of a pointwise op (nothing for
+reduction, the scanned dimension of a scan (whose other dimensions are all
+rows), the remaining parallel dimensions of a pointwise op (nothing for
 a per-row value). Groups that cannot share rows run one after the other, as
 separate launches, and pass values through temporaries.
 
@@ -42,7 +43,7 @@ from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp
-from permalloy.dialects.ptensor import ReduceKind, TensorType
+from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 from permalloy.targets import kernel_symbols
 from permalloy.targets.triton.types import memory_dtype
@@ -100,7 +101,11 @@ class Stage:
         return self.facts.is_reduce
 
     @property
-    def kind(self) -> ReduceKind | None:
+    def is_scan(self) -> bool:
+        return self.facts.is_scan
+
+    @property
+    def kind(self) -> ReduceKind | ScanKind | None:
         return self.facts.kind
 
     @property
@@ -113,8 +118,7 @@ class Stage:
         return sympy.expand(source.address(load.indices.data).xreplace(self.substitution))
 
     def output_address(self, tensor: TensorRef) -> sympy.Expr:
-        indices = [parallel_index(i) for i in range(self.result_type.rank)]
-        return sympy.expand(tensor.address(indices).xreplace(self.substitution))
+        return sympy.expand(tensor.address(self.op.result_index).xreplace(self.substitution))
 
     def index_expr(self, op: IndexOp) -> sympy.Expr:
         return sympy.expand(op.expr.expr.xreplace(self.substitution))
@@ -146,14 +150,15 @@ class Group:
 
     @property
     def outer(self) -> bool:
-        """Whether its reductions read along rows (column sums): more of their
-        loads walk the innermost row dimension than the innermost inner one."""
+        """Whether its reductions and scans read along rows (column sums): more
+        of their loads walk the innermost row dimension than the innermost
+        inner one."""
         if self.mode != ROWS or not self.rows.dims:
             return False
         row = self.rows.dims[-1][0]
         along_rows = along_inner = 0
         for stage in self.stages:
-            if not stage.is_reduce or not stage.inner.dims:
+            if not (stage.is_reduce or stage.is_scan) or not stage.inner.dims:
                 continue
             inner = stage.inner.dims[-1][0]
             for load in stage.memory_loads():
@@ -256,9 +261,9 @@ def _addresses(stage: Stage) -> list[sympy.Expr]:
 
 
 def _plan_group(members: list[Stage], rank: int) -> Group:
-    if len(members) == 1 and not members[0].is_reduce:
+    if len(members) == 1 and not (members[0].is_reduce or members[0].is_scan):
         return _plan_pointwise(members[0])
-    sizes = members[0].result_type.sizes
+    sizes = members[0].op.parallel_sizes
     rows = collapse(
         [(parallel_index(i), sizes[i]) for i in range(rank)],
         [a for m in members for a in _addresses(m)],
@@ -266,15 +271,16 @@ def _plan_group(members: list[Stage], rank: int) -> Group:
     )
     for stage in members:
         stage.substitution = dict(rows.substitution)
-        extra = stage.result_type.sizes[rank:]
-        if stage.is_reduce:
+        extra = stage.op.parallel_sizes[rank:]
+        if stage.is_reduce or stage.is_scan:
+            # a reduction's extra dimensions have size 1; a scan has none (rows.scans_rows)
             stage.substitution.update({parallel_index(i + rank): sympy.Integer(0) for i in range(len(extra))})
             dims = [(reduction_index(j), size) for j, size in enumerate(stage.op.reduction_sizes)]
         else:
             dims = [(parallel_index(i + rank), size) for i, size in enumerate(extra)]
         inner = collapse(dims, _addresses(stage), stage.pinned())
         stage.substitution.update(inner.substitution)
-        if stage.is_reduce and not inner.dims:
+        if (stage.is_reduce or stage.is_scan) and not inner.dims:
             inner = Axis([(reduction_index(0), sympy.Integer(1))], inner.substitution)
         stage.inner = inner
         stage.block = _static_block(inner)

@@ -6,7 +6,8 @@ group (1-D in `flat` mode, a column `[XBLOCK, 1]` otherwise, and with a block
 of inner positions too in `tiled` mode). A stage then walks its inner axis:
 in one block of a static power-of-two size when it fits (`persistent`), else
 in chunks of `RBLOCK`; a reduction combines the chunks into an accumulator
-and reduces it to one value per row.
+and reduces it to one value per row; a scan scans each chunk and carries
+the running value of each row from one chunk to the next (`scans`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from permalloy.targets.triton.body import BodyWriter, Tile, store
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import FLAT, TILED, Group, KernelPlan, Stage
 from permalloy.targets.triton.reductions import FAR_POSITION, Reduction
+from permalloy.targets.triton.scans import Scan
 from permalloy.targets.triton.source import SourceWriter, Value
 from permalloy.targets.triton.types import is_bool_dtype, is_unsigned, value_dtype
 
@@ -109,6 +111,8 @@ class KernelBodyWriter:
             self._inner_tile(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))
         elif stage.is_reduce:
             self._reduce(stage, rows)
+        elif stage.is_scan:
+            self._scan(stage, rows)
         elif stage.inner.dims:
             self._chunks(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))
         else:
@@ -194,6 +198,49 @@ class KernelBodyWriter:
         for tensor in stage.outputs:
             address = BodyWriter(w, stage, Tile(rows, {X: "xmask"}), self.registers).expr(stage.output_address(tensor))
             store(w, tensor, address, value, "xmask", {X})
+
+    def _scan(self, stage: Stage, rows: dict[str, Value]) -> None:
+        """A scan's chunks, each scanned and combined with the running value
+        (and position) the earlier chunks of its row left in the carry."""
+        w = self.w
+        element = stage.result_type.element_type
+        result_dtype = value_dtype(scalar_type(element))
+        scan = Scan.of(stage.kind, value_dtype(stage.op.yielded.type), result_dtype, is_unsigned(element))  # type: ignore[arg-type]
+        chunked = stage.block is None
+        carry = [w.fresh("carry")] + ([w.fresh("carry_pos")] if scan.is_position else [])
+        if chunked:
+            w.line(f"{carry[0]} = tl.full([XBLOCK, 1], 0, {scan.acc_dtype}) + {scan.identity()}")
+            if scan.is_position:
+                w.line(f"{carry[1]} = tl.full([XBLOCK, 1], 0, tl.int64)")
+
+        def body(tile: Tile) -> None:
+            value = BodyWriter(w, stage, tile, self.registers).emit()
+            masked = f"tl.where(xmask & rmask, {scan.widen(value.text)}, {scan.identity()})"
+            values = w.assign(masked, scan.acc_dtype, frozenset({X, R}), "v").text
+            if scan.is_position:
+                positions = w.assign("(xindex * 0 + rindex).to(tl.int64)", "tl.int64", frozenset({X, R}), "i").text
+                prefix = [w.fresh("s"), w.fresh("sp")]
+                w.line(f"{prefix[0]}, {prefix[1]} = {scan.scan(w, values, positions)}")
+                if chunked:
+                    w.line(f"{prefix[0]}, {prefix[1]} = {scan.combine_positions(w, tuple(carry), tuple(prefix))}")
+                result = Value(prefix[1], "tl.int64", frozenset({X, R}))
+            else:
+                prefix = [w.assign(scan.scan(w, values, None), scan.acc_dtype, frozenset({X, R}), "s").text]
+                if chunked:
+                    w.line(f"{prefix[0]} = {scan.combine(w, carry[0], prefix[0])}")
+                narrowed = scan.narrow(w, prefix[0])
+                result = Value(narrowed, result_dtype, frozenset({X, R}))
+                if narrowed != prefix[0]:
+                    result = w.assign(narrowed, result_dtype, frozenset({X, R}), "st")
+            for tensor in stage.outputs:
+                address = BodyWriter(w, stage, tile, self.registers).expr(stage.output_address(tensor))
+                store(w, tensor, address, result, "xmask & rmask", {X, R})
+            if chunked:
+                w.helpers.add("_last_column")
+                for name, last in zip(carry, prefix, strict=True):
+                    w.line(f"{name} = _last_column({last})")
+
+        self._chunks(stage, rows, body)
 
 
 def _dims_text(axis: Axis) -> str:

@@ -149,6 +149,63 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 
 // -----
 
+// loop.scan
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: loop.scan: dimension 2 is out of range for a result of rank 2
+  %0 = loop.scan sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) dim 2 -> !ptensor.tensor<[4, 8], f32> {
+    %v = loop.load %a[d0, d1] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: loop.load: 'd1' in 'd1' is unbound: there are 1 parallel indices here
+  %0 = loop.scan sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) dim 1 -> !ptensor.tensor<[4, 8], f32> {
+    %v = loop.load %a[d0, d1] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: loop.scan argmin gives i64
+  %0 = loop.scan argmin ins(%a = %x : !ptensor.tensor<[4, 8], f32>) dim 1 -> !ptensor.tensor<[4, 8], f32> {
+    %v = loop.load %a[d0, r0] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], i64>) {
+  // CHECK: Operation does not verify: loop.scan logsumexp gives floats
+  %0 = loop.scan logsumexp ins(%a = %x : !ptensor.tensor<[4, 8], i64>) dim 1 -> !ptensor.tensor<[4, 8], i64> {
+    %v = loop.load %a[d0, r0] : i64
+    loop.yield %v : i64
+  }
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: loop.scan: the body yields f32, but a result of f64 needs f64
+  %0 = loop.scan prod ins(%a = %x : !ptensor.tensor<[4, 8], f32>) dim 0 -> !ptensor.tensor<[4, 8], f64> {
+    %v = loop.load %a[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  func.return
+}
+
+// -----
+
 // loop.load
 
 func.func @f(%n: index, %x: !ptensor.tensor<[4], f32>) {

@@ -167,6 +167,50 @@ func.func @reduce(%x: !ptensor.tensor<[4, s0], f32>, %b: !ptensor.tensor<[4, 3],
 }
 
 
+// loop.scan: the scanned dimension is r0, the others the parallel indices in
+// order; every kind.
+// CHECK-LABEL: func.func @scan(
+// CHECK-SAME:  %x: !ptensor.tensor<[4, s0], f32>, %u: !ptensor.tensor<[s0], ui8>) {
+// CHECK-NEXT:   %0 = loop.scan sum ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 1 -> !ptensor.tensor<[4, s0], f32> {
+// CHECK-NEXT:     %v = loop.load %a[d0, r0] : f32
+// CHECK-NEXT:     loop.yield %v : f32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %1 = loop.scan logsumexp ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 0 -> !ptensor.tensor<[4, s0], f32> {
+// CHECK-NEXT:     %v = loop.load %a[r0, d0] : f32
+// CHECK-NEXT:     loop.yield %v : f32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %2 = loop.scan argmax ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 0 -> !ptensor.tensor<[s0, 4], i64> {
+// CHECK-NEXT:     %v = loop.load %a[d0, r0] : f32
+// CHECK-NEXT:     loop.yield %v : f32
+// CHECK-NEXT:   }
+// CHECK-NEXT:   %3 = loop.scan max ins(%a = %u : !ptensor.tensor<[s0], ui8>) dim 0 -> !ptensor.tensor<[s0], ui8> attributes {fused} {
+// CHECK-NEXT:     %v = loop.load %a[r0] : i8
+// CHECK-NEXT:     loop.yield %v : i8
+// CHECK-NEXT:   }
+// CHECK-NEXT:   func.return
+// CHECK-NEXT: }
+// GENERIC-LABEL: "func.func"() <{sym_name = "scan"
+// GENERIC:       %0 = "loop.scan"(%x) <{kind = #ptensor<scan_kind sum>, dim = 1 : i64}> ({
+func.func @scan(%x: !ptensor.tensor<[4, s0], f32>, %u: !ptensor.tensor<[s0], ui8>) {
+  %0 = loop.scan sum ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 1 -> !ptensor.tensor<[4, s0], f32> {
+    %v = loop.load %a[d0, r0] : f32
+    loop.yield %v : f32
+  }
+  %1 = loop.scan logsumexp ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 0 -> !ptensor.tensor<[4, s0], f32> {
+    %v = loop.load %a[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  %2 = loop.scan argmax ins(%a = %x : !ptensor.tensor<[4, s0], f32>) dim 0 -> !ptensor.tensor<[s0, 4], i64> {
+    %v = loop.load %a[d0, r0] : f32
+    loop.yield %v : f32
+  }
+  %3 = loop.scan max ins(%a = %u : !ptensor.tensor<[s0], ui8>) dim 0 -> !ptensor.tensor<[s0], ui8> attributes {fused} {
+    %v = loop.load %a[r0] : i8
+    loop.yield %v : i8
+  }
+  func.return
+}
+
 // Loads of buffers (inside kernels at the buffer level, loops may read them).
 // CHECK-LABEL: func.func @buffer_source(
 // CHECK-SAME:  %x: !buffer.buffer<[4, 8], f32, strides [1, 4]>) {

@@ -333,6 +333,56 @@ func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
 
 // -----
 
+// ptensor.scan
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: scan dimension 2 is out of range for rank 2
+  %0 = ptensor.scan sum %x dim 2 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4, 8], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[], f32>) {
+  // CHECK: Operation does not verify: ptensor.scan takes a tensor of at least one dimension
+  %0 = ptensor.scan sum %x dim 0 : !ptensor.tensor<[], f32> -> !ptensor.tensor<[], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: ptensor.scan: result shape [4] should be [4, 8]
+  %0 = ptensor.scan max %x dim 1 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: ptensor.scan argmax gives i64
+  %0 = ptensor.scan argmax %x dim 1 : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4, 8], i32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], i64>) {
+  // CHECK: Operation does not verify: ptensor.scan logsumexp takes a float tensor
+  %0 = ptensor.scan logsumexp %x dim 1 : !ptensor.tensor<[4, 8], i64> -> !ptensor.tensor<[4, 8], i64>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], i32>) {
+  // CHECK: Operation does not verify: ptensor.scan: element types differ (i32 and i64); insert a ptensor.cast
+  %0 = ptensor.scan sum %x dim 0 : !ptensor.tensor<[4, 8], i32> -> !ptensor.tensor<[4, 8], i64>
+  func.return
+}
+
+// -----
+
 func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
   // CHECK: Operation does not verify: ptensor.reduce: element types differ (f32 and f64); insert a ptensor.cast
   %0 = ptensor.reduce prod %x dims [1] : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4], f64>

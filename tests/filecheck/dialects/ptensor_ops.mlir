@@ -87,6 +87,23 @@ func.func @reductions(%x: !ptensor.tensor<[4, s0], f32>) {
 // GENERIC-LABEL: "func.func"() <{sym_name = "reductions"
 // GENERIC: %0 = "ptensor.reduce"(%x) <{kind = #ptensor<reduce_kind sum>, dims = #ptensor.ints[1], keepdim}>
 
+// CHECK-LABEL: func.func @scans(%x: !ptensor.tensor<[4, s0], f32>, %i: !ptensor.tensor<[s0], i64>) {
+func.func @scans(%x: !ptensor.tensor<[4, s0], f32>, %i: !ptensor.tensor<[s0], i64>) {
+  // CHECK-NEXT: %0 = ptensor.scan sum %x dim 1 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], f32>
+  // CHECK-NEXT: %1 = ptensor.scan logsumexp %x dim 0 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], f32>
+  // CHECK-NEXT: %2 = ptensor.scan argmin %x dim 1 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], i64>
+  // CHECK-NEXT: %3 = ptensor.scan prod %i dim 0 : !ptensor.tensor<[s0], i64> -> !ptensor.tensor<[s0], i64>
+  // CHECK-NEXT: func.return
+  %0 = ptensor.scan sum %x dim 1 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], f32>
+  %1 = ptensor.scan logsumexp %x dim 0 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], f32>
+  %2 = ptensor.scan argmin %x dim 1 : !ptensor.tensor<[4, s0], f32> -> !ptensor.tensor<[4, s0], i64>
+  %3 = ptensor.scan prod %i dim 0 : !ptensor.tensor<[s0], i64> -> !ptensor.tensor<[s0], i64>
+  func.return
+}
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "scans"
+// GENERIC: %0 = "ptensor.scan"(%x) <{kind = #ptensor<scan_kind sum>, dim = 1 : i64}>
+
 // CHECK-LABEL: func.func @views(%x: !ptensor.tensor<[4, 8], f32>, %s: !ptensor.tensor<[s0, 1], f32>) {
 func.func @views(%x: !ptensor.tensor<[4, 8], f32>, %s: !ptensor.tensor<[s0, 1], f32>) {
   // CHECK-NEXT: %0 = ptensor.reshape %x : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[32], f32>

@@ -178,3 +178,22 @@ func.func @layouts(%x: !ptensor.tensor<[4, 8], f32> {ptensor.strides = #ptensor.
   %m = ptensor.mm %n, %w : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8, 2], f32> -> !ptensor.tensor<[4, 2], f32>
   func.return %n, %m : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 2], f32>
 }
+
+// -----
+
+// A scan is a kernel like any loop op, named after its kind; its result is
+// allocated with the shape of its input.
+// CHECK-LABEL: builtin.module {
+// CHECK:         buffer.kernel @scan_sum_0(%[[A:.+]]: !ptensor.tensor<[s0, 8], i64>) -> (!ptensor.tensor<[s0, 8], i64>) {
+// CHECK-NEXT:      %c = loop.scan sum ins(%[[X:.+]] = %[[A]] : !ptensor.tensor<[s0, 8], i64>) dim 1 -> !ptensor.tensor<[s0, 8], i64> {
+// CHECK-LABEL:   func.func @scan(%x: !buffer.buffer<[s0, 8], i64>) -> !buffer.buffer<[s0, 8], i64> {
+// CHECK-NEXT:      %c = buffer.alloc : !buffer.buffer<[s0, 8], i64>
+// CHECK-NEXT:      buffer.launch @scan_sum_0 ins(%x : !buffer.buffer<[s0, 8], i64>) outs(%c : !buffer.buffer<[s0, 8], i64>)
+// CHECK-NEXT:      func.return %c : !buffer.buffer<[s0, 8], i64>
+func.func @scan(%x: !ptensor.tensor<[s0, 8], i64>) -> !ptensor.tensor<[s0, 8], i64> {
+  %c = loop.scan sum ins(%0 = %x : !ptensor.tensor<[s0, 8], i64>) dim 1 -> !ptensor.tensor<[s0, 8], i64> {
+    %1 = loop.load %0[d0, r0] : i64
+    loop.yield %1 : i64
+  }
+  func.return %c : !ptensor.tensor<[s0, 8], i64>
+}

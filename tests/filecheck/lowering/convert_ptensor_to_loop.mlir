@@ -124,6 +124,30 @@ func.func @reductions(%x: !ptensor.tensor<[4, s0, 3], f32>) -> (!ptensor.tensor<
 
 // -----
 
+// Scans: the scanned dimension becomes the reduction index r0, read where the
+// input has it (through views too), the other dimensions the parallel
+// indices in order; positions of ui8 values compare widened to i64.
+// CHECK-LABEL: func.func @scans(
+// CHECK-NEXT:    %c = loop.scan sum ins(%[[X:.+]] = %x : !ptensor.tensor<[4, s0, 3], f32>) dim 1 -> !ptensor.tensor<[4, s0, 3], f32> {
+// CHECK-NEXT:      %[[V:.+]] = loop.load %[[X]][d0, r0, d1] : f32
+// CHECK-NEXT:      loop.yield %[[V]] : f32
+// CHECK:         %m = loop.scan max ins(%[[X:.+]] = %x : {{.*}}) dim 0 -> !ptensor.tensor<[3, 4, s0], f32> {
+// CHECK-NEXT:      %[[V:.+]] = loop.load %[[X]][d0, d1, r0] : f32
+// CHECK-NEXT:      loop.yield %[[V]] : f32
+// CHECK:         %i = loop.scan argmin ins(%[[U:.+]] = %u : !ptensor.tensor<[s0], ui8>) dim 0 -> !ptensor.tensor<[s0], i64> {
+// CHECK-NEXT:      %[[V:.+]] = loop.load %[[U]][r0] : i8
+// CHECK-NEXT:      %[[W:.+]] = arith.extui %[[V]] : i8 to i64
+// CHECK-NEXT:      loop.yield %[[W]] : i64
+func.func @scans(%x: !ptensor.tensor<[4, s0, 3], f32>, %u: !ptensor.tensor<[s0], ui8>) -> (!ptensor.tensor<[4, s0, 3], f32>, !ptensor.tensor<[3, 4, s0], f32>, !ptensor.tensor<[s0], i64>) {
+  %c = ptensor.scan sum %x dim 1 : !ptensor.tensor<[4, s0, 3], f32> -> !ptensor.tensor<[4, s0, 3], f32>
+  %t = ptensor.permute %x [2, 0, 1] : !ptensor.tensor<[4, s0, 3], f32> -> !ptensor.tensor<[3, 4, s0], f32>
+  %m = ptensor.scan max %t dim 0 : !ptensor.tensor<[3, 4, s0], f32> -> !ptensor.tensor<[3, 4, s0], f32>
+  %i = ptensor.scan argmin %u dim 0 : !ptensor.tensor<[s0], ui8> -> !ptensor.tensor<[s0], i64>
+  func.return %c, %m, %i : !ptensor.tensor<[4, s0, 3], f32>, !ptensor.tensor<[3, 4, s0], f32>, !ptensor.tensor<[s0], i64>
+}
+
+// -----
+
 // View elimination: views disappear into the index expressions of the loads
 // that read through them, simplified.
 // CHECK-LABEL: func.func @views(

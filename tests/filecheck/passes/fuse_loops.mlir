@@ -959,3 +959,51 @@ func.func @siblings_of_one_shape(%q: !ptensor.tensor<[2, 8, 16, 4], f32>, %k: !p
   }
   func.return %a, %b : !ptensor.tensor<[2, 8, 16, 4], f32>, !ptensor.tensor<[2, 8, 16, 4], f32>
 }
+
+// -----
+
+// A scan fuses as a reduction does: its pointwise producer is inlined into
+// its body (a prologue), and its pointwise reader, reading it at its own row,
+// joins it in one loop.fused (an epilogue). A scan of the leading dimension
+// has no rows to share: it and its reader stay apart, as a column sum and
+// its reader do.
+// CHECK-LABEL: func.func @scan_prologue_and_epilogue(
+// CHECK-NEXT:    %y = loop.fused ins(%[[X:.+]] = %x : !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>) {
+// CHECK-NEXT:      %c = loop.scan sum ins(%[[A:.+]] = %[[X]] : !ptensor.tensor<[4, 8], f32>) dim 1 -> !ptensor.tensor<[4, 8], f32> {
+// CHECK-NEXT:        %[[V:.+]] = loop.load %[[A]][d0, r0] : f32
+// CHECK-NEXT:        %[[E:.+]] = math.exp %[[V]] : f32
+// CHECK-NEXT:        loop.yield %[[E]] : f32
+// CHECK-NEXT:      }
+// CHECK-NEXT:      %y_1 = loop.pointwise ins(%[[C:.+]] = %c : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+// CHECK-NEXT:        loop.load %[[C]][d0, d1] : f32
+// CHECK:           loop.fused_yield %y_1
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %k = loop.scan max ins(%{{.+}} = %x : !ptensor.tensor<[4, 8], f32>) dim 0
+// CHECK:         %z = loop.pointwise ins(%{{.+}} = %k : !ptensor.tensor<[4, 8], f32>)
+// CHECK:         func.return %y, %z
+func.func @scan_prologue_and_epilogue(%x: !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
+  %e = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = math.exp %1 : f32
+    loop.yield %2 : f32
+  }
+  %c = loop.scan sum ins(%0 = %e : !ptensor.tensor<[4, 8], f32>) dim 1 -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, r0] : f32
+    loop.yield %1 : f32
+  }
+  %y = loop.pointwise ins(%0 = %c : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %k = loop.scan max ins(%0 = %x : !ptensor.tensor<[4, 8], f32>) dim 0 -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[r0, d0] : f32
+    loop.yield %1 : f32
+  }
+  %z = loop.pointwise ins(%0 = %k : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.negf %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %y, %z : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
+}

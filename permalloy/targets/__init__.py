@@ -15,6 +15,10 @@ Conventions every target follows:
 - A kernel writes every element of each output and nothing else.
 - A target may name a `device` ("cuda"): where a host program whose
   arguments are no tensors allocates. Without one, that is the CPU.
+- A compiled kernel may have `precompile(symbol values)`: the host program's
+  builder calls it with the sizes of the first call, where they are known, so
+  that compiling can start before the first launch (the Triton target's
+  compile workers).
 - A kernel a target cannot translate raises `UnsupportedKernelError` with the
   reason. Targets plan kernels from the facts of `permalloy.analysis`
   (`analyze_kernel`), which raises it for kernels no target translates.

@@ -19,7 +19,7 @@ from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel
 from permalloy.targets.triton.compile_workers import CompileWorkers, worker_count
 from permalloy.targets.triton.plan import plan_kernel
 from permalloy.targets.triton.target import TritonKernel
-from permalloy.dialects.buffer import BufferType
+from test_triton_launch import layouts_of
 
 RECORDING_MODULE = """
 import json, os
@@ -90,6 +90,12 @@ def test_a_worker_that_dies_fails_its_request_and_is_replaced(tmp_path):
     assert workers.submit(request(path, [{"XBLOCK": 64}])).result(timeout=60) == {"compiled": 1, "failed": []}
 
 
+def contiguous_plan(text: str):
+    """The Triton plan of kernel `text` for contiguous layouts."""
+    kernel = parse_kernel(text)
+    return plan_kernel(kernel, layouts_of(kernel), "triton_k")
+
+
 class RecordingWorkers:
     """Stands for the pool: keeps each request, answers with a failure."""
 
@@ -116,9 +122,7 @@ class FakeModule:
 
 
 def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
-    kernel = parse_kernel(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
-    types = [*kernel.function_type.inputs.data, *kernel.function_type.outputs.data]
-    plan = plan_kernel(kernel, [BufferType(t.sizes, t.element_type) for t in types], "triton_k")
+    plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
     workers = RecordingWorkers()
     module = FakeModule()
     compiled = TritonKernel(plan, "", module, "default", None, interpret=False, workers=workers)
@@ -136,9 +140,7 @@ def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
 
 
 def test_the_interpreter_never_asks_workers():
-    kernel = parse_kernel(pointwise_kernel("[4]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
-    types = [*kernel.function_type.inputs.data, *kernel.function_type.outputs.data]
-    plan = plan_kernel(kernel, [BufferType(t.sizes, t.element_type) for t in types], "triton_k")
+    plan = contiguous_plan(pointwise_kernel("[4]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
     workers = RecordingWorkers()
     compiled = TritonKernel(plan, "", FakeModule(), "default", None, interpret=True, workers=workers)
     compiled.precompile([])

@@ -121,21 +121,14 @@ def _launcher(plan: KernelPlan) -> str:
             numel = python_expr(_numel(tensor.sizes))
             w.line(f"{tensor.name} = torch.empty(({numel},), dtype={TORCH_DTYPES[tensor.dtype]}, device={device}.device)")
         constexprs = constexpr_names(plan)
-        if "IDX64" in constexprs:
-            extents = ", ".join(python_expr(e) for e in plan.extents)
-            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+        _bind_idx64(plan, constexprs, w)
         arguments = ", ".join([t.name for t in plan.tensors] + list(plan.symbols))
         w.line("kernels = []")
         for position, group in enumerate(plan.groups):
             w.line(f"grid = {_grid(group, 'config')}")
             w.line("if grid > 0:")
             with w.indented():
-                options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
-                if "STAGE" in constexprs:
-                    options.append(f"STAGE={position}")
-                if "IDX64" in constexprs:
-                    options.append("IDX64=idx64")
-                options += ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                options = _jit_options(constexprs, position)
                 w.line(f"kernels.append({plan.name}[(grid,)]({arguments}, {', '.join(options)}))")
         w.line("return kernels")
     return w.text()
@@ -153,22 +146,34 @@ def _warmup(plan: KernelPlan) -> str:
         if plan.symbols:
             w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
         constexprs = constexpr_names(plan)
-        if "IDX64" in constexprs:
-            extents = ", ".join(python_expr(e) for e in plan.extents)
-            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+        _bind_idx64(plan, constexprs, w)
         dtypes = [TORCH_DTYPES[t.dtype] for t in plan.tensors]
         arguments = ", ".join(dtypes + list(plan.symbols))
         for position, group in enumerate(plan.groups):
             w.line(f"if {_grid(group, 'config')} > 0:")
             with w.indented():
-                options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
-                if "STAGE" in constexprs:
-                    options.append(f"STAGE={position}")
-                if "IDX64" in constexprs:
-                    options.append("IDX64=idx64")
-                options += ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                options = _jit_options(constexprs, position)
                 w.line(f"{plan.name}.warmup({arguments}, grid=(1,), {', '.join(options)})")
     return w.text()
+
+
+def _bind_idx64(plan: KernelPlan, constexprs: list[str], w: SourceWriter) -> None:
+    """The line computing `idx64` (whether some index needs 64 bits) where the
+    kernel takes it."""
+    if "IDX64" in constexprs:
+        extents = ", ".join(python_expr(e) for e in plan.extents)
+        w.line(f"idx64 = max({extents}, 0) >= 2**31")
+
+
+def _jit_options(constexprs: list[str], position: int) -> list[str]:
+    """The keyword arguments of a JIT launch (or warm-up) of group `position`:
+    the compile-time parameters, then warps and stages, from `config`."""
+    options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
+    if "STAGE" in constexprs:
+        options.append(f"STAGE={position}")
+    if "IDX64" in constexprs:
+        options.append("IDX64=idx64")
+    return options + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
 
 
 def _grid(group, config: str) -> str:
@@ -197,9 +202,7 @@ def _direct_launcher(plan: KernelPlan) -> str:
         for name in constexprs:
             if name in ("XBLOCK", "RBLOCK"):
                 w.line(f"{name} = config[{name!r}]")
-        if "IDX64" in constexprs:
-            extents = ", ".join(python_expr(e) for e in plan.extents)
-            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+        _bind_idx64(plan, constexprs, w)
         w.line("compiled = iter(kernels)")
         for position, group in enumerate(plan.groups):
             w.line(f"grid{position} = {_grid(group, 'config')}")

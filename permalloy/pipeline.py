@@ -27,12 +27,12 @@ BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 def default_pipeline(fusion: bool = True, target: str | None = None) -> list[str]:
     """The pass names that take an imported graph to a host program for
     `target`, with the passes the target adds (its `TargetDescriptor`'s
-    `tensor_passes` and `loop_passes`: the GPU target's `unfuse-bias-add` and
-    `split-reductions`); None means no target's additions."""
-    tensor_level, loop_level = TENSOR_LEVEL, LOOP_LEVEL
+    `tensor_passes`, `loop_passes` and `buffer_passes`: the GPU target's
+    `unfuse-bias-add`, `split-reductions` and `plan-layouts`, and its
+    `fusion_options`); None means no target's additions."""
     if target is not None:
-        tensor_level, loop_level = target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL)
-    return [*tensor_level, *loop_level, *(FUSION if fusion else []), *BUFFER_LEVEL]
+        return target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL)
+    return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 
 def pipeline_text(names: list[str]) -> str:

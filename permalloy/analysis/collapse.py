@@ -98,6 +98,36 @@ def collapse(
     return Axis(dims, substitution)
 
 
+ORDERING_HINT = 128
+"""The value every size symbol takes when `memory_order` compares strides: the
+order only decides how fast a kernel walks memory, never what it computes."""
+
+
+def memory_order(dims: Sequence[tuple[sympy.Symbol, sympy.Expr]], address: sympy.Expr) -> list[tuple[sympy.Symbol, sympy.Expr]]:
+    """
+    `dims` reordered so that `address` walks memory from the largest stride
+    to the smallest, the order in which `collapse` merges neighbours: a
+    pointwise stage writing a channels-last `[N, C, H, W]` tensor iterates
+    `[N, H, W, C]`, which collapses to one dimension when its reads are
+    channels-last too. Dimensions keep their order where the strides tie, and
+    `dims` is returned as it is when the address is not affine in each of
+    them. Size symbols are compared at `ORDERING_HINT`.
+    """
+    dims = list(dims)
+    strides = []
+    for var, _ in dims:
+        split = split_affine(address, var)
+        if split is None:
+            return dims
+        coefficient = split[1]
+        hint = sympy.sympify(coefficient).xreplace({s: sympy.Integer(ORDERING_HINT) for s in coefficient.free_symbols})
+        if not hint.is_number:
+            return dims
+        strides.append(float(hint))
+    order = sorted(range(len(dims)), key=lambda i: -strides[i])
+    return [dims[i] for i in order]
+
+
 def _drop_size_one(
     dims: list[tuple[sympy.Symbol, sympy.Expr]],
     addresses: list[sympy.Expr],

@@ -73,6 +73,12 @@ def _unfuse_bias_add() -> type[ModulePass]:
     return UnfuseBiasAddPass
 
 
+def _plan_layouts() -> type[ModulePass]:
+    from permalloy.passes.plan_layouts import PlanLayoutsPass
+
+    return PlanLayoutsPass
+
+
 def _plan_memory() -> type[ModulePass]:
     from permalloy.passes.plan_memory import PlanMemoryPass
 
@@ -105,6 +111,7 @@ def all_passes() -> dict[str, PassFactory]:
         "split-reductions": _split_reductions,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
+        "plan-layouts": _plan_layouts,
         "plan-memory": _plan_memory,
     }
 

@@ -26,7 +26,9 @@ class FuseLoopsPass(ModulePass):
        through any index expression (views do not block it). A producer whose
        elements are read more than `max-recompute` times in all, or that is
        also read by the host program, is inlined only when it is cheap (a few
-       scalar ops, no `math`); no body grows past `max-kernel-size` ops.
+       scalar ops, no `math`; with `instruction-math=true`, the GPU's rule,
+       math ops of one instruction such as `sqrt` allowed); no body grows
+       past `max-kernel-size` ops.
     2. Grouping: consecutive loop ops over the same rows, reading each other
        only at their own row or sharing inputs, become one `loop.fused` (one
        kernel with several outputs): a reduction with its pointwise epilogue,
@@ -63,12 +65,13 @@ class FuseLoopsPass(ModulePass):
     inline: bool = True
     group: bool = True
     max_group_size: int = 8
+    instruction_math: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = list(defined_functions(op))
         for function in functions:
             check_loop_level(function, self.name)
-        cost = InliningCost(self.max_kernel_size, self.max_recompute)
+        cost = InliningCost(self.max_kernel_size, self.max_recompute, self.instruction_math)
         for function in functions:
             if self.inline:
                 InliningWorklist(function, cost).run()

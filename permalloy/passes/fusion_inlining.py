@@ -24,8 +24,17 @@ from permalloy.dialects.sym import index_value, parallel_index, symbol_kind
 from permalloy.lowering.index_algebra import domain_bounds, simplify_index
 
 CHEAP_OPS = 6
-"""A producer body with at most this many scalar ops, none of them `math`,
-is cheap enough to recompute at each read."""
+"""A producer body with at most this many scalar ops (constants aside), none
+of them `math` (but `INSTRUCTION_MATH` where the cost allows it), is cheap
+enough to recompute at each read."""
+
+INSTRUCTION_MATH = frozenset(
+    {"math.sqrt", "math.rsqrt", "math.absf", "math.absi", "math.copysign", "math.fma",
+     "math.floor", "math.ceil", "math.trunc", "math.roundeven"}
+)
+"""Math ops that a GPU runs as one instruction. Recomputed at each element of
+a memory-bound kernel they cost nothing, where a kernel of their own costs a
+launch: a batch norm's `1 / sqrt(var + eps)` per channel."""
 
 
 def body_size(op: loop.LoopOp) -> int:
@@ -37,10 +46,15 @@ def body_size(op: loop.LoopOp) -> int:
     )
 
 
-def is_cheap(producer: loop.PointwiseOp) -> bool:
+def is_cheap(producer: loop.PointwiseOp, instruction_math: bool = False) -> bool:
+    """Whether a producer costs little enough to recompute at each read: at
+    most `CHEAP_OPS` computing ops and no math, or with `instruction_math`
+    none beyond `INSTRUCTION_MATH`."""
     ops = list(producer.body.block.ops)
-    has_math = any(o.name.startswith("math.") for o in ops)
-    return not has_math and body_size(producer) <= CHEAP_OPS
+    allowed = INSTRUCTION_MATH if instruction_math else frozenset()
+    has_math = any(o.name.startswith("math.") and o.name not in allowed for o in ops)
+    computing = [o for o in ops if not isinstance(o, loop.LoadOp | loop.YieldOp | arith.ConstantOp)]
+    return not has_math and len(computing) <= CHEAP_OPS
 
 
 def _numel(op: loop.LoopOp) -> sympy.Expr:
@@ -71,11 +85,13 @@ class InliningCost:
 
     max_kernel_size: int
     max_recompute: int
+    instruction_math: bool = False
+    """Whether `INSTRUCTION_MATH` ops leave a producer cheap (the GPU's rule)."""
 
     def allows(self, producer: loop.PointwiseOp, reader: loop.LoopOp) -> bool:
         if body_size(reader) + body_size(producer) > self.max_kernel_size:
             return False
-        if is_cheap(producer):
+        if is_cheap(producer, self.instruction_math):
             return True
         reads = reads_per_element(producer)
         # reads == 1: every element computed once, wherever it is read; a few

@@ -9,6 +9,7 @@ from xdsl.dialects.builtin import Float32Type, Float64Type, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
+    GreedyRewritePatternApplier,
     PatternRewriter,
     PatternRewriteWalker,
     RewritePattern,
@@ -61,6 +62,35 @@ class UnfuseAddmm(RewritePattern):
 
 
 @dataclass(frozen=True)
+class UnfuseConvolutionBias(RewritePattern):
+    """`convolution(x, w, bias)` in float32 or float64, whose result only
+    elementwise ops read, becomes `convolution(x, w) + bias` with the bias
+    viewed as `[C, 1, ..., 1]`: the library adds a bias as one more pass over
+    its output, which the readers' kernel does for free."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pt.ConvolutionOp, rewriter: PatternRewriter) -> None:
+        if op.bias is None:
+            return
+        result_type = pt.tensor_type(op.result)
+        if not isinstance(result_type.element_type, UNFUSED_ELEMENT_TYPES):
+            return
+        if not feeds_only_elementwise(op.result):
+            return
+        bias_type = pt.tensor_type(op.bias)
+        spatial = result_type.rank - 2
+        channels = pt.TensorType([bias_type.sizes[0], *([1] * spatial)], bias_type.element_type)
+        unbiased = pt.ConvolutionOp(
+            op.input, op.weight, None, op.stride.data, op.padding.data, op.dilation.data,
+            op.groups.value.data, result_type, op.transposed is not None,
+            None if op.output_padding is None else op.output_padding.data,
+        )
+        per_channel = pt.ReshapeOp(op.bias, channels)
+        biased = pt.BinaryOp(pt.BinaryKind.ADD, unbiased.result, per_channel.result, result_type)
+        rewriter.replace(op, [unbiased, per_channel, biased], [biased.result])
+
+
+@dataclass(frozen=True)
 class UnfuseBiasAddPass(ModulePass):
     """
     Splits a matrix product with a bias (`ptensor.addmm`) into the product
@@ -74,7 +104,9 @@ class UnfuseBiasAddPass(ModulePass):
     Products whose result is returned, reduced or read by another library op
     keep their bias (an add of their own would be one more pass over memory),
     as do products with `beta` or `alpha` scales and half-precision products,
-    which add the bias before rounding.
+    which add the bias before rounding. A convolution's bias is unfused by the
+    same rule (`UnfuseConvolutionBias`): the library adds it in a pass of its
+    own over the output.
 
     Before:
     ```
@@ -92,4 +124,5 @@ class UnfuseBiasAddPass(ModulePass):
     name = "unfuse-bias-add"
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(UnfuseAddmm(), apply_recursively=False).rewrite_module(op)
+        patterns = GreedyRewritePatternApplier([UnfuseAddmm(), UnfuseConvolutionBias()])
+        PatternRewriteWalker(patterns, apply_recursively=False).rewrite_module(op)

@@ -90,6 +90,10 @@ class TargetDescriptor:
     """Passes it adds after the clean-up of imported ptensor IR (fused graphs only)."""
     loop_passes: tuple[str, ...] = ()
     """Passes it adds after the lowering to loops."""
+    buffer_passes: tuple[str, ...] = ()
+    """Passes it adds between the conversion to buffers and memory planning."""
+    fusion_options: str = ""
+    """Options of its `fuse-loops`, as pipeline text (`instruction-math=true`)."""
     source_extension: str | None = None
     """The extension of the source it emits for a kernel (`ll`, `py`); None for a
     target that emits no source of its own, which `permalloy-opt -t` cannot name."""
@@ -105,13 +109,27 @@ class TargetDescriptor:
     host_runtime: Callable[[Callable[..., Any], str], Callable[..., Any]] = _unchanged
     """`host_runtime(run, mode)`: how a compiled graph's runner runs in a mode."""
 
-    def pipeline(self, fusion: bool, tensor_level: list[str], loop_level: list[str]) -> tuple[list[str], list[str]]:
-        """The tensor-level and loop-level pass lists with the target's own passes
-        added (its tensor-level passes only when fusing)."""
-        return (
-            [*tensor_level, *(self.tensor_passes if fusion else ())],
-            [*loop_level, *self.loop_passes],
-        )
+    def pipeline(
+        self, fusion: bool, tensor_level: list[str], loop_level: list[str], fusion_level: list[str], buffer_level: list[str]
+    ) -> list[str]:
+        """The pass names of a pipeline for this target: each level's list with
+        the target's own passes added (its tensor-level passes only when
+        fusing; its buffer-level ones after the first buffer-level pass, the
+        conversion), and its options on `fuse-loops`."""
+        fuse = [
+            f"{name}{{{self.fusion_options}}}" if name == "fuse-loops" and self.fusion_options else name
+            for name in fusion_level
+        ]
+        return [
+            *tensor_level,
+            *(self.tensor_passes if fusion else ()),
+            *loop_level,
+            *self.loop_passes,
+            *(fuse if fusion else ()),
+            *buffer_level[:1],
+            *self.buffer_passes,
+            *buffer_level[1:],
+        ]
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """`options` if the target takes each of them with its value; else a

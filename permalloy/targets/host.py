@@ -326,10 +326,20 @@ class _Emitter:
         self.extern_count += 1
 
     def _conform_extern_result(self, result: SSAValue) -> None:
+        """Give a library call's result the layout the program planned for it
+        (dense row-major, or channels-last around convolutions), copying when
+        the library gave another."""
         layout = buf.buffer_type(result)
+        name = self.name(result)
         if layout.is_contiguous():
-            name = self.name(result)
             self.lines.append(f"{name} = {name}.contiguous()")
+        else:
+            strides, sizes = _tuple(layout.strides.data), _tuple(layout.sizes)
+            self.lines.append(
+                f"if {name}.stride() != {strides}: "
+                f"{name} = torch.empty_strided({sizes}, {strides}, dtype={name}.dtype, "
+                f"device={name}.device).copy_({name})"
+            )
 
     def _emit_view(self, op: buf.ViewOp) -> None:
         layout = buf.buffer_type(op.result)

@@ -70,6 +70,8 @@ TARGET = TargetDescriptor(
     default_for=("cuda",),
     tensor_passes=("unfuse-bias-add",),
     loop_passes=("split-reductions",),
+    buffer_passes=("plan-layouts",),
+    fusion_options="instruction-math=true",
     source_extension="py",
     unsupported_errors=_unsupported_errors,
     options={

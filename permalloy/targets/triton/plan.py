@@ -38,7 +38,7 @@ import sympy
 from xdsl.ir import SSAValue
 
 from permalloy.analysis.affine import unit_stride
-from permalloy.analysis.collapse import Axis, collapse
+from permalloy.analysis.collapse import Axis, collapse, memory_order
 from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
@@ -297,9 +297,14 @@ def _static_block(axis: Axis) -> int | None:
 
 
 def _plan_pointwise(stage: Stage) -> Group:
-    """A lone pointwise stage: 1-D tiles, or 2-D ones for a transposed access."""
+    """A lone pointwise stage: 1-D tiles, or 2-D ones for a transposed access,
+    over its domain in the memory order of its first output (a channels-last
+    result is written along its channels)."""
     sizes = stage.result_type.sizes
-    axis = collapse([(parallel_index(i), s) for i, s in enumerate(sizes)], _addresses(stage), stage.pinned())
+    dims = [(parallel_index(i), s) for i, s in enumerate(sizes)]
+    if stage.outputs:
+        dims = memory_order(dims, stage.output_address(stage.outputs[0]))
+    axis = collapse(dims, _addresses(stage), stage.pinned())
     stage.substitution = dict(axis.substitution)
     split = _transposed_split(axis, _addresses(stage))
     if split is None:

@@ -62,3 +62,32 @@ func.func @half(%bias: !ptensor.tensor<[64], f16>, %x: !ptensor.tensor<[8, 32], 
   %z = ptensor.unary tanh %y : !ptensor.tensor<[8, 64], f16> -> !ptensor.tensor<[8, 64], f16>
   func.return %z : !ptensor.tensor<[8, 64], f16>
 }
+
+// A convolution's bias, read by a sigmoid: the convolution loses it, and
+// the bias is added per channel (viewed as [C, 1, 1]) where the activation's
+// kernel reads the convolution.
+// CHECK-LABEL: func.func @convolution_activation(
+// CHECK-NEXT:    %[[C:.*]] = ptensor.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 8, 8], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+// CHECK-NEXT:    %[[B:.*]] = ptensor.reshape %b : !ptensor.tensor<[4], f32> -> !ptensor.tensor<[4, 1, 1], f32>
+// CHECK-NEXT:    %[[Y:.*]] = ptensor.binary add %[[C]], %[[B]] : !ptensor.tensor<[2, 4, 8, 8], f32>, !ptensor.tensor<[4, 1, 1], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+// CHECK-NEXT:    ptensor.unary sigmoid %[[Y]]
+func.func @convolution_activation(%x: !ptensor.tensor<[2, 3, 8, 8], f32>, %w: !ptensor.tensor<[4, 3, 3, 3], f32>, %b: !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[2, 4, 8, 8], f32> {
+  %y = ptensor.convolution %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 8, 8], f32>, !ptensor.tensor<[4, 3, 3, 3], f32>, !ptensor.tensor<[4], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+  %z = ptensor.unary sigmoid %y : !ptensor.tensor<[2, 4, 8, 8], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+  func.return %z : !ptensor.tensor<[2, 4, 8, 8], f32>
+}
+
+// Refusals: a returned convolution and a half-precision one keep their bias.
+// CHECK-LABEL: func.func @convolution_returned(
+// CHECK-NEXT:    ptensor.convolution %x, %w, %b
+// CHECK-LABEL: func.func @convolution_half(
+// CHECK-NEXT:    ptensor.convolution %x, %w, %b
+func.func @convolution_returned(%x: !ptensor.tensor<[2, 3, 8, 8], f32>, %w: !ptensor.tensor<[4, 3, 3, 3], f32>, %b: !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[2, 4, 8, 8], f32> {
+  %y = ptensor.convolution %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 8, 8], f32>, !ptensor.tensor<[4, 3, 3, 3], f32>, !ptensor.tensor<[4], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+  func.return %y : !ptensor.tensor<[2, 4, 8, 8], f32>
+}
+func.func @convolution_half(%x: !ptensor.tensor<[2, 3, 8, 8], f16>, %w: !ptensor.tensor<[4, 3, 3, 3], f16>, %b: !ptensor.tensor<[4], f16>) -> !ptensor.tensor<[2, 4, 8, 8], f16> {
+  %y = ptensor.convolution %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 8, 8], f16>, !ptensor.tensor<[4, 3, 3, 3], f16>, !ptensor.tensor<[4], f16> -> !ptensor.tensor<[2, 4, 8, 8], f16>
+  %z = ptensor.unary sigmoid %y : !ptensor.tensor<[2, 4, 8, 8], f16> -> !ptensor.tensor<[2, 4, 8, 8], f16>
+  func.return %z : !ptensor.tensor<[2, 4, 8, 8], f16>
+}

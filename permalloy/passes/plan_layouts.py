@@ -1,0 +1,215 @@
+"""The `plan-layouts` pass."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from permalloy.dialects import buffer as buf
+from permalloy.dialects import ptensor as pt
+from permalloy.dialects.sym import product
+from permalloy.passes.plan_memory import FRESH_RESULT_OPS
+
+PLANNED_RANK = 4
+"""The rank of the tensors whose layout is planned: those of 2-d convolutions."""
+
+
+def channels_last_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
+    """The strides torch gives a `[N, C, *spatial]` tensor in channels-last
+    memory: channels innermost, then the spatial dimensions row-major, then
+    the batch."""
+    channels, spatial = sizes[1], list(sizes[2:])
+    strides = [sympy.Integer(0)] * len(sizes)
+    strides[1] = sympy.Integer(1)
+    running = sympy.sympify(channels)
+    for d in reversed(range(2, len(sizes))):
+        strides[d] = running
+        running = sympy.expand(running * sizes[d])
+    strides[0] = sympy.expand(channels * product(spatial))
+    return tuple(strides)
+
+
+def _channels_last(layout: buf.BufferType) -> buf.BufferType:
+    return buf.BufferType(layout.sizes, layout.element_type, channels_last_strides(layout.sizes))
+
+
+def _is_channels_last(layout: buf.BufferType) -> bool:
+    return tuple(layout.strides.data) == channels_last_strides(layout.sizes) and layout.offset.expr == 0
+
+
+@dataclass
+class _Components:
+    """Union-find over buffer values."""
+
+    parent: dict[SSAValue, SSAValue] = field(default_factory=dict)
+
+    def find(self, value: SSAValue) -> SSAValue:
+        self.parent.setdefault(value, value)
+        while self.parent[value] is not value:
+            self.parent[value] = self.parent[self.parent[value]]
+            value = self.parent[value]
+        return value
+
+    def union(self, values: Iterable[SSAValue]) -> None:
+        roots = [self.find(v) for v in values]
+        for root in roots[1:]:
+            self.parent[root] = roots[0]
+
+
+def _free(value: SSAValue) -> bool:
+    """Whether nothing but its layout-agnostic users sees `value`'s layout: a
+    contiguous buffer the program allocates (for a kernel's result, or a
+    library call's fresh one), of the planned rank, that only launches, extern
+    calls and frees use. A buffer returned, viewed or copied keeps its layout."""
+    owner = value.owner
+    fresh = isinstance(owner, buf.AllocOp) or (
+        isinstance(owner, buf.ExternOp) and isinstance(owner.library_op, FRESH_RESULT_OPS)
+    )
+    layout = value.type
+    if not fresh or not isinstance(layout, buf.BufferType) or layout.rank != PLANNED_RANK:
+        return False
+    if not layout.is_contiguous():
+        return False
+    for use in value.uses:
+        user = use.operation
+        if isinstance(user, buf.ExternOp) and value in user.inputs:
+            continue
+        if not isinstance(user, (buf.LaunchOp, buf.DeallocOp)):
+            return False
+    return True
+
+
+def _convolution(op: Operation) -> pt.ConvolutionOp | None:
+    if isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionOp):
+        convolution = op.library_op
+        if pt.tensor_type(convolution.result).rank == PLANNED_RANK:
+            return convolution
+    return None
+
+
+@dataclass
+class _LayoutPlanner:
+    """The layout decisions for one host program."""
+
+    function: func.FuncOp
+    components: _Components = field(default_factory=_Components)
+
+    def run(self) -> None:
+        block = self.function.body.block
+        planned: list[buf.ExternOp] = []
+        vetoed: set[SSAValue] = set()
+        for op in block.ops:
+            if isinstance(op, buf.LaunchOp):
+                self._connect_launch(op)
+            elif _convolution(op) is not None:
+                if _free(op.results[0]):
+                    planned.append(op)
+                else:
+                    vetoed.update(self.components.find(v) for v in (op.inputs[0], op.results[0]))
+        if not planned:
+            return
+        seeds = {self.components.find(v) for op in planned for v in (op.inputs[0], op.results[0])}
+        chosen = seeds - {self.components.find(v) for v in vetoed}
+        changed: dict[Operation, set[SSAValue]] = {}
+        for value in list(self.components.parent):
+            if self.components.find(value) in chosen and _free(value):
+                changed.setdefault(value.owner, set()).add(value)
+        replaced = {owner: self._relayout(owner, values) for owner, values in changed.items()}
+        for op in planned:
+            if self.components.find(op.results[0]) in chosen:
+                self._channels_last_input(replaced.get(op, op))
+
+    def _connect_launch(self, op: buf.LaunchOp) -> None:
+        """The planned-rank operands of one launch with the same batch and
+        channel sizes share a layout decision: a kernel reads and writes
+        them along the same dimensions."""
+        by_channels: dict[tuple, list[SSAValue]] = {}
+        for value in (*op.inputs, *op.outputs):
+            layout = value.type
+            if isinstance(layout, buf.BufferType) and layout.rank == PLANNED_RANK:
+                by_channels.setdefault(tuple(layout.sizes[:2]), []).append(value)
+        for values in by_channels.values():
+            self.components.union(values)
+
+    def _relayout(self, owner: Operation, values: set[SSAValue]) -> Operation:
+        """Give the free buffers `values` of `owner` channels-last strides; the
+        op that now defines them."""
+        types = [_channels_last(buf.buffer_type(r)) if r in values else r.type for r in owner.results]
+        if isinstance(owner, buf.AllocOp):
+            new: Operation = buf.AllocOp(types[0])
+        else:
+            assert isinstance(owner, buf.ExternOp)
+            body = owner.detach_region(owner.body)
+            new = buf.ExternOp(list(owner.inputs), types, body)  # type: ignore[arg-type]
+        for old, result in zip(owner.results, new.results):
+            result.name_hint = old.name_hint
+        Rewriter.replace_op(owner, new)
+        return new
+
+    def _channels_last_input(self, op: buf.ExternOp) -> None:
+        """A planned convolution whose input arrives in another layout (a
+        graph input) reads a channels-last copy of it: the copy of the input
+        is smaller than one of the result would be."""
+        source = op.inputs[0]
+        layout = buf.buffer_type(source)
+        if _is_channels_last(layout) or _free(source):
+            return
+        copy_target = buf.AllocOp(_channels_last(buf.BufferType(layout.sizes, layout.element_type)))
+        copy = buf.CopyOp(source, copy_target.results[0])
+        Rewriter.insert_op([copy_target, copy], InsertPoint.before(op))
+        op.operands[0] = copy_target.results[0]
+
+
+@dataclass(frozen=True)
+class PlanLayoutsPass(ModulePass):
+    """
+    Chooses channels-last memory for the 4-d tensors around 2-d convolutions,
+    where the host program leaves their layout free.
+
+    GPU convolution libraries run channels-last (NHWC) faster than NCHW, and
+    pick their fast depthwise and grouped kernels only for it; torch's
+    convolution returns channels-last for a channels-last input. A buffer is
+    free when the program allocates it, contiguous, for a kernel's result or a
+    library call's, and only launches, extern calls and frees use it: a buffer
+    returned (graph outputs keep eager's strides), viewed or copied keeps its
+    layout. The 4-d operands of a launch with the same batch and channel sizes
+    share one decision (a kernel reads and writes them along the same
+    dimensions), so the decision spreads from a convolution over the kernels
+    around it. A convolution whose result is free seeds its input's and its
+    result's sets; a convolution whose result is not (returned, as the saved
+    activations of a training step) vetoes its sets, so that no convolution
+    gets a channels-last input and must give back NCHW. Kernels follow through
+    their launches' layouts: a pointwise kernel walks a channels-last result
+    along its channels. A planned convolution's input that arrives in another
+    layout, a graph input, is copied to channels-last before the call.
+
+    Before:
+    ```
+    %y = buffer.alloc : !buffer.buffer<[2, 8, 5, 5], f32>
+    buffer.launch @relu ins(%x : !buffer.buffer<[2, 8, 5, 5], f32>) outs(%y : !buffer.buffer<[2, 8, 5, 5], f32>)
+    %z = buffer.extern ins(%a = %y : !buffer.buffer<[2, 8, 5, 5], f32>, ...) -> (!buffer.buffer<[2, 8, 5, 5], f32>) {
+      ... ptensor.convolution ...
+    }
+    ```
+    After:
+    ```
+    %y = buffer.alloc : !buffer.buffer<[2, 8, 5, 5], f32, strides [200, 1, 40, 8]>
+    buffer.launch @relu ins(%x : ...) outs(%y : !buffer.buffer<[2, 8, 5, 5], f32, strides [200, 1, 40, 8]>)
+    %z = buffer.extern ins(%a = %y : ...) -> (!buffer.buffer<[2, 8, 5, 5], f32, strides [200, 1, 40, 8]>) {...}
+    ```
+    """
+
+    name = "plan-layouts"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if function.body.blocks:
+                _LayoutPlanner(function).run()

@@ -1,0 +1,138 @@
+"""
+Channels-last planning on the Triton target (`plan-layouts`), run under
+Triton's interpreter on the CPU: convolutional blocks compiled with
+channels-last intermediates match eager, graph outputs keep eager's strides,
+and pointwise kernels over channels-last tensors walk them along channels.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from permalloy.passes.plan_layouts import channels_last_strides
+from permalloy.tools.backend import permalloy_backend
+
+DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+
+
+@pytest.fixture(autouse=True)
+def triton_mode(monkeypatch, tmp_path_factory):
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+
+
+class Block(torch.nn.Module):
+    """Conv + batch norm + ReLU, a depthwise conv with squeeze-excite, a
+    residual add, a 1x1 conv with a bias and a pooled classifier."""
+
+    def __init__(self, channels: int = 8):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(3, channels, 3, padding=1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(channels)
+        self.depthwise = torch.nn.Conv2d(channels, channels, 3, padding=1, groups=channels)
+        self.squeeze = torch.nn.Conv2d(channels, 4, 1)
+        self.excite = torch.nn.Conv2d(4, channels, 1)
+        self.project = torch.nn.Conv2d(channels, 2 * channels, 1)
+        self.head = torch.nn.Linear(2 * channels, 5)
+
+    def forward(self, x):
+        y = F.relu(self.bn(self.stem(x)))
+        z = F.silu(self.depthwise(y))
+        scale = torch.sigmoid(self.excite(F.relu(self.squeeze(z.mean((2, 3), keepdim=True)))))
+        z = z * scale + y
+        w = self.project(z)
+        return self.head(F.max_pool2d(w, 2).mean((2, 3)))
+
+
+def _randomize_statistics(model: torch.nn.Module) -> torch.nn.Module:
+    for module in model.modules():
+        if isinstance(module, torch.nn.BatchNorm2d):
+            module.running_mean.uniform_(-0.5, 0.5)
+            module.running_var.uniform_(0.5, 1.5)
+    return model.eval()
+
+
+def _compiled(model, tmp_path):
+    return torch.compile(model, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
+
+
+def _host_source(tmp_path) -> str:
+    (path,) = glob.glob(str(tmp_path / "graph_000" / "*host.py"))
+    return open(path).read()
+
+
+def test_channels_last_strides_are_torchs():
+    for sizes in [(2, 8, 5, 7), (1, 3, 1, 1), (4, 1, 6, 2)]:
+        expected = torch.empty(sizes).to(memory_format=torch.channels_last).stride()
+        assert tuple(int(s) for s in channels_last_strides(sizes)) == expected
+
+
+@pytest.mark.parametrize("channels_last_input", [False, True])
+def test_convolutional_block_matches_eager(tmp_path, channels_last_input):
+    torch.manual_seed(0)
+    model = _randomize_statistics(Block()).to(DEVICE)
+    x = torch.randn(2, 3, 12, 10, device=DEVICE)
+    if channels_last_input:
+        x = x.to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        expected = model(x)
+        result = _compiled(model, tmp_path)(x)
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-5)
+    host = _host_source(tmp_path)
+    # intermediates around the convolutions are channels-last: [2, 8, 12, 10]
+    assert "(960, 1, 80, 8, )" in host, host
+
+
+def test_returned_activation_keeps_eager_strides(tmp_path):
+    torch.manual_seed(1)
+    conv1, conv2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 1)
+
+    def f(x):
+        y = torch.relu(conv1(x))
+        return conv2(y).mean((2, 3)), y
+
+    x = torch.randn(2, 3, 9, 9)
+    with torch.no_grad():
+        expected = f(x)
+        result = _compiled(f, tmp_path)(x)
+    for got, want in zip(result, expected):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        assert got.stride() == want.stride()
+
+
+def test_channels_last_pointwise_walks_channels(tmp_path):
+    """A pointwise kernel over channels-last operands iterates them as one
+    flat dimension, contiguous in memory."""
+
+    def f(x, y):
+        return torch.relu(x * 2 + y)
+
+    x = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    y = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    result = _compiled(f, tmp_path)(x, y)
+    torch.testing.assert_close(result, f(x, y))
+    assert result.stride() == f(x, y).stride()
+    (kernel,) = glob.glob(str(tmp_path / "graph_000" / "*kernel_pointwise*.py"))
+    source = open(kernel).read()
+    assert "xmask = xindex < 560" in source and "d1 = xindex\n" in source, source
+
+
+def test_training_through_convolutions_matches_eager():
+    torch.manual_seed(2)
+    model = Block()
+    compiled_model = Block()
+    compiled_model.load_state_dict(model.state_dict())
+    compiled = torch.compile(compiled_model, backend=permalloy_backend, options={"target": "triton"})
+    x = torch.randn(2, 3, 8, 8)
+    model(x).square().sum().backward()
+    compiled(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), compiled_model.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    torch.testing.assert_close(compiled_model.bn.running_mean, model.bn.running_mean)
+    torch.testing.assert_close(compiled_model.bn.running_var, model.bn.running_var)

@@ -83,9 +83,16 @@ def test_pipeline_adds_each_targets_own_passes():
     assert default_pipeline(True, "llvm") == plain
     gpu = default_pipeline(True, "triton")
     assert gpu.index("unfuse-bias-add") < gpu.index("convert-ptensor-to-loop") < gpu.index("split-reductions")
-    assert [p for p in gpu if p not in plain] == ["unfuse-bias-add", "split-reductions"]
-    # The tensor-level additions need fusion to pay off; the loop-level ones do not.
-    assert [p for p in default_pipeline(False, "triton") if p not in plain] == ["split-reductions"]
+    assert gpu.index("convert-loop-to-buffer") < gpu.index("plan-layouts") < gpu.index("plan-memory")
+    assert [p for p in gpu if p not in plain] == [
+        "unfuse-bias-add",
+        "split-reductions",
+        "fuse-loops{instruction-math=true}",
+        "plan-layouts",
+    ]
+    # The tensor-level additions and fusion's options need fusion to pay off;
+    # the loop-level and buffer-level passes do not.
+    assert [p for p in default_pipeline(False, "triton") if p not in plain] == ["split-reductions", "plan-layouts"]
 
 
 def test_target_options_are_checked_by_the_target():

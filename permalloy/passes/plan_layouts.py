@@ -162,7 +162,7 @@ class _LayoutPlanner:
         layout = buf.buffer_type(source)
         if _is_channels_last(layout) or _free(source):
             return
-        copy_target = buf.AllocOp(_channels_last(buf.BufferType(layout.sizes, layout.element_type)))
+        copy_target = buf.AllocOp(_channels_last(layout))
         copy = buf.CopyOp(source, copy_target.results[0])
         Rewriter.insert_op([copy_target, copy], InsertPoint.before(op))
         op.operands[0] = copy_target.results[0]

@@ -41,6 +41,13 @@ def feeds_only_elementwise(value: SSAValue) -> bool:
     return bool(value.uses)
 
 
+def unfusable(result: SSAValue) -> bool:
+    """Whether a library op's `result` may lose its bias to its readers: a
+    float32 or float64 value that only elementwise ops read."""
+    element_type = pt.tensor_type(result).element_type
+    return isinstance(element_type, UNFUSED_ELEMENT_TYPES) and feeds_only_elementwise(result)
+
+
 @dataclass(frozen=True)
 class UnfuseAddmm(RewritePattern):
     """`addmm(bias, a, b)` with unit scales, in float32 or float64, whose
@@ -50,11 +57,9 @@ class UnfuseAddmm(RewritePattern):
     def match_and_rewrite(self, op: pt.AddmmOp, rewriter: PatternRewriter) -> None:
         if op.beta is not None or op.alpha is not None:
             return
+        if not unfusable(op.result):
+            return
         result_type = pt.tensor_type(op.result)
-        if not isinstance(result_type.element_type, UNFUSED_ELEMENT_TYPES):
-            return
-        if not feeds_only_elementwise(op.result):
-            return
         product = pt.MatmulOp(op.lhs, op.rhs, result_type)
         biased = pt.BinaryOp(pt.BinaryKind.ADD, op.bias, product.result, result_type)
         new_ops: list[Operation] = [product, biased]
@@ -72,11 +77,9 @@ class UnfuseConvolutionBias(RewritePattern):
     def match_and_rewrite(self, op: pt.ConvolutionOp, rewriter: PatternRewriter) -> None:
         if op.bias is None:
             return
+        if not unfusable(op.result):
+            return
         result_type = pt.tensor_type(op.result)
-        if not isinstance(result_type.element_type, UNFUSED_ELEMENT_TYPES):
-            return
-        if not feeds_only_elementwise(op.result):
-            return
         bias_type = pt.tensor_type(op.bias)
         spatial = result_type.rank - 2
         channels = pt.TensorType([bias_type.sizes[0], *([1] * spatial)], bias_type.element_type)

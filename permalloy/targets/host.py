@@ -195,14 +195,17 @@ class _Emitter:
 
     def _conform_argument(self, arg: SSAValue) -> None:
         """Give an input the layout the program expects, copying if it differs."""
-        layout = arg.type
-        assert isinstance(layout, buf.BufferType)
-        name = self.name(arg)
+        self._copy_unless_strided(arg)
+
+    def _copy_unless_strided(self, value: SSAValue) -> None:
+        """A line giving the tensor of `value` its buffer's strides, copying
+        it into a new tensor of that layout when its own strides differ."""
+        layout = buf.buffer_type(value)
+        name = self.name(value)
         strides = _tuple(layout.strides.data)
-        sizes = _tuple(layout.sizes)
         self.lines.append(
             f"if {name}.stride() != {strides}: "
-            f"{name} = torch.empty_strided({sizes}, {strides}, dtype={name}.dtype, "
+            f"{name} = torch.empty_strided({_tuple(layout.sizes)}, {strides}, dtype={name}.dtype, "
             f"device={name}.device).copy_({name})"
         )
 
@@ -329,17 +332,11 @@ class _Emitter:
         """Give a library call's result the layout the program planned for it
         (dense row-major, or channels-last around convolutions), copying when
         the library gave another."""
-        layout = buf.buffer_type(result)
-        name = self.name(result)
-        if layout.is_contiguous():
+        if buf.buffer_type(result).is_contiguous():
+            name = self.name(result)
             self.lines.append(f"{name} = {name}.contiguous()")
         else:
-            strides, sizes = _tuple(layout.strides.data), _tuple(layout.sizes)
-            self.lines.append(
-                f"if {name}.stride() != {strides}: "
-                f"{name} = torch.empty_strided({sizes}, {strides}, dtype={name}.dtype, "
-                f"device={name}.device).copy_({name})"
-            )
+            self._copy_unless_strided(result)
 
     def _emit_view(self, op: buf.ViewOp) -> None:
         layout = buf.buffer_type(op.result)

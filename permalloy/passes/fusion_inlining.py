@@ -84,6 +84,21 @@ class InliningCost:
         # small: s0 may be large.
         return reads is not None and bool(sympy.expand(self.max_recompute - reads).is_nonnegative)
 
+    def refusal(self, producer: loop.PointwiseOp, reader: loop.LoopOp) -> tuple[str, str] | None:
+        """The rule (`fusion_decisions.INLINE_RULES`) by which `allows` refuses,
+        and the numbers it compared; None when it allows."""
+        size = body_size(reader) + body_size(producer)
+        if size > self.max_kernel_size:
+            return "max-kernel-size", f"{size} ops together, max-kernel-size={self.max_kernel_size}"
+        if is_cheap(producer):
+            return None
+        reads = reads_per_element(producer)
+        if reads is None:
+            return "read-by-host", f"{body_size(producer)} ops or math, read outside loop ops"
+        if not bool(sympy.expand(self.max_recompute - reads).is_nonnegative):
+            return "max-recompute", f"each element read {reads} times, max-recompute={self.max_recompute}"
+        return None
+
 
 def inline_producer(reader: loop.LoopOp, position: int) -> None:
     """Inline the pointwise producing `reader`'s input `position` at every load
@@ -187,6 +202,10 @@ def _keep_used_values(indices, values):
     )
     renumber = {index_value(old): index_value(new) for new, old in enumerate(used)}
     return [values[old] for old in used], [e.xreplace(renumber) for e in indices]
+
+
+INDEX_VALUES_REFUSAL = ("index-values", "the producer's loop.index needs the reader's indices, which use index values")
+"""The rule and detail of a refusal by `can_inline`."""
 
 
 def can_inline(reader: loop.LoopOp, producer: loop.PointwiseOp) -> bool:

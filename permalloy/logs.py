@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import sys
 from typing import Any
 
@@ -34,6 +35,13 @@ CHANNELS: dict[str, str] = {
     "compile_time": "a summary of each graph's compile time, stage by stage",
 }
 """Every channel, by name: its logger is `permalloy.<name>`."""
+
+
+_ROOT = logging.getLogger("permalloy")
+if _ROOT.level == logging.NOTSET:
+    # Silent by default, whatever the root logger's level: a channel speaks
+    # only when PERMALLOY_LOGS or the program sets its level.
+    _ROOT.setLevel(logging.WARNING)
 
 
 class LogSettingError(ValueError):
@@ -86,7 +94,7 @@ def configure(text: str) -> None:
     levels = parse_channels(text)
     for channel in CHANNELS:
         logger(channel).setLevel(levels.get(channel, logging.WARNING))
-    parent = logging.getLogger("permalloy")
+    parent = _ROOT
     handlers = [h for h in parent.handlers if isinstance(h, _ChannelHandler)]
     if levels and not handlers:
         parent.addHandler(_ChannelHandler())
@@ -167,6 +175,7 @@ def _code_location(graph: Any) -> str:
         trace = node.meta.get("stack_trace")
         if trace:
             lines = [line.strip() for line in trace.splitlines() if line.strip().startswith("File ")]
-            if lines:
-                return lines[-1].removeprefix("File ")
+            found = re.match(r'File "(.*)", line (\d+), in (.*)', lines[-1]) if lines else None
+            if found:
+                return f"{found.group(3)} at {found.group(1)}:{found.group(2)}"
     return "a graph"

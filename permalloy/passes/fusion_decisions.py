@@ -118,7 +118,8 @@ class FusionDecisions:
     """Each producer and consumer left in different kernels, with the rule."""
     origins: dict[str, list[str]] = field(default_factory=dict)
     """For each loop op left after the pass, by label: the labels of the loop
-    ops computed in it (its own first, then those it inlined)."""
+    ops computed in it (its own first, then those it inlined; merged for
+    loop ops that share a label)."""
     _labels: dict[Operation, str] = field(default_factory=dict, repr=False)
     _origins: dict[Operation, list[str]] = field(default_factory=dict, repr=False)
     _last_refusal: dict[tuple[Operation, Operation], InlineRefusal] = field(default_factory=dict, repr=False)
@@ -190,7 +191,11 @@ class FusionDecisions:
         grouping wraps them), and drop the references to ops."""
         for op in ops:
             if isinstance(op, loop.LoopOp):
-                self.origins[self.label(op)] = list(self._origins.get(op, [self.label(op)]))
+                # several loop ops may share a label (the ops of one graph node)
+                merged = self.origins.setdefault(self.label(op), [])
+                for origin in self._origins.get(op, [self.label(op)]):
+                    if origin not in merged:
+                        merged.append(origin)
         self._labels = {}
         self._origins = {}
         self._last_refusal = {}

@@ -114,3 +114,27 @@ def test_a_declining_converter_says_why():
     (fallback,) = graph.fallbacks
     assert fallback["op"] == "aten.mm.default"
     assert fallback["reason"] == "unsupported dtype i64: library calls take floats"
+
+
+@pytest.mark.parametrize("name", ["layer_norm_gelu_residual", "gpt2_block", "conv_bn_relu"])
+def test_explaining_compiles_the_same_kernels(name, tmp_path):
+    """Labelled values and the decisions record change no kernel: the same
+    kernels, by name, as a plain compile's, and every ATen op a kernel lists
+    is an op of its graph."""
+    from permalloy.tools.zoo import make_case
+
+    case = make_case(name)
+    with torch.no_grad():
+        report = permalloy.explain(case.model, *case.inputs)
+        torch._dynamo.reset()  # noqa: SLF001
+        torch.compile(case.model, backend="permalloy", options={"dump_dir": str(tmp_path)})(*case.inputs)
+    dumped = sorted(
+        sorted({p.name.split("_", 2)[2].rsplit(".", 1)[0] for p in folder.glob("*_kernel_*")})
+        for folder in sorted(tmp_path.iterdir())
+    )
+    explained = sorted(sorted({k["name"] for k in graph.kernels}) for graph in report.graphs)
+    assert explained == dumped
+    for graph in report.graphs:
+        for kernel in graph.kernels:
+            assert kernel["aten_ops"], kernel
+            assert set(kernel["aten_ops"]) <= set(graph.aten_ops)

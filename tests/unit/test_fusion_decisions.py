@@ -203,3 +203,57 @@ def test_unnamed_loop_ops_are_labelled_by_position():
     _, decisions = fuse(text)
     (separation,) = decisions.separations
     assert (separation.producer, separation.consumer) == ("#0", "#1")
+
+
+def test_rows_of_different_sizes_are_named():
+    # a [4, 8] row sum and a [8, 4] reader of its transpose-shaped output
+    text = _function(
+        f"""
+    %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) over [8] -> !ptensor.tensor<[4], f32> {{
+      %v = loop.load %a[d0, r0] : f32
+      loop.yield %v : f32
+    }}
+    %r = loop.pointwise ins(%a = %y : !ptensor.tensor<[8, 4], f32>, %b = %s : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[8, 4], f32> {{
+      %v = loop.load %a[d0, d1] : f32
+      %w = loop.load %b[d1] : f32
+      %m = arith.mulf %v, %w : f32
+      loop.yield %m : f32
+    }}
+    func.return %r : !ptensor.tensor<[8, 4], f32>""",
+        "%x : !ptensor.tensor<[4, 8], f32>, %y : !ptensor.tensor<[8, 4], f32>",
+        "!ptensor.tensor<[8, 4], f32>",
+    )
+    _, decisions = fuse(text)
+    (separation,) = decisions.separations
+    assert separation.rule == "different-rows" and "rows 4 and 8" in separation.detail
+
+
+def test_a_loop_op_between_that_ends_the_kernel_is_named():
+    # %r reads %s, but %q (a full reduction) comes between and ends %s's kernel
+    text = _function(
+        f"""
+    %s = loop.reduce sum ins(%a = %x : {T44}) over [4] -> !ptensor.tensor<[4], f32> {{
+      %v = loop.load %a[d0, r0] : f32
+      loop.yield %v : f32
+    }}
+    %q = loop.reduce sum ins(%a = %x : {T44}) over [4, 4] -> {T0} {{
+      %v = loop.load %a[r0, r1] : f32
+      loop.yield %v : f32
+    }}
+    %r = loop.pointwise ins(%a = %y : {T44}, %b = %s : !ptensor.tensor<[4], f32>, %c = %q : {T0}) -> {T44} {{
+      %v = loop.load %a[d0, d1] : f32
+      %w = loop.load %b[d0] : f32
+      %u = loop.load %c[] : f32
+      %m = arith.mulf %v, %w : f32
+      %n = arith.mulf %m, %u : f32
+      loop.yield %n : f32
+    }}
+    func.return %r : {T44}""",
+        f"%x : {T44}, %y : {T44}",
+        T44,
+    )
+    _, decisions = fuse(text)
+    rules = {(s.producer, s.consumer): (s.rule, s.detail) for s in decisions.separations}
+    assert rules[("s", "r")][0] == "kernel-ended"
+    assert "q (reduce sum [4, 4] -> []) did not join it: reduction-to-one-element" in rules[("s", "r")][1]
+    assert rules[("q", "r")][0] == "reduction-to-one-element"

@@ -22,7 +22,7 @@ import sympy
 import torch
 from xdsl.dialects import func
 from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
-from xdsl.passes import ModulePass
+from xdsl.passes import ModulePass, PassPipeline
 
 from permalloy.cache import (
     CacheEntry,
@@ -41,7 +41,10 @@ from permalloy.cache import (
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
 from permalloy.dialects.sym import SymExprAttr, format_expr
+from permalloy.explain.details import GraphDetails
 from permalloy.passes import build_pipeline
+from permalloy.passes.fuse_loops import FuseLoopsPass
+from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
@@ -94,9 +97,11 @@ def lower_module(
     fusion: bool = True,
     target: str | None = None,
     times: CompileTimes | None = None,
+    fusion_decisions: FusionDecisions | None = None,
 ) -> ModuleOp:
     """Run the default pipeline for `target` on an imported module, dumping
-    after each pass and adding each pass's time to `times`."""
+    after each pass, adding each pass's time to `times` and recording
+    `fuse-loops`' decisions into `fusion_decisions` when given."""
     ctx = make_context()
     times = times if times is not None else CompileTimes()
     mark = time.perf_counter()
@@ -110,6 +115,14 @@ def lower_module(
         mark = time.perf_counter()
 
     pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target)), callback=after_pass)
+    if fusion_decisions is not None:
+        pipeline = PassPipeline(
+            tuple(
+                p.recording_into(fusion_decisions) if isinstance(p, FuseLoopsPass) else p
+                for p in pipeline.passes
+            ),
+            pipeline.callback,
+        )
     pipeline.apply(ctx, module)
     started = time.perf_counter()
     module.verify()
@@ -140,27 +153,34 @@ class CompiledGraph:
     """Values passed after the graph's inputs (the graph's large constants)."""
 
 
-def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> CompiledGraph:
+def compile_graph(
+    graph: torch.fx.GraphModule, options: CompileOptions, details: GraphDetails | None = None
+) -> CompiledGraph:
     """Compile an ATen graph into a host program, or load it from the
-    compiled-graph cache; raises on what it cannot do."""
+    compiled-graph cache; raises on what it cannot do. `details`, when given,
+    says what else to record (fusion decisions, kernels and their ATen ops,
+    sources) and receives it."""
     from permalloy.lowering.import_fx import import_graph
 
     start = time.perf_counter()
     times = CompileTimes()
     dumper = _dumper(options)
     target = _make_target(options, times)
+    labelled = details is not None and details.label_values
     with times.measure("import_fx"):
-        imported = import_graph(graph)
+        imported = import_graph(graph, label_values=labelled)
     if dumper is not None:
         dumper.write("imported.mlir", str(imported.module))
     hints = symbol_hints(graph, imported.symbols)
-    cache = _graph_cache(options)
+    cache = None if labelled else _graph_cache(options)
     loaded = None
     if cache is not None:
         with times.measure("cache_lookup"):
             key = _cache_key(imported.module, graph, options, target)
-            # A graph whose stages are dumped compiles, so that every stage is there.
-            entry = cache.load(key) if dumper is None else None
+            # A graph whose stages are dumped, or whose compilation is
+            # watched, compiles, so that every stage is there.
+            watched = details is not None and details.needs_pipeline
+            entry = cache.load(key) if dumper is None and not watched else None
         if entry is not None:
             loaded = _load_entry(entry, target, times, cache.path(key), hints)
             if loaded is None:
@@ -168,7 +188,8 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
     if loaded is not None:
         module, program = loaded
     else:
-        module = lower_module(imported.module, dumper, options.fusion, options.target, times)
+        decisions = details.fusion if details is not None else None
+        module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions)
         if dumper is not None:
             dump_kernels(module, target, dumper)
         recording = RecordingTarget(target)
@@ -178,6 +199,8 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
                 cache.store(key, _cache_entry(key, module, recording))
     if dumper is not None:
         dumper.write("host.py", program.source)
+    if details is not None:
+        details.record(graph, imported.value_labels, module, target, program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
     peak = planned_peak_expr(module)
     stats = GraphStats(
@@ -189,6 +212,7 @@ def compile_graph(graph: torch.fx.GraphModule, options: CompileOptions) -> Compi
         kernels=program.kernel_count,
         extern_calls=program.extern_count,
         fallback_ops=list(imported.fallback_ops),
+        fallback_reasons=list(imported.fallback_reasons),
         compile_seconds=time.perf_counter() - start,
         compile_times=times,
         cache="off" if cache is None else "hit" if loaded is not None else "miss",

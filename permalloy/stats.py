@@ -91,6 +91,9 @@ class GraphStats:
     kernels: int = 0
     extern_calls: int = 0
     fallback_ops: list[str] = field(default_factory=list)
+    fallback_reasons: list[str] = field(default_factory=list)
+    """Why each op of `fallback_ops` runs with torch: no converter, or what
+    its converter does not take (a dtype, a symbolic argument, ...)."""
     compile_seconds: float = 0.0
     """permalloy's compilation of the graph, from import to host program."""
     compile_times: CompileTimes = field(default_factory=CompileTimes)

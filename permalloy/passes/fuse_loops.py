@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.passes import ModulePass
 
+from permalloy.dialects import loop
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
+from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
 from permalloy.passes.fusion_inlining import InliningCost
 from permalloy.passes.fusion_worklist import InliningWorklist
@@ -34,7 +37,10 @@ class FuseLoopsPass(ModulePass):
        kernel with several outputs): a reduction with its pointwise epilogue,
        sibling reductions (softmax, layer norm), horizontal neighbours.
 
-    `inline=false` or `group=false` turns a step off.
+    `inline=false` or `group=false` turns a step off. A pass made with
+    `recording_into(decisions)` records each decision, with the rule behind
+    each refusal, into a `FusionDecisions` (`fusion_decisions.py`); the
+    decisions are the same with or without a record.
 
     Before:
     ```
@@ -66,16 +72,43 @@ class FuseLoopsPass(ModulePass):
     group: bool = True
     max_group_size: int = 8
     instruction_math: bool = False
+    decisions: FusionDecisions | None = field(default=None, init=False, compare=False, repr=False)
+    """Where the decisions go: not an option of the pipeline text (see `recording_into`)."""
+
+    def recording_into(self, decisions: FusionDecisions) -> FuseLoopsPass:
+        """This pass, with the same options, recording its decisions into `decisions`."""
+        recording = dataclasses.replace(self)
+        object.__setattr__(recording, "decisions", decisions)  # a frozen dataclass's non-option field
+        return recording
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         functions = list(defined_functions(op))
         for function in functions:
             check_loop_level(function, self.name)
         cost = InliningCost(self.max_kernel_size, self.max_recompute, self.instruction_math)
+        decisions = self.decisions
         for function in functions:
+            if decisions is not None:
+                decisions.start(list(function.body.block.ops))
             if self.inline:
-                InliningWorklist(function, cost).run()
+                InliningWorklist(function, cost, decisions).run()
             if self.group:
                 sink_views(function)
-                for members in find_groups(function, self.max_group_size):
-                    fuse_group(members)
+                groups = find_groups(function, self.max_group_size, decisions)
+            else:
+                groups = []
+                if decisions is not None:
+                    _record_ungrouped(function, decisions)
+            if decisions is not None:
+                decisions.finish(list(function.body.block.ops))
+            for members in groups:
+                fuse_group(members)
+
+
+def _record_ungrouped(function, decisions: FusionDecisions) -> None:
+    """Without grouping, every producer and consumer are apart."""
+    for consumer in function.body.block.ops:
+        if isinstance(consumer, loop.LoopOp):
+            for value in dict.fromkeys(consumer.inputs):
+                if isinstance(value.owner, loop.LoopOp):
+                    decisions.separated(value.owner, consumer, "grouping-off", "fuse-loops{group=false}")

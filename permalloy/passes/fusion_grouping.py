@@ -18,15 +18,17 @@ one program: a longer one is split across threads or programs.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import sympy
 from xdsl.dialects import func
-from xdsl.ir import Block, Region, SSAValue
+from xdsl.ir import Block, Operation, Region, SSAValue
 
 from permalloy.analysis.rows import leading_rows, reads_at_own_row
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, shapes_equal, sizes_equal
 from permalloy.dialects.sym import product
+from permalloy.passes.fusion_decisions import GROUP_RULES, FusionDecisions, describe
 
 
 def _reads_row_locally(reader: loop.LoopOp, producer: loop.LoopOp) -> bool:
@@ -72,21 +74,32 @@ def _splits_a_reduction(ops: Sequence[loop.LoopOp]) -> bool:
 
 def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     """Whether `candidate` may run in the same kernel as `group`, row by row."""
+    return join_refusal(group, candidate) is None
+
+
+def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | None:
+    """The rule (`fusion_decisions.GROUP_RULES`) that keeps `candidate` out
+    of `group`'s kernel, or None when it joins."""
     rows = leading_rows(candidate)
-    if rows is None or any(leading_rows(m) is None or not sizes_equal(leading_rows(m), rows) for m in group):
-        return False
-    if _splits_a_reduction((*group, candidate)) or _parallel_only_over_rows((*group, candidate)):
-        return False
+    if rows is None or any(leading_rows(m) is None for m in group):
+        rowless = [op for op in (*group, candidate) if leading_rows(op) is None]
+        return "reduction-to-one-element" if any(map(_reduces_everything, rowless)) else "no-rows"
+    if any(not sizes_equal(leading_rows(m), rows) for m in group):
+        return "different-rows"
+    if _splits_a_reduction((*group, candidate)):
+        return "long-reduction-to-one-element"
+    if _parallel_only_over_rows((*group, candidate)):
+        return "pointwise-shapes"
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]
     if reads_members:
         # over a single row (keepdim reductions of the leading dimension),
         # every read of a member is at that row, whatever its index says
         if sizes_equal(rows, 1):
-            return True
-        return all(_reads_row_locally(candidate, m) for m in reads_members)
+            return None
+        return None if all(_reads_row_locally(candidate, m) for m in reads_members) else "not-row-local"
     shared = {v for m in group for v in m.inputs}
-    return any(v in shared for v in candidate.inputs)
+    return None if any(v in shared for v in candidate.inputs) else "no-shared-input"
 
 
 def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
@@ -125,20 +138,93 @@ def sink_views(function: func.FuncOp) -> None:
         block.insert_op_before(op, first)
 
 
-def find_groups(function: func.FuncOp, max_members: int) -> list[list[loop.LoopOp]]:
-    """Maximal runs of consecutive loop ops that may share a kernel."""
+def find_groups(
+    function: func.FuncOp, max_members: int, decisions: FusionDecisions | None = None
+) -> list[list[loop.LoopOp]]:
+    """Maximal runs of consecutive loop ops that may share a kernel; each
+    group, and each producer and consumer left apart with its rule, go into
+    `decisions` when given."""
     groups: list[list[loop.LoopOp]] = []
     current: list[loop.LoopOp] = []
+    watch = None if decisions is None else _GroupingWatch(decisions)
     for op in function.body.block.ops:
-        if isinstance(op, loop.LoopOp) and current and len(current) < max_members and joins(current, op):
-            current.append(op)
-            continue
+        if isinstance(op, loop.LoopOp) and current and len(current) < max_members:
+            refusal = join_refusal(current, op)
+            if refusal is None:
+                current.append(op)
+                if watch is not None:
+                    watch.placed(op, current, None)
+                continue
+        elif isinstance(op, loop.LoopOp) and current:
+            refusal = "max-group-size"
+        else:
+            refusal = None
         if len(current) > 1:
             groups.append(current)
+        if watch is not None:
+            watch.closed(current, op, refusal)
         current = [op] if isinstance(op, loop.LoopOp) else []
+        if watch is not None and current:
+            watch.placed(op, current, refusal)
     if len(current) > 1:
         groups.append(current)
+    if watch is not None:
+        watch.closed(current, None, None)
     return groups
+
+
+@dataclass
+class _GroupingWatch:
+    """Which group each loop op went to, and what ended each group, for the
+    decisions record of `find_groups`."""
+
+    decisions: FusionDecisions
+    group_of: dict[loop.LoopOp, int] = field(default_factory=dict)
+    ended_by: dict[int, tuple[Operation | None, str | None]] = field(default_factory=dict)
+    """Per group: the op that ended it and the rule that kept that op out
+    (None for an op the host runs)."""
+    count: int = 0
+
+    def placed(self, op: loop.LoopOp, group: list[loop.LoopOp], refusal: str | None) -> None:
+        """`op` joined `group` (refusal None) or started it after `refusal`."""
+        if len(group) == 1:
+            self.count += 1
+        index = self.count
+        self.group_of[op] = index
+        for value in dict.fromkeys(op.inputs):
+            producer = value.owner
+            if not isinstance(producer, loop.LoopOp) or self.group_of.get(producer) == index:
+                continue
+            rule, detail = self._apart(producer, op, refusal)
+            self.decisions.separated(producer, op, rule, detail)
+
+    def closed(self, group: list[loop.LoopOp], by: Operation | None, refusal: str | None) -> None:
+        if group:
+            self.ended_by[self.group_of[group[0]]] = (by, refusal)
+            if len(group) > 1:
+                self.decisions.grouped(list(group))
+
+    def _apart(self, producer: loop.LoopOp, consumer: loop.LoopOp, refusal: str | None) -> tuple[str, str]:
+        group = self.group_of.get(producer)
+        if group == self.count - 1 and refusal is not None and self.ended_by.get(group, (None,))[0] is consumer:
+            return refusal, _group_detail(refusal, producer, consumer)
+        by, why = self.ended_by.get(group, (None, None)) if group is not None else (None, None)
+        if by is None:
+            return "kernel-ended", "the producer is not in an earlier kernel"
+        if not isinstance(by, loop.LoopOp):
+            return "host-op-between", f"{by.name} runs between them"
+        return "kernel-ended", f"{self.decisions.label(by)} ({describe(by)}) did not join it: {why}"
+
+
+def _group_detail(rule: str, producer: loop.LoopOp, consumer: loop.LoopOp) -> str:
+    """The facts behind a grouping rule for one producer and consumer."""
+    if rule in ("different-rows", "no-rows", "reduction-to-one-element"):
+        rows = [leading_rows(op) for op in (producer, consumer)]
+        shown = ["none" if r is None else str(r) for r in rows]
+        return f"rows {shown[0]} and {shown[1]}: {GROUP_RULES[rule]}"
+    if rule == "long-reduction-to-one-element":
+        return f"over {MAX_SINGLE_PROGRAM_POINTS} points in one program: {GROUP_RULES[rule]}"
+    return GROUP_RULES[rule]
 
 
 def fuse_group(members: list[loop.LoopOp]) -> loop.FusedOp:

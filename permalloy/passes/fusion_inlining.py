@@ -89,16 +89,26 @@ class InliningCost:
     """Whether `INSTRUCTION_MATH` ops leave a producer cheap (the GPU's rule)."""
 
     def allows(self, producer: loop.PointwiseOp, reader: loop.LoopOp) -> bool:
-        if body_size(reader) + body_size(producer) > self.max_kernel_size:
-            return False
+        return self.refusal(producer, reader) is None
+
+    def refusal(self, producer: loop.PointwiseOp, reader: loop.LoopOp) -> tuple[str, str] | None:
+        """The rule (`fusion_decisions.INLINE_RULES`) by which `allows` refuses,
+        and the numbers it compared; None when it allows."""
+        size = body_size(reader) + body_size(producer)
+        if size > self.max_kernel_size:
+            return "max-kernel-size", f"{size} ops together, max-kernel-size={self.max_kernel_size}"
         if is_cheap(producer, self.instruction_math):
-            return True
+            return None
         reads = reads_per_element(producer)
         # reads == 1: every element computed once, wherever it is read; a few
         # recomputations cost less than writing the producer and reading it back.
         # A count over size symbols (a broadcast over s0 rows) must be provably
         # small: s0 may be large.
-        return reads is not None and bool(sympy.expand(self.max_recompute - reads).is_nonnegative)
+        if reads is None:
+            return "read-by-host", f"{body_size(producer)} ops or math, read outside loop ops"
+        if not bool(sympy.expand(self.max_recompute - reads).is_nonnegative):
+            return "max-recompute", f"each element read {reads} times, max-recompute={self.max_recompute}"
+        return None
 
 
 def inline_producer(reader: loop.LoopOp, position: int) -> None:
@@ -203,6 +213,10 @@ def _keep_used_values(indices, values):
     )
     renumber = {index_value(old): index_value(new) for new, old in enumerate(used)}
     return [values[old] for old in used], [e.xreplace(renumber) for e in indices]
+
+
+INDEX_VALUES_REFUSAL = ("index-values", "the producer's loop.index needs the reader's indices, which use index values")
+"""The rule and detail of a refusal by `can_inline`."""
 
 
 def can_inline(reader: loop.LoopOp, producer: loop.PointwiseOp) -> bool:

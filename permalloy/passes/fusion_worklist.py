@@ -28,7 +28,13 @@ from xdsl.dialects import func
 from xdsl.ir import Operation
 
 from permalloy.dialects import loop
-from permalloy.passes.fusion_inlining import InliningCost, can_inline, inline_producer
+from permalloy.passes.fusion_decisions import FusionDecisions
+from permalloy.passes.fusion_inlining import (
+    INDEX_VALUES_REFUSAL,
+    InliningCost,
+    can_inline,
+    inline_producer,
+)
 
 
 @dataclass
@@ -37,6 +43,8 @@ class InliningWorklist:
 
     function: func.FuncOp
     cost: InliningCost
+    decisions: FusionDecisions | None = None
+    """Where each inline and each refusal is recorded, when given."""
     candidate_checks: int = 0
     """(reader, producer) pairs checked with `can_inline` and the cost rule."""
     reader_visits: int = 0
@@ -113,11 +121,21 @@ class InliningWorklist:
                     self._next_round.add(reader)
                 self._inline(reader, producer, position)
                 return True
+            if self.decisions is not None:
+                self._record_refusal(reader, producer)
         return False
+
+    def _record_refusal(self, reader: loop.LoopOp, producer: loop.PointwiseOp) -> None:
+        assert self.decisions is not None
+        refusal = INDEX_VALUES_REFUSAL if not can_inline(reader, producer) else self.cost.refusal(producer, reader)
+        if refusal is not None:
+            self.decisions.refused_inline(reader, producer, *refusal)
 
     def _inline(self, reader: loop.LoopOp, producer: loop.PointwiseOp, position: int) -> None:
         """Inline and say who checks what again."""
         sources = [v.owner for v in producer.inputs if isinstance(v.owner, loop.PointwiseOp)]
+        if self.decisions is not None:
+            self.decisions.inlined(reader, producer)
         inline_producer(reader, position)
         self._maybe_dead.add(producer)
         if isinstance(reader, loop.PointwiseOp):

@@ -50,9 +50,13 @@ import torch
 from torch._dynamo.exc import RestartAnalysis, SkipFrame
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
+from permalloy import logs
 from permalloy.cache import CacheSettingError, cache_enabled_by_environment
 from permalloy.compiler import CompileOptions, boxed, compile_graph
+from permalloy.explain.collect import ExplanationCollector
+from permalloy.explain.details import GraphDetails
 from permalloy.lowering.capture import aten_backend
+from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.stats import STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
@@ -242,16 +246,37 @@ class CompileAttempt:
     compiler_error: Exception | None = None
     """A failure of permalloy's compiler with `fallback="raise"`, which goes
     to the user as it is."""
+    explanation: ExplanationCollector | None = None
+    """Where `permalloy.explain` collects each graph's details, when it runs."""
+
+    def details(self) -> GraphDetails | None:
+        """What to record of a graph's compilation: what `permalloy.explain`
+        reports and what the enabled log channels say; None when nothing is."""
+        explained = self.explanation is not None
+        fusion = explained or logs.enabled("fusion")
+        sources = logs.enabled("output_code")
+        if not (fusion or sources):
+            return None
+        return GraphDetails(
+            label_values=explained, fusion=FusionDecisions() if fusion else None, sources=sources
+        )
+
+    def record_failure(self, record: GraphStats) -> None:
+        if self.explanation is not None:
+            self.explanation.add(record, None)
 
 
 def _failure_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _warn_fallback(reason: str, target: str | None) -> None:
+def _warn_fallback(reason: str, target: str | None, attempt: CompileAttempt) -> None:
     """The one warning, and the stats record, of a graph run eagerly."""
     warnings.warn(f"permalloy could not compile a graph and runs it eagerly: {reason}", stacklevel=3)
-    STATS_LOG.add(GraphStats(target=target or "", compiled=False, reason=reason))
+    record = GraphStats(target=target or "", compiled=False, reason=reason)
+    STATS_LOG.add(record)
+    attempt.record_failure(record)
+    logs.log_eager_graph(reason)
     if torch._dynamo.config.verbose:  # noqa: SLF001
         traceback.print_exc()
 
@@ -261,17 +286,22 @@ def _compile_one(
     example_inputs: Sequence[Any],
     options: CompileOptions,
     aot_autograd_seconds: float | None = None,
+    attempt: CompileAttempt | None = None,
 ):
     """Compile one ATen graph; gives the runner AOTAutograd calls."""
     resolved = resolve_target(options, example_inputs)
+    details = attempt.details() if attempt is not None else None
     # AOTAutograd calls this under its fake mode; the graph's constants
     # (get_attr tensors) are real and are read as real tensors.
     with unset_fake_temporarily():
-        compiled = compile_graph(graph, resolved)
+        compiled = compile_graph(graph, resolved) if details is None else compile_graph(graph, resolved, details)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode)
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)
+    logs.log_compiled_graph(compiled.stats, details)
+    if attempt is not None and attempt.explanation is not None:
+        attempt.explanation.add(compiled.stats, details)
     return runner
 
 
@@ -282,7 +312,7 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         aot_autograd = time.perf_counter() - attempt.mark if attempt.active else None
         try:
-            return boxed(_compile_one(graph, example_inputs, options, aot_autograd))
+            return boxed(_compile_one(graph, example_inputs, options, aot_autograd, attempt))
         except DYNAMO_CONTROL_FLOW:
             raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
@@ -291,7 +321,7 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
                 raise
             if attempt.active:
                 raise _EagerFallback(error) from error
-            _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs))
+            _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs), attempt)
             return boxed(graph)
         finally:
             attempt.mark = time.perf_counter()
@@ -314,7 +344,7 @@ def _eager(
             f"permalloy could not compile a graph: {reason} (raised while AOTAutograd "
             "traced it with permalloy's decompositions; fallback='warn' runs it eagerly)"
         ) from error
-    _warn_fallback(reason, attempt.options.target or default_target(example_inputs))
+    _warn_fallback(reason, attempt.options.target or default_target(example_inputs), attempt)
     return graph.forward
 
 
@@ -323,12 +353,20 @@ def permalloy_backend(
     example_inputs: Sequence[Any],
     mode: str | None = None,
     options: dict[str, Any] | None = None,
+    explanation: ExplanationCollector | None = None,
 ) -> Callable:
     """The entry point torch.compile calls with Dynamo's graph. Any failure,
     in AOTAutograd, permalloy's decompositions or its compiler, runs Dynamo's
     graph eagerly after one warning (or raises with `fallback="raise"`);
-    Dynamo's own control-flow exceptions (`DYNAMO_CONTROL_FLOW`) propagate."""
-    attempt = CompileAttempt(parse_options(options, mode))
+    Dynamo's own control-flow exceptions (`DYNAMO_CONTROL_FLOW`) propagate.
+    `PERMALLOY_LOGS` is read here (`permalloy.logs`); `explanation` is
+    `permalloy.explain`'s collector of what each graph became."""
+    try:
+        logs.configure_from_environment()
+    except logs.LogSettingError as error:
+        raise PermalloyOptionError(str(error)) from None
+    attempt = CompileAttempt(parse_options(options, mode), explanation=explanation)
+    logs.log_recompile(graph)
     try:
         return aten_backend(graph_compiler(attempt))(graph, example_inputs)
     except DYNAMO_CONTROL_FLOW:

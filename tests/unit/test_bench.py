@@ -166,3 +166,29 @@ def test_interleaved_timing_drops_a_failing_function() -> None:
     assert result["fine"].runs == QUICK.max_runs
     timed_calls = [c for c in calls if c[1] >= QUICK.warmup]
     assert timed_calls[:4] == [("fine", 1), ("breaks", 1), ("fine", 2), ("breaks", 2)]
+
+
+def test_verbose_prints_the_explain_report_of_a_failing_case(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(Permalloy, "compile", lambda self, model: 1 / 0)
+    assert cli.main([*QUICK_POINTWISE, "--verbose", "--json", "-"]) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # stdout keeps the JSON alone
+    assert "pointwise_chain: permalloy failed: ZeroDivisionError: division by zero" in captured.err
+    assert "1 Dynamo graph(s), 0 graph break(s)" in captured.err
+    assert "kernel pointwise" in captured.err and "compile time: graph compiled in" in captured.err
+
+
+def test_verbose_explains_cases_slower_than_inductor_only() -> None:
+    from permalloy.tools.bench.explained import why_explain
+    from permalloy.tools.bench.results import BackendResult
+
+    def timed(backend: str, median: float) -> BackendResult:
+        return BackendResult(backend, timing=timing.TimingStats(median, median, median, median, 5, 1))
+
+    slower = {"inductor": timed("inductor", 1e-3), "permalloy": timed("permalloy", 2e-3)}
+    assert why_explain(slower) == "permalloy is slower than Inductor: 2.000 ms against 1.000 ms"
+    faster = {"inductor": timed("inductor", 2e-3), "permalloy": timed("permalloy", 1e-3)}
+    assert why_explain(faster) is None
+    assert why_explain({"permalloy": timed("permalloy", 1e-3)}) is None

@@ -36,6 +36,10 @@ class ImportContext:
     """The value of each imported node: an SSA value for a tensor, a tuple for
     several results, a number or a size expression for a scalar."""
     fallback_ops: list[str] = field(default_factory=list)
+    fallback_reasons: list[str] = field(default_factory=list)
+    """Why each op of `fallback_ops` fell back."""
+    declined: str | None = None
+    """Why the converter of the node being imported declined it (`decline`)."""
     extern_ops: list[str] = field(default_factory=list)
     output_examples: list[Any] = field(default_factory=list)
     """The example value of each tensor result, with the strides eager gives it
@@ -49,6 +53,11 @@ class ImportContext:
         """Append an op to the block; its first result."""
         self.block.add_op(op)
         return op.results[0]
+
+    def decline(self, reason: str) -> None:
+        """A converter's refusal of the node being imported, which then becomes
+        `ptensor.fallback`: `return ctx.decline("why")`."""
+        self.declined = reason
 
     def error(self, message: str) -> GraphImportError:
         return GraphImportError(message, self.node.name if self.node else None)

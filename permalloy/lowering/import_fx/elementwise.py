@@ -102,7 +102,7 @@ def binary(kind: BinaryKind) -> Converter:
         if kind in ptensor.FLOAT_ONLY_BINARY and not ptensor.is_float(
             result.element_type
         ):
-            return None
+            return ctx.decline(f"unsupported dtype {result.element_type}: {kind.value} takes floats")
         alpha = node.kwargs.get("alpha", 1)
         return binary_values(ctx, node, kind, node.args[0], node.args[1], alpha)
 
@@ -183,7 +183,7 @@ def cast(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     device = node.kwargs.get("device")
     source_value = ctx.meta(node.args[0])
     if device is not None and torch.device(device) != source_value.device:
-        return None
+        return ctx.decline(f"a copy from {source_value.device} to {device}")
     return ctx.cast(ctx.tensor(node.args[0]), ctx.result_type(node).element_type)
 
 
@@ -236,7 +236,7 @@ def power(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
         if math.isfinite(exponent) and exponent == int(exponent) and 2 <= exponent <= 8:
             return _repeated_product(ctx, node, base, int(exponent))
     if not ptensor.is_float(result.element_type):
-        return None
+        return ctx.decline(f"unsupported dtype {result.element_type}: this power takes floats")
     return binary_values(ctx, node, BinaryKind.POW, base, exponent)
 
 

@@ -103,8 +103,15 @@ def _result_types(ctx: ImportContext, node: fx.Node) -> tuple[list, list[int | N
     return types, positions
 
 
-def import_fallback(ctx: ImportContext, node: fx.Node) -> Any:
-    """Import a node as `ptensor.fallback`; its value as a converter gives it."""
+NO_CONVERTER = "no converter for this op"
+"""The reason of a fallback whose op no converter takes."""
+DECLINED = "its converter does not take these arguments"
+"""The reason of a fallback whose converter declined without saying why."""
+
+
+def import_fallback(ctx: ImportContext, node: fx.Node, reason: str = NO_CONVERTER) -> Any:
+    """Import a node as `ptensor.fallback`, recording `reason`, why it falls
+    back; its value as a converter gives it."""
     operands = FallbackOperands()
     args = [encode(ctx, a, operands) for a in node.args]
     kwargs = _kept_kwargs(node)
@@ -117,6 +124,7 @@ def import_fallback(ctx: ImportContext, node: fx.Node) -> Any:
     op = ptensor.FallbackOp(str(node.target), operands.values, args, types, kwargs_attr)
     ctx.block.add_op(op)
     ctx.fallback_ops.append(str(node.target))
+    ctx.fallback_reasons.append(reason)
     results = [None if p is None else op.results[p] for p in positions]
     if isinstance(node.meta.get("val"), list | tuple):
         return tuple(results)

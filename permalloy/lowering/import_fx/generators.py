@@ -46,7 +46,7 @@ def arange(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
 def _iota(ctx: ImportContext, node: fx.Node, start, step) -> SSAValue | None:
     start, step = ctx.scalar(start), ctx.scalar(step)
     if isinstance(start, sympy.Basic) or isinstance(step, sympy.Basic):
-        return None
+        return ctx.decline("a symbolic start or step")
     return ctx.emit(ptensor.IotaOp(start, step, ctx.result_type(node)))
 
 
@@ -60,10 +60,10 @@ def random(distribution: RandomDistribution) -> Converter:
 
     def convert(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
         if node.kwargs.get("generator") is not None:
-            return None
+            return ctx.decline("a generator argument")
         result = ctx.result_type(node)
         if not ptensor.is_float(result.element_type):
-            return None
+            return ctx.decline(f"unsupported dtype {result.element_type}: random numbers are floats")
         return ctx.emit(ptensor.RandOp(distribution, result))
 
     return convert

@@ -44,7 +44,7 @@ from permalloy.dialects.sym import SymExprAttr
 from permalloy.lowering.import_fx.context import ImportContext
 from permalloy.lowering.import_fx.converters import converter_for, is_library_op
 from permalloy.lowering.import_fx.errors import GraphImportError
-from permalloy.lowering.import_fx.fallback import import_fallback
+from permalloy.lowering.import_fx.fallback import DECLINED, NO_CONVERTER, import_fallback
 
 SYMBOL_ATTR = "ptensor.symbol"
 STRIDES_ATTR = "ptensor.strides"
@@ -84,6 +84,12 @@ class ImportResult:
     module: ModuleOp
     fallback_ops: list[str] = field(default_factory=list)
     """ATen ops imported as `ptensor.fallback`, in graph order."""
+    fallback_reasons: list[str] = field(default_factory=list)
+    """Why each op of `fallback_ops` fell back: no converter, or what its
+    converter does not take (a dtype, a symbolic argument, ...)."""
+    value_labels: dict[str, tuple[str, str]] = field(default_factory=dict)
+    """With `label_values`: each name hint given to imported values ->
+    (the FX node's name, its ATen op)."""
     extern_ops: list[str] = field(default_factory=list)
     """ATen ops imported as library ops (extern calls), in graph order."""
     outputs: list[TensorOutput | ValueOutput] = field(default_factory=list)
@@ -105,17 +111,25 @@ class _Signature:
         return block.insert_arg(type, len(block.args))
 
 
-def import_graph(gm: fx.GraphModule, name: str = "forward") -> ImportResult:
+def import_graph(gm: fx.GraphModule, name: str = "forward", label_values: bool = False) -> ImportResult:
     """
     Import an ATen FX graph; raises `GraphImportError` for what ptensor cannot
     represent. Unknown ops never fail: they become `ptensor.fallback`, and one
-    warning lists them.
+    warning lists them. With `label_values`, the results of the ops imported
+    for each node get the name hint `n<position>` (`ImportResult.value_labels`
+    says which node it is), which the passes carry to the ops made of them.
     """
     ctx = ImportContext(Block())
     signature = _Signature()
     outputs: list = []
-    for node in gm.graph.nodes:
+    labels: dict[str, tuple[str, str]] = {}
+    for position, node in enumerate(gm.graph.nodes):
         ctx.node = node
+        if label_values and node.op == "call_function":
+            last = ctx.block.last_op
+            ctx.values[node] = _call_function(ctx, node)
+            labels.update(_label_new_ops(ctx.block, last, position, node))
+            continue
         if node.op == "placeholder":
             ctx.values[node] = _placeholder(ctx, signature, node)
         elif node.op == "get_attr":
@@ -136,11 +150,27 @@ def import_graph(gm: fx.GraphModule, name: str = "forward") -> ImportResult:
     return ImportResult(
         module,
         ctx.fallback_ops,
+        ctx.fallback_reasons,
+        labels,
         ctx.extern_ops,
         [o for o, _ in outputs],
         signature.constants,
         {k: v.name for k, v in ctx.symbols.names.items()},
     )
+
+
+def _label_new_ops(block: Block, last, position: int, node: fx.Node) -> dict[str, tuple[str, str]]:
+    """Name the results of the ops added to `block` after `last` after `node`."""
+    label = f"n{position}"
+    op = block.first_op if last is None else last.next_op
+    named = False
+    while op is not None:
+        for result in op.results:
+            if result.name_hint is None:
+                result.name_hint = label
+                named = True
+        op = op.next_op
+    return {label: (node.name, str(node.target))} if named else {}
 
 
 def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node):
@@ -195,9 +225,11 @@ def _call_function(ctx: ImportContext, node: fx.Node):
     if isinstance(node.meta["val"], _SCALARS):
         return node.meta["val"]
     converter = converter_for(node)
+    ctx.declined = None
     value = None if converter is None else converter(ctx, node)
     if value is None:
-        return import_fallback(ctx, node)
+        reason = NO_CONVERTER if converter is None else ctx.declined or DECLINED
+        return import_fallback(ctx, node, reason)
     if is_library_op(node):
         ctx.extern_ops.append(str(node.target))
     return value

@@ -22,7 +22,11 @@ aten = torch.ops.aten
 
 def _floats(ctx: ImportContext, node: fx.Node) -> bool:
     """Library ops take floats; integer matrix products fall back."""
-    return ptensor.is_float(ctx.result_type(node, 0 if _several(node) else None).element_type)
+    element_type = ctx.result_type(node, 0 if _several(node) else None).element_type
+    if ptensor.is_float(element_type):
+        return True
+    ctx.decline(f"unsupported dtype {element_type}: library calls take floats")
+    return False
 
 
 def _several(node: fx.Node) -> bool:
@@ -80,7 +84,7 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
     masked-in gradients, None for the others."""
     grad_output, source, weight = node.args[:3]
     if not ptensor.is_float(ctx.type_of(ctx.meta(grad_output)).element_type):
-        return None
+        return ctx.decline("unsupported dtype: library calls take floats")
     geometry = _geometry(ctx, source, *node.args[4:10])
     if geometry is None:
         return None
@@ -112,7 +116,7 @@ def _geometry(ctx: ImportContext, source, stride, padding, dilation, transposed,
     spatial = ctx.meta(source).dim() - 2
     lists = [_per_dimension(v, spatial) for v in (stride, padding, dilation, output_padding)]
     if any(v is None for v in lists) or not isinstance(groups, int):
-        return None
+        return ctx.decline("a symbolic stride, padding, dilation or group count")
     return lists[0], lists[1], lists[2], groups, bool(transposed), lists[3]
 
 
@@ -178,16 +182,18 @@ def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: in
     def convert(ctx: ImportContext, node: fx.Node):
         several = _several(node)
         if several and not _only_first_result_used(node):
+            return ctx.decline("the graph reads results after the first (log-sum-exp, ...)")
+        if not _floats(ctx, node):
             return None
-        if not _floats(ctx, node) or argument(node, dropout_index, "dropout_p", 0.0):
-            return None
+        if argument(node, dropout_index, "dropout_p", 0.0):
+            return ctx.decline("dropout inside attention")
         scale = ctx.scalar(node.kwargs.get("scale"))
         if isinstance(scale, sympy.Basic):
-            return None
+            return ctx.decline("a symbolic scale")
         query, key, value = (ctx.tensor(a) for a in node.args[:3])
         groups = _query_groups(query, key)
         if groups is None:
-            return None
+            return ctx.decline("key and value heads that do not divide the query heads")
         key, value = (_repeat_heads(ctx, t, groups) for t in (key, value))
         mask_index, mask_name = mask
         mask_arg = (
@@ -224,7 +230,7 @@ def embedding_backward(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     padding_idx = argument(node, 3, "padding_idx", -1)
     scale = argument(node, 4, "scale_grad_by_freq", False)
     if not isinstance(padding_idx, int) or not isinstance(scale, bool):
-        return None
+        return ctx.decline("a symbolic padding_idx or scale_grad_by_freq")
     return ctx.emit(ptensor.EmbeddingBackwardOp(grad_output, indices, padding_idx, scale, ctx.result_type(node)))
 
 

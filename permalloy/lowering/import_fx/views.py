@@ -112,10 +112,10 @@ def slice_tensor(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     end = source_type.sizes[dim] if end_arg is None else ctx.scalar(end_arg)
     step = argument(node, 4, "step", 1)
     if not isinstance(step, int):
-        return None
+        return ctx.decline("a symbolic step")
     bounds = _slice_bounds(start, end, step, source_type.sizes[dim], result.sizes[dim])
     if bounds is None:
-        return None
+        return ctx.decline("slice bounds that are not known to give the result's length")
     length = slice_length(sympy.sympify(bounds[0]), sympy.sympify(bounds[1]), step)
     if not ptensor.sizes_equal(length, result.sizes[dim]):
         # torch wrote the length in another form, `(s0 + 1) floordiv 2` for
@@ -172,7 +172,7 @@ def as_strided(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     """
     example = ctx.meta(node.args[0])
     if not _owns_contiguous_storage(example):
-        return None
+        return ctx.decline("as_strided of a view into a larger storage")
     strides = ctx.sizes(node.args[2])
     offset = ctx.scalar(argument(node, 3, "storage_offset", None) or 0)
     source = ctx.tensor(node.args[0])

@@ -113,6 +113,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="run nothing: print the table of saved reports of one configuration "
         "(a suite split over several runs with --cases) as one run's; --json saves the merge",
     )
+    parser.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print to standard error the permalloy.explain report (graph breaks, fallbacks, "
+        "kernels, loop ops fusion kept apart and why) of each case permalloy fails or runs "
+        "slower than Inductor",
+    )
     parser.add_argument("--list", action="store_true", help="list the suite's cases and exit")
     return parser
 
@@ -157,6 +164,7 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         profile_kernels=args.profile,
         compile_times=args.compile_times or args.warm_compile,
         warm_compile=args.warm_compile,
+        verbose=args.verbose,
     )
 
 

@@ -42,6 +42,9 @@ class BenchConfig:
     warm_compile: bool = False
     """Also compile each case again in a new process with the cache the first
     compile filled, and report that warm compile (`--warm-compile`)."""
+    verbose: bool = False
+    """Print the `permalloy.explain` report of each case permalloy failed or
+    ran slower than Inductor (`--verbose`)."""
 
 
 @dataclass

@@ -22,6 +22,7 @@ import torch
 from permalloy.tools.bench.accuracy import flatten_tensors
 from permalloy.tools.bench.backends import BenchError, make_backend
 from permalloy.tools.bench.compile_times import add_first_call_remainder, warm_compile
+from permalloy.tools.bench.explained import explanation, print_explanation, why_explain
 from permalloy.tools.bench.machine import machine_description
 from permalloy.tools.bench.profiles import Profile
 from permalloy.tools.bench.progress import Progress
@@ -172,7 +173,20 @@ def _run_case(
         torch._dynamo.reset()  # noqa: SLF001
     add_speedups(result.results)
     add_bandwidth(result, copy)
+    if config.verbose:
+        _explain_case(run, result.results)
     return result
+
+
+def _explain_case(run: _CaseRun, results: dict[str, BackendResult]) -> None:
+    """`--verbose`: the explain report of a case permalloy failed or ran
+    slower than Inductor."""
+    why = why_explain(results)
+    if why is None:
+        return
+    with run.phase("permalloy", "explaining"):
+        text = explanation(run.model, run.inputs.sets[0], run.config.device)
+    print_explanation(run.name, why, text, run.progress)
 
 
 @dataclass(frozen=True)

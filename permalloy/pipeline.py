@@ -24,14 +24,16 @@ BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 """The host program over buffers, with kernels as symbols, and its memory plan."""
 
 
-def default_pipeline(fusion: bool = True, target: str | None = None) -> list[str]:
+def default_pipeline(fusion: bool = True, target: str | None = None, deterministic: bool = False) -> list[str]:
     """The pass names that take an imported graph to a host program for
     `target`, with the passes the target adds (its `TargetDescriptor`'s
     `tensor_passes` and `loop_passes`: the GPU target's `unfuse-bias-add` and
-    `split-reductions`); None means no target's additions."""
+    `split-reductions`); None means no target's additions. `deterministic`
+    (torch's deterministic algorithms are on) keeps the float scatters that
+    sum or multiply for torch on a target whose scatters use atomics."""
     tensor_level, loop_level = TENSOR_LEVEL, LOOP_LEVEL
     if target is not None:
-        tensor_level, loop_level = target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL)
+        tensor_level, loop_level = target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL, deterministic)
     return [*tensor_level, *loop_level, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 

@@ -90,6 +90,11 @@ class TargetDescriptor:
     """Passes it adds after the clean-up of imported ptensor IR (fused graphs only)."""
     loop_passes: tuple[str, ...] = ()
     """Passes it adds after the lowering to loops."""
+    atomic_scatters: bool = False
+    """Whether its kernels combine a scatter's values with atomics, in an order
+    that changes from run to run: with `torch.use_deterministic_algorithms`
+    on, its pipeline leaves float scatters that sum or multiply to torch
+    (`convert-ptensor-to-loop{deterministic-scatters=true}`)."""
     source_extension: str | None = None
     """The extension of the source it emits for a kernel (`ll`, `py`); None for a
     target that emits no source of its own, which `permalloy-opt -t` cannot name."""
@@ -105,9 +110,17 @@ class TargetDescriptor:
     host_runtime: Callable[[Callable[..., Any], str], Callable[..., Any]] = _unchanged
     """`host_runtime(run, mode)`: how a compiled graph's runner runs in a mode."""
 
-    def pipeline(self, fusion: bool, tensor_level: list[str], loop_level: list[str]) -> tuple[list[str], list[str]]:
+    def pipeline(
+        self, fusion: bool, tensor_level: list[str], loop_level: list[str], deterministic: bool = False
+    ) -> tuple[list[str], list[str]]:
         """The tensor-level and loop-level pass lists with the target's own passes
-        added (its tensor-level passes only when fusing)."""
+        added (its tensor-level passes only when fusing); `deterministic` when
+        torch's deterministic algorithms are on."""
+        if deterministic and self.atomic_scatters:
+            loop_level = [
+                f"{name}{{deterministic-scatters=true}}" if name == "convert-ptensor-to-loop" else name
+                for name in loop_level
+            ]
         return (
             [*tensor_level, *(self.tensor_passes if fusion else ())],
             [*loop_level, *self.loop_passes],

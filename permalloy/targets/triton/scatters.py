@@ -73,7 +73,8 @@ def _compare_and_swap(w: SourceWriter, base: str, pointer: str, value: str, kind
     w.line(f"{safe} = tl.where(xmask, {pointer}, {base})")
     w.line(f"{old} = tl.load({safe}, mask=xmask, other=0)")
     w.line(f"{todo} = xmask")
-    w.line(f"while tl.max({todo}.to(tl.int32), 0) > 0:")
+    w.helpers.add("any_lane")
+    w.line(f"while _any_lane({todo}):")
     with w.indented():
         w.line(f"{new} = tl.where({todo}, {_combined(kind, old, v)}, {old})")
         swap = f"tl.atomic_cas({safe}, {old}.to({bits}, bitcast=True), {new}.to({bits}, bitcast=True), sem='relaxed')"

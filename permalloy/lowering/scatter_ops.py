@@ -83,14 +83,16 @@ def _dim_scatter(op: pt.ScatterAddOp | pt.ScatterReduceOp, kind: ScatterKind, in
     builder = ScatterBuilder(index_type.with_element_type(result_type.element_type), result_type)
     here = builder.parallel_indices
     dim = op.dim.value.data
-    entry = builder.index_entry(op.index, here)
-    position = list(here)
-    position[dim] = index_value(0)
+    position: list[sympy.Expr] = list(here)
+    entries = []
+    if position:  # a 0-d scatter's index is 0: its one value lands on the one element
+        entries.append(builder.index_entry(op.index, here))
+        position[dim] = index_value(0)
     if identity:
         value = builder.body.constant(_identity(kind, result_type.element_type), compute_type(result_type.element_type))
-        return builder.scatter(ScatterKind.ASSIGN, init, value, position, [entry])
+        return builder.scatter(ScatterKind.ASSIGN, init, value, position, entries)
     value = builder.read(op.source, here)
-    return builder.scatter(kind, init, value, position, [entry])
+    return builder.scatter(kind, init, value, position, entries)
 
 
 def _identity(kind: ScatterKind, element_type) -> float | int:

@@ -1,12 +1,12 @@
 """
 Scatters (scatter_reduce with every reduction, scatter_add, scatter with a
 `reduce` argument, index_reduce, index_add, index_put with accumulation, and
-a bincount written as a scatter_add of ones) through
+a bincount written as a scatter_add of ones, embedding_bag) through
 `torch.compile(fn, backend="permalloy")` on both targets, against eager:
 include_self both ways, float32, float16 and int64, duplicate indices (many
 values landing on one element), NaN among the values of amax and amin,
 1-d to 3-d inputs along each dimension, transposed inputs, empty and size-1
-indices, negative index_put positions, symbolic sizes; that producers of the
+indices, 0-d tensors, negative index_put positions, symbolic sizes; that producers of the
 values fuse into the scatter's kernel while readers of its result wait for
 it; that torch's deterministic algorithms keep float sums for torch on the
 Triton target; and gradients through scatter_add and index_add. Each
@@ -163,6 +163,45 @@ def test_empty_and_size_one(target_device, backend_check):
     empty = torch.zeros(0, 4, dtype=torch.int64)
     one, i1, s1 = torch.randn(1, 1, generator=g), torch.zeros(1, 1, dtype=torch.int64), torch.randn(1, 1, generator=g)
     backend_check(fn, _inputs(x, empty, s, one, i1, s1), target_device)
+
+
+@both_targets
+def test_zero_dimensional(target_device, backend_check):
+    """0-d tensors: the one value lands on the one element."""
+
+    def fn(x, i, s, one):
+        return (
+            x.scatter_reduce(0, i, s, "prod"), x.scatter_reduce(0, i, s, "mean", include_self=False),
+            torch.scatter_add(x, 0, i, s), x.index_reduce(0, one, s, "amax"),
+        )  # fmt: skip
+
+    inputs = (torch.tensor(2.5), torch.tensor(0), torch.tensor(-1.5), torch.tensor([0]))
+    backend_check(fn, _inputs(*inputs), target_device)
+    no_externs()
+
+
+@both_targets
+@pytest.mark.parametrize("mode", ["sum", "mean", "max"])
+def test_embedding_bag(target_device, mode, backend_check):
+    """embedding_bag over 1-d indices with offsets (an empty bag among them),
+    2-d indices, a padding index, the last offset included, weights per
+    sample for sums."""
+
+    def fn(weight, indices, offsets, rows, scale):
+        bags = torch.nn.functional.embedding_bag
+        return (
+            bags(indices, weight, offsets, mode=mode),
+            bags(rows, weight, mode=mode, padding_idx=3),
+            bags(indices, weight, torch.cat([offsets, offsets.new_full((1,), indices.shape[0])]), mode=mode, include_last_offset=True),
+            *((bags(indices, weight, offsets, mode="sum", per_sample_weights=scale),) if mode == "sum" else ()),
+        )  # fmt: skip
+
+    g = torch.Generator().manual_seed(11)
+    weight = torch.randn(12, 5, generator=g)
+    indices, offsets = torch.randint(0, 12, (10,), generator=g), torch.tensor([0, 4, 4, 7])
+    rows, scale = torch.randint(0, 12, (3, 4), generator=g), torch.rand(10, generator=g)
+    backend_check(fn, _inputs(weight, indices, offsets, rows, scale), target_device)
+    no_externs()
 
 
 @both_targets

@@ -46,7 +46,7 @@ from permalloy.dialects.sym import format_expr
 def _check_scatter_operands(name: str, target: TensorType, index: TensorType, source: TensorType, dim: int) -> None:
     """torch.scatter's rules: one rank for all three, an integer index no
     larger than the source in any dimension, nor than the input outside `dim`."""
-    check_dims([dim], target.rank, "scatter dimension")
+    check_dims([dim], max(target.rank, 1), "scatter dimension")  # 0-d tensors scatter along dimension 0
     require(is_integer(index.element_type) and not is_bool(index.element_type), f"{name}: the index must be integer")
     require(
         index.rank == source.rank == target.rank,

@@ -53,7 +53,7 @@ def _scatter_reduce(
 ) -> SSAValue | None:
     """`node`'s result as a scatter of `source` at `index` along `dim` into its input."""
     result = ctx.result_type(node)
-    if ptensor.is_bool(result.element_type) or result.rank == 0:
+    if ptensor.is_bool(result.element_type):
         return None
     target = ctx.tensor(node.args[0])
     source = ctx.cast(source, result.element_type)
@@ -126,17 +126,18 @@ def index_reduce(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     other dimensions."""
     source = ctx.tensor(node.args[3])
     source_type = ptensor.tensor_type(source)
-    if source_type.rank == 0:
-        return None
-    dim = normalize_dim(node.args[1], source_type.rank)
+    dim = normalize_dim(node.args[1], max(source_type.rank, 1))
     index = ctx.tensor(node.args[2])
     index_type = ptensor.tensor_type(index)
-    if index_type.rank != 1:
+    if index_type.rank > 1:
         return None
-    column = [1] * source_type.rank
-    column[dim] = index_type.sizes[0]
-    index = ctx.emit(ptensor.ReshapeOp(index, index_type.with_shape(column)))
-    index = ctx.emit(ptensor.ExpandOp(index, index_type.with_shape(source_type.sizes)))
+    if source_type.rank == 0:  # a 0-d input and source: an index of one entry
+        index = ctx.emit(ptensor.ReshapeOp(index, index_type.with_shape([])))
+    else:
+        column = [1] * source_type.rank
+        column[dim] = index_type.sizes[0] if index_type.rank else 1
+        index = ctx.emit(ptensor.ReshapeOp(index, index_type.with_shape(column)))
+        index = ctx.emit(ptensor.ExpandOp(index, index_type.with_shape(source_type.sizes)))
     include_self = bool(argument(node, 5, "include_self", True))
     return _scatter_reduce(ctx, node, index, source, dim, node.args[4], include_self)
 

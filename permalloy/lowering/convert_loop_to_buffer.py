@@ -266,9 +266,10 @@ class OutlineLoop(RewritePattern):
 def _updatable(init: SSAValue, scatter: Operation) -> bool:
     """Whether a scatter may combine into its init's buffer: an allocation,
     dense, that only the launches and copies writing it use before the
-    scatter and nothing after it reads (its readers would see the scattered values)."""
-    if not isinstance(init.owner, buf.AllocOp):
-        return False
+    scatter, neither the scatter's points (as a source) nor anything after
+    it reads (its readers would see the scattered values)."""
+    if not isinstance(init.owner, buf.AllocOp) or init in scatter.operands[:-1]:
+        return False  # not an allocation, or read by the scatter's own points
     layout = buf.buffer_type(init)
     if not _dense_up_to_unit_dims(layout):
         return False

@@ -236,6 +236,22 @@ def test_producers_fuse_and_readers_wait(target_device, backend_check):
     assert permalloy.stats()[0]["kernels"] == 2
 
 
+@both_targets
+def test_scatter_of_its_own_input(target_device, backend_check):
+    """A scatter whose source is its init, a value of the graph: its output
+    is a copy, never the init's buffer, which its points read; a chain of
+    scatters, each the only reader of the one before, updates one buffer."""
+
+    def fn(x, i):
+        y = x.softmax(1)  # a reduction's epilogue: the scatter reads it from memory
+        swapped = y.scatter_reduce(0, i, y, "mean", include_self=True)
+        return swapped + 1, torch.scatter_add(torch.scatter_add(x + 1, 0, i, x), 0, i, x * 3)
+
+    g = torch.Generator().manual_seed(13)
+    x, i = torch.randn(4, 5, generator=g), torch.tensor([[1] * 5, [0] * 5, [3] * 5, [2] * 5])
+    backend_check(fn, _inputs(x, i), target_device)
+
+
 @pytest.mark.parametrize("deterministic", [False, True])
 def test_deterministic_algorithms_keep_float_sums_for_torch(deterministic, backend_check, triton_device):
     """With torch's deterministic algorithms on, the Triton target's float sum

@@ -114,7 +114,8 @@ def lower_module(
                 dumper.write(f"after_{previous.name}.mlir", str(current))
         mark = time.perf_counter()
 
-    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target)), callback=after_pass)
+    deterministic = torch.are_deterministic_algorithms_enabled()
+    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target, deterministic)), callback=after_pass)
     if fusion_decisions is not None:
         pipeline = PassPipeline(
             tuple(
@@ -243,7 +244,12 @@ def _cache_key(
     identity = getattr(target, "cache_identity", None)
     return graph_key(
         str(imported),
-        {"mode": options.mode, "fusion": options.fusion, "target_options": options.target_options},
+        {
+            "mode": options.mode,
+            "fusion": options.fusion,
+            "target_options": options.target_options,
+            "deterministic": torch.are_deterministic_algorithms_enabled(),
+        },
         target.name,
         identity() if identity is not None else "",
         graph_devices(graph),

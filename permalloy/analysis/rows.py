@@ -30,7 +30,7 @@ import sympy
 from xdsl.ir import SSAValue
 
 from permalloy.analysis.affine import load_form, split_affine
-from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp
+from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp, ScatterOp
 from permalloy.dialects.ptensor import TensorType, sizes_equal
 from permalloy.dialects.sym import parallel_index
 
@@ -44,10 +44,11 @@ def result_sizes(op: LoopOp) -> list[sympy.Expr]:
 
 def leading_rows(op: LoopOp) -> sympy.Expr | None:
     """The size of a loop op's leading dimension (its rows), None for a scalar
-    result or a scan of another than its last dimension, or of its only one
-    (which shares no rows: `scans_rows`)."""
+    result, a scan of another than its last dimension, or of its only one
+    (which shares no rows: `scans_rows`), or a scatter (whose points write
+    anywhere in its result, so that it shares rows with nothing)."""
     sizes = result_sizes(op)
-    if not sizes or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
+    if not sizes or isinstance(op, ScatterOp) or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
         return None
     return sizes[0]
 
@@ -108,7 +109,7 @@ def row_rank(members: Sequence[LoopOp]) -> int | None:
     """
     shapes = [result_sizes(m) for m in members]
     shortest = min(len(shape) for shape in shapes)
-    if shortest == 0:
+    if shortest == 0 or any(isinstance(m, ScatterOp) for m in members):
         return None
     common = 0
     while common < shortest and all(sizes_equal(shape[common], shapes[0][common]) for shape in shapes):
@@ -147,7 +148,7 @@ def row_groups(ops: Sequence[LoopOp]) -> list[RowGroup]:
                 groups[-1].members.append(op)
                 groups[-1].rank = rank
                 continue
-        groups.append(RowGroup([op], op.parallel_rank))
+        groups.append(RowGroup([op], 0 if isinstance(op, ScatterOp) else op.parallel_rank))
     return groups
 
 

@@ -10,7 +10,8 @@ arith and math ops are elementwise torch ops (`loop_arith`, `loop_casts`,
 `loop_math`). `loop.pointwise` gives the yielded tensor broadcast to its
 domain; `loop.reduce` combines it over the trailing reduction dimensions;
 `loop.scan` keeps every prefix of its combination along its reduction
-dimension, which then moves to its place in the result.
+dimension, which then moves to its place in the result; `loop.scatter`
+combines it into a copy of its init at the positions its terminator gives.
 
 Every load is checked: an unmasked position outside its input is an error, so
 a lowering that builds a wrong index expression fails loudly.
@@ -36,7 +37,7 @@ from xdsl.utils.exceptions import InterpretationError
 
 from permalloy.dialects import loop
 from permalloy.dialects.loop import scalar_type
-from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
+from permalloy.dialects.ptensor import ReduceKind, ScanKind, ScatterKind, TensorType
 from permalloy.dialects.sym import format_expr
 from permalloy.interpreter.bindings import SizeBindings, check_values
 from permalloy.interpreter.loop_arith import ArithFunctions
@@ -133,6 +134,38 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         scanned = scan_last(op.kind.data, value, result_type)
         return (store_as(scanned.movedim(-1, op.scanned_dim).contiguous(), result_type.element_type),)
 
+    @impl(loop.ScatterOp)
+    def run_scatter(
+        self, interpreter: Interpreter, op: loop.ScatterOp, args: PythonValues
+    ) -> PythonValues:
+        """The body's values and positions over the whole domain, combined
+        into a copy of `init` in the domain's row-major order."""
+        *inputs, init = args
+        check_values(self.bindings, [v.type for v in op.inputs], inputs, f"{op.name} input {{}}")
+        domain = Domain(evaluate_sizes(self.bindings, op.parallel_sizes), ())
+        with self._in_domain(domain):
+            loaded = tuple(load_view(contents(a)) for a in inputs)
+            value, *index_values = interpreter.run_ssacfg_region(op.body, loaded, op.name)
+            evaluator = IndexEvaluator(domain, self.bindings, index_values)
+            positions = [evaluator.evaluate(e).expand(domain.shape) for e in op.result_index]
+        result_type = _tensor_type(op)
+        result = contents(init).clone()
+        shape = tuple(result.shape)
+        flat = torch.zeros(domain.shape, dtype=torch.int64)
+        for position, size in zip(positions, shape):
+            if bool(((position < 0) | (position >= size)).any()):
+                raise OutOfBoundsLoadError(f"{op.name} writes outside its result of shape {list(shape)}")
+            flat = flat * size + position
+        values = store_as(value.expand(domain.shape).contiguous(), result_type.element_type)
+        combined = combine_scattered(op.kind.data, result.reshape(-1), flat.reshape(-1), values.reshape(-1))
+        return (combined.reshape(shape),)
+
+    @impl_terminator(loop.ScatterYieldOp)
+    def run_scatter_yield(
+        self, interpreter: Interpreter, op: loop.ScatterYieldOp, args: PythonValues
+    ) -> tuple[ReturnedValues, PythonValues]:
+        return ReturnedValues(args), ()
+
     @impl(loop.IndexOp)
     def run_index(
         self, interpreter: Interpreter, op: loop.IndexOp, args: PythonValues
@@ -171,6 +204,19 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         self, interpreter: Interpreter, op: loop.FusedYieldOp, args: PythonValues
     ) -> tuple[ReturnedValues, PythonValues]:
         return ReturnedValues(args), ()
+
+
+SCATTER_REDUCTIONS = {ScatterKind.SUM: "sum", ScatterKind.PROD: "prod", ScatterKind.MAX: "amax", ScatterKind.MIN: "amin"}
+
+
+def combine_scattered(kind: ScatterKind, flat: Tensor, positions: Tensor, values: Tensor) -> Tensor:
+    """`values` combined by `kind` into `flat` at `positions` (1-D tensors)."""
+    if values.dtype == torch.bool and kind != ScatterKind.ASSIGN:
+        widened = combine_scattered(kind, flat.to(torch.int64), positions, values.to(torch.int64))
+        return widened != 0
+    if kind == ScatterKind.ASSIGN:
+        return flat.index_put((positions,), values)
+    return flat.scatter_reduce(0, positions, values, SCATTER_REDUCTIONS[kind])
 
 
 def contents(value: Any) -> Tensor:

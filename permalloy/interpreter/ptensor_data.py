@@ -192,6 +192,14 @@ class DataFunctions(PTensorFunctionsBase):
         x, index, source = args
         return (torch.scatter_add(x, op.dim.value.data, index, source),)
 
+    @tensor_impl(ptensor.ScatterReduceOp)
+    def run_scatter_reduce(
+        self, interpreter: Interpreter, op: ptensor.ScatterReduceOp, args: PythonValues
+    ) -> PythonValues:
+        x, index, source = args
+        reduce = SCATTER_REDUCE_NAMES[op.kind.data]
+        return (torch.scatter_reduce(x, op.dim.value.data, index, source, reduce, include_self=op.includes_self),)
+
     @tensor_impl(ptensor.IndexPutOp)
     def run_index_put(
         self, interpreter: Interpreter, op: ptensor.IndexPutOp, args: PythonValues
@@ -200,3 +208,12 @@ class DataFunctions(PTensorFunctionsBase):
         index_list = indices_by_dim(x.dim(), op.dims.data, indices)
         accumulate = op.accumulate is not None
         return (torch.ops.aten.index_put.default(x, index_list, values, accumulate),)
+
+
+SCATTER_REDUCE_NAMES = {
+    ptensor.ScatterKind.SUM: "sum",
+    ptensor.ScatterKind.PROD: "prod",
+    ptensor.ScatterKind.MAX: "amax",
+    ptensor.ScatterKind.MIN: "amin",
+}
+"""torch's name of each kind of `ptensor.scatter_reduce`."""

@@ -51,9 +51,11 @@ class ConvertLoopToBufferPass(ModulePass):
     - function arguments and results as `!buffer.buffer` with the layouts their
       `ptensor.strides` attributes give (dense otherwise);
     - for each loop op, a module-level `buffer.kernel` holding it, a
-      `buffer.alloc` for its result and a `buffer.launch`;
+      `buffer.alloc` for its result and a `buffer.launch`; a `loop.scatter`'s
+      launch writes into its init's buffer when nothing else reads it, else
+      into a `buffer.copy` of it;
     - for each op left for the host (library calls, fallbacks, constants,
-      random numbers, scatters), a `buffer.extern` that runs it;
+      random numbers, scatters kept for torch), a `buffer.extern` that runs it;
     - for each remaining view, a `buffer.view` of its source's memory, or a
       dense copy first when the view cannot reinterpret that memory.
 
@@ -131,6 +133,8 @@ def _describe(op: Operation) -> str:
         return f"reduce_{op.kind.data.value}"
     if isinstance(op, loop.ScanOp):
         return f"scan_{op.kind.data.value}"
+    if isinstance(op, loop.ScatterOp):
+        return f"scatter_{op.kind.data.value}"
     math_ops = [o.name.split(".")[1] for o in op.walk() if o.name.startswith("math.")]
     if math_ops:
         return "pointwise_" + "_".join(dict.fromkeys(math_ops[:2]))
@@ -226,6 +230,9 @@ class OutlineLoop(RewritePattern):
         inputs = list(dict.fromkeys(op.operands))
         name = self.names.name_for(op)
         rewriter.insert(_kernel(op, name, inputs), InsertPoint.before(function))
+        if isinstance(op, loop.ScatterOp):
+            self._scatter(op, name, inputs, rewriter)
+            return
         allocs = []
         for result in op.results:
             position = _returned_position(result)
@@ -240,6 +247,40 @@ class OutlineLoop(RewritePattern):
             rewriter.replace_all_uses_with(result, alloc)
         rewriter.erase(op)
 
+    @staticmethod
+    def _scatter(op: loop.ScatterOp, name: str, inputs: list[SSAValue], rewriter: PatternRewriter) -> None:
+        """A scatter's kernel combines into its output: the output holds the
+        init when it starts, the init's own buffer when nothing else reads
+        it, else a copy."""
+        output = op.init
+        if not _updatable(op.init, op):
+            alloc = rewriter.insert(buf.AllocOp(_buffer_for(op.result.type, None)))
+            alloc.results[0].name_hint = op.result.name_hint
+            rewriter.insert(buf.CopyOp(op.init, alloc.results[0]))
+            output = alloc.results[0]
+        rewriter.insert(buf.LaunchOp(name, inputs, [output]))
+        rewriter.replace_all_uses_with(op.result, output)
+        rewriter.erase(op)
+
+
+def _updatable(init: SSAValue, scatter: Operation) -> bool:
+    """Whether a scatter may combine into its init's buffer: an allocation,
+    dense, that only the launches and copies writing it use before the
+    scatter, neither the scatter's points (as a source) nor anything after
+    it reads (its readers would see the scattered values)."""
+    if not isinstance(init.owner, buf.AllocOp) or init in scatter.operands[:-1]:
+        return False  # not an allocation, or read by the scatter's own points
+    layout = buf.buffer_type(init)
+    if not _dense_up_to_unit_dims(layout):
+        return False
+    for use in init.uses:
+        user = use.operation
+        if user is scatter or (isinstance(user, buf.CopyOp) and user.target is init and user.source is not init):
+            continue
+        if not isinstance(user, buf.LaunchOp) or init not in user.outputs or init in user.inputs:
+            return False
+    return True
+
 
 def _kernel(op: loop.LoopOp | loop.FusedOp, name: str, inputs: list[SSAValue]) -> buf.KernelOp:
     """The kernel `name` computing `op`'s results from `inputs` (its arguments)."""
@@ -247,7 +288,7 @@ def _kernel(op: loop.LoopOp | loop.FusedOp, name: str, inputs: list[SSAValue]) -
     tensor_types: dict[SSAValue, Attribute] = {}
     for value, argument in zip(op.operands, op.body.block.args):
         tensor_types.setdefault(value, argument.type)
-    argument_types = [tensor_types[v] for v in inputs]
+    argument_types = [tensor_types.get(v) or _tensor_type(v) for v in inputs]  # a scatter's init has no body argument
     block = Block(arg_types=argument_types)
     mapping: dict[SSAValue, SSAValue] = dict(zip(inputs, block.args))
     if isinstance(op, loop.FusedOp):

@@ -27,21 +27,26 @@ from xdsl.pattern_rewriter import (
 from permalloy.dialects.ptensor import VIEW_OPS, FullOp
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
 from permalloy.lowering.scalar_ops import UnsupportedScalarOp
+from permalloy.lowering.scatter_ops import SCATTER_LOWERINGS, order_dependent
 
 
 @dataclass(frozen=True)
 class LowerToLoop(RewritePattern):
-    """An op of `op_type` becomes the loop op `lowering` builds for it; an
-    unused one is erased, and one with no scalar form stays for the host."""
+    """An op of `op_type` becomes the loop op (or ops, the last giving the
+    result) `lowering` builds for it; an unused one is erased, and one with no
+    scalar form, or that `keep` keeps, stays for the host."""
 
     op_type: type[Operation]
-    lowering: Callable[[Operation], Operation]
+    lowering: Callable[[Operation], Operation | list[Operation]]
+    keep: Callable[[Operation], bool] | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if type(op) is not self.op_type:
             return
         if not op.results[0].uses:
             rewriter.erase(op)
+            return
+        if self.keep is not None and self.keep(op):
             return
         try:
             replacement = self.lowering(op)
@@ -59,10 +64,16 @@ class EraseDeadView(RewritePattern):
             rewriter.erase(op)
 
 
-def lowering_patterns(fills: bool) -> list[RewritePattern]:
-    """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other op."""
+def lowering_patterns(fills: bool, deterministic_scatters: bool = False) -> list[RewritePattern]:
+    """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other
+    op (leaving the scatters whose result depends on the order their values
+    combine in to the host with `deterministic_scatters`)."""
     return [
-        LowerToLoop(op_type, lowering)
+        LowerToLoop(
+            op_type,
+            lowering,
+            order_dependent if deterministic_scatters and op_type in SCATTER_LOWERINGS else None,
+        )
         for op_type, lowering in LOWERINGS.items()
         if (op_type is FullOp) == fills
     ]
@@ -73,15 +84,21 @@ class ConvertPtensorToLoopPass(ModulePass):
     """
     Lowers the computing ptensor ops to loop ops, eliminating views.
 
-    Expects functions of ptensor ops. Every elementwise, reduction, generator
-    and data-movement op (cat, pad, gather, index) becomes one `loop.pointwise`
-    or `loop.reduce` whose loads read the tensors that own the data: a view
-    between a producer and its reader becomes part of the reader's index
-    expression (broadcasting too), simplified with sympy. Views still read by
-    the host program (library calls, fallbacks, function results) stay, as do
-    library, fallback, constant, rand, scatter_add and index_put ops, and the
+    Expects functions of ptensor ops. Every elementwise, reduction, scan,
+    generator and data-movement op (cat, pad, gather, index) becomes one
+    `loop.pointwise`, `loop.reduce` or `loop.scan` whose loads read the
+    tensors that own the data: a view between a producer and its reader
+    becomes part of the reader's index expression (broadcasting too),
+    simplified with sympy. The scatters (scatter_add, scatter_reduce,
+    index_put with accumulation) become `loop.scatter` ops, two for a
+    scatter_reduce without `include_self`. Views still read by the host
+    program (library calls, fallbacks, function results) stay, as do
+    library, fallback, constant, rand ops, an assigning index_put, and the
     elementwise ops that have no scalar form (erfinv, integer pow), which the
-    host program runs with torch.
+    host program runs with torch. With `deterministic-scatters`, float
+    scatters that sum or multiply stay too, for torch's deterministic kernels
+    (the pipeline of a target whose scatters use atomics sets it when
+    `torch.use_deterministic_algorithms` is on).
 
     Before:
     ```
@@ -100,12 +117,14 @@ class ConvertPtensorToLoopPass(ModulePass):
 
     name = "convert-ptensor-to-loop"
 
+    deterministic_scatters: bool = False
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
-            _lower_function(function)
+            _lower_function(function, self.deterministic_scatters)
 
 
-def _lower_function(function: func.FuncOp) -> None:
+def _lower_function(function: func.FuncOp, deterministic_scatters: bool) -> None:
     """
     Computing ops in order, each reading its operands through views; then,
     walking back, the views no one reads any more and the fills, whose readers
@@ -113,7 +132,7 @@ def _lower_function(function: func.FuncOp) -> None:
     then. Walking back, a view's readers are erased before it, and a fill's
     dead views before the fill.
     """
-    computing = lowering_patterns(fills=False)
+    computing = lowering_patterns(fills=False, deterministic_scatters=deterministic_scatters)
     _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
     cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
     _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)

@@ -20,6 +20,7 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
 from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
 
 aten = torch.ops.aten
@@ -425,8 +426,9 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     The decompositions to hand to AOTAutograd, a fresh dict on every call.
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
-    of `FROM_TORCH` and permalloy's own (`OWN` and `POOLING`, which leave
-    complex tensors to torch).
+    of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING` and embedding_bag
+    with its backward, `embedding_bag.py`, which leave complex tensors to
+    torch).
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(list(FROM_TORCH)))
@@ -436,6 +438,9 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     table[aten.scatter.src] = real_only(scatter_src)
     for op, function in POOLING.items():
         table[op] = real_only(function)
+    table[aten._embedding_bag_forward_only.default] = real_only(embedding_bag_forward_only)
+    table[aten._embedding_bag.default] = real_only(embedding_bag)
+    table[aten._embedding_bag_backward.default] = real_only(embedding_bag_backward)
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table

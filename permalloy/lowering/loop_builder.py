@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-from xdsl.dialects.builtin import FloatAttr, IntegerAttr, IntegerType
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import FloatAttr, IndexType, IntegerAttr, IntegerType
 from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 
 from permalloy.dialects import loop
@@ -128,6 +129,14 @@ class LoopBuilder:
         if isinstance(entry.type, IntegerType) and entry.type.width.data != 64:
             entry = self.body.convert(entry, entry.type, IntegerType(64))
         return self.body.int_to_index(entry)
+
+    def wrap_negative(self, entry: SSAValue, size: sympy.Expr) -> SSAValue:
+        """An index entry with Python's negative positions counted from the end of `size`."""
+        body = self.body
+        zero = body.constant(0, IndexType())
+        negative = body.add(arith.CmpiOp(entry, zero, "slt"))
+        wrapped = body.add(arith.AddiOp(entry, self.index(size)))
+        return body.select(negative, wrapped, entry)
 
     # -- finishing --------------------------------------------------------------
 

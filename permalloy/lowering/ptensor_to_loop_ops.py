@@ -2,7 +2,8 @@
 How each computing ptensor op becomes a loop op.
 
 One function per op kind, each returning the `loop.pointwise`, `loop.reduce`
-or `loop.scan` that computes the op's result. Views are not lowered here: readers see through
+or `loop.scan` that computes the op's result (the scatters' are in
+`scatter_ops`). Views are not lowered here: readers see through
 them (see `loop_builder.resolve_views`).
 """
 
@@ -24,6 +25,7 @@ from permalloy.lowering.index_algebra import (
 )
 from permalloy.lowering.loop_builder import LoopBuilder
 from permalloy.lowering.scalar_ops import compute_type, element_value, is_unsigned
+from permalloy.lowering.scatter_ops import SCATTER_LOWERINGS
 
 
 def _result_type(op: Operation) -> pt.TensorType:
@@ -285,21 +287,12 @@ def lower_index(op: pt.IndexOp) -> Operation:
         value_type = value.type
         assert isinstance(value_type, pt.TensorType)
         entry = builder.index_entry(value, broadcast_index(value_type.sizes, broadcast_point))
-        values.append(_wrap_negative(builder, entry, source.sizes[dim]))
+        values.append(builder.wrap_negative(entry, source.sizes[dim]))
     index: list[sympy.Expr] = []
     kept_iter = iter(kept)
     for d in range(source.rank):
         index.append(index_value(dims.index(d)) if d in dims else next(kept_iter))
     return builder.pointwise(builder.read(op.input, index, values))
-
-
-def _wrap_negative(builder: LoopBuilder, entry: SSAValue, size: sympy.Expr) -> SSAValue:
-    """Python-style negative positions count from the end."""
-    body = builder.body
-    zero = body.constant(0, IndexType())
-    negative = body.add(arith.CmpiOp(entry, zero, "slt"))
-    wrapped = body.add(arith.AddiOp(entry, builder.index(size)))
-    return body.select(negative, wrapped, entry)
 
 
 LOWERINGS: dict[type[Operation], Callable[[Operation], Operation]] = {
@@ -316,7 +309,10 @@ LOWERINGS: dict[type[Operation], Callable[[Operation], Operation]] = {
     pt.PadOp: lower_pad,
     pt.GatherOp: lower_gather,
     pt.IndexOp: lower_index,
+    **SCATTER_LOWERINGS,
 }  # type: ignore[dict-item]
-"""The ptensor ops that become loop ops; the others stay for the host program."""
+"""The ptensor ops that become loop ops (a list of them, the last giving the
+result, for a scatter that clears its destinations first); the others stay
+for the host program."""
 
 __all__ = ["LOWERINGS", "compute_type"]

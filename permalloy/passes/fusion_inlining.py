@@ -71,8 +71,8 @@ def reads_per_element(producer: loop.PointwiseOp) -> sympy.Expr | None:
     total: sympy.Expr = sympy.Integer(0)
     for use in producer.result.uses:
         reader = use.operation
-        if not isinstance(reader, loop.LoopOp):
-            return None
+        if not isinstance(reader, loop.LoopOp) or use.index >= len(reader.inputs):
+            return None  # a host op, or the init of a scatter: the elements must exist
         argument = reader.body.block.args[use.index]
         loads = [u.operation for u in argument.uses if isinstance(u.operation, loop.LoadOp)]
         total = total + len(loads) * _numel(reader) / _numel(producer)
@@ -133,7 +133,7 @@ def _input_argument(reader: loop.LoopOp, value: SSAValue) -> BlockArgument:
             return argument
     block = reader.body.block
     argument = block.insert_arg(value.type, len(block.args))
-    reader.operands = [*reader.operands, value]
+    reader.operands = [*reader.inputs, value, *reader.operands[len(reader.inputs) :]]
     return argument
 
 

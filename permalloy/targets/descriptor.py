@@ -94,6 +94,11 @@ class TargetDescriptor:
     """Passes it adds between the conversion to buffers and memory planning."""
     fusion_options: str = ""
     """Options of its `fuse-loops`, as pipeline text (`instruction-math=true`)."""
+    atomic_scatters: bool = False
+    """Whether its kernels combine a scatter's values with atomics, in an order
+    that changes from run to run: with `torch.use_deterministic_algorithms`
+    on, its pipeline leaves float scatters that sum or multiply to torch
+    (`convert-ptensor-to-loop{deterministic-scatters=true}`)."""
     source_extension: str | None = None
     """The extension of the source it emits for a kernel (`ll`, `py`); None for a
     target that emits no source of its own, which `permalloy-opt -t` cannot name."""
@@ -110,12 +115,24 @@ class TargetDescriptor:
     """`host_runtime(run, mode)`: how a compiled graph's runner runs in a mode."""
 
     def pipeline(
-        self, fusion: bool, tensor_level: list[str], loop_level: list[str], fusion_level: list[str], buffer_level: list[str]
+        self,
+        fusion: bool,
+        tensor_level: list[str],
+        loop_level: list[str],
+        fusion_level: list[str],
+        buffer_level: list[str],
+        deterministic: bool = False,
     ) -> list[str]:
         """The pass names of a pipeline for this target: each level's list with
         the target's own passes added (its tensor-level passes only when
         fusing; its buffer-level ones after the first buffer-level pass, the
-        conversion), and its options on `fuse-loops`."""
+        conversion), and its options on `fuse-loops`; `deterministic` when
+        torch's deterministic algorithms are on."""
+        if deterministic and self.atomic_scatters:
+            loop_level = [
+                f"{name}{{deterministic-scatters=true}}" if name == "convert-ptensor-to-loop" else name
+                for name in loop_level
+            ]
         fuse = [
             f"{name}{{{self.fusion_options}}}" if name == "fuse-loops" and self.fusion_options else name
             for name in fusion_level

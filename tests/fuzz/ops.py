@@ -90,6 +90,15 @@ def float_one_dim(rng: random.Random, args: list[torch.Tensor]) -> Params | None
     return one_dim(rng, args) if args[0].is_floating_point() else None
 
 
+def scatter_params(rng: random.Random, args: list[torch.Tensor]) -> Params | None:
+    """A dim and a reduction of scatter_reduce (torch has none of booleans)."""
+    if args[0].dim() == 0 or args[0].dtype == torch.bool:
+        return None
+    reduces = ["sum", "mean", "amax", "amin", "prod"]
+    include = rng.choice(["True", "False"])
+    return {"dim": str(rng.randrange(args[0].dim())), "reduce": rng.choice(reduces), "include": include}
+
+
 def constant_params(rng: random.Random, args: list[torch.Tensor]) -> Params:
     return {"c": random_constant(rng)}
 
@@ -287,6 +296,15 @@ CATALOG: tuple[OpSpec, ...] = (
     OpSpec("logcumsumexp", 1, "torch.logcumsumexp({0}, dim={dim})", float_one_dim, 0.3),
     OpSpec("cummax", 1, "torch.cummax({0}, dim={dim})[0]", one_dim, 0.3),
     OpSpec("cummin_indices", 1, "torch.cummin({0}, dim={dim})[1]", one_dim, 0.3),
+    # scatters: every other position along dim lands on 1, the rest on 0
+    OpSpec(
+        "scatter_reduce",
+        1,
+        '{0}.scatter_reduce({dim}, torch.ones_like({0}, dtype=torch.long).cumsum({dim}) % 2 % {0}.shape[{dim}], '
+        '{0}, "{reduce}", include_self={include})',
+        scatter_params,
+        0.4,
+    ),
     # views
     OpSpec("reshape", 1, "{0}.reshape({shape})", reshape_params),
     OpSpec("permute", 1, "{0}.permute({order})", permute_params),

@@ -95,6 +95,16 @@ def test_pipeline_adds_each_targets_own_passes():
     assert [p for p in default_pipeline(False, "triton") if p not in plain] == ["split-reductions", "plan-layouts"]
 
 
+def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():
+    """A target whose scatters use atomics lowers with deterministic-scatters
+    when torch's deterministic algorithms are on; the LLVM target, which
+    walks a scatter in order, never needs it."""
+    lowering = "convert-ptensor-to-loop{deterministic-scatters=true}"
+    assert lowering in default_pipeline(True, "triton", deterministic=True)
+    assert lowering not in default_pipeline(True, "triton", deterministic=False)
+    assert default_pipeline(True, "llvm", deterministic=True) == default_pipeline(True, "llvm")
+
+
 def test_target_options_are_checked_by_the_target():
     assert registry.kernel_target("llvm", vector_bits=128).f32_lanes == 4
     with pytest.raises(TargetOptionError, match="takes one of 128, 256, 512, got 100"):

@@ -6,7 +6,9 @@ A `loop.pointwise` computes one element of its result per point of its domain
 element per point of its parallel domain (the result's shape, `d0, ...`) by
 combining the values its body yields over a reduction domain (`r0, r1, ...`).
 A `loop.scan` keeps every prefix of such a combination along one dimension
-of its result, its reduction domain (`r0`).
+of its result, its reduction domain (`r0`). A `loop.scatter` runs over its
+source's shape and combines each point's value into the result element at the
+position its body computes (`loop.scatter_yield %v at [v0, d1] (%p)`).
 Bodies read their inputs with `loop.load` at index expressions over the loop
 indices and size symbols, compute with the upstream `arith` and `math` ops, and
 end with `loop.yield`.
@@ -24,8 +26,9 @@ different index expression in the loads that read it.
       loop.yield %v : f32
     }
 
-The ops live in two modules: `computations` (`loop.pointwise`, `loop.reduce`,
-`loop.scan`, `loop.fused` and their terminators) and `body` (`loop.load`, `loop.index`);
+The ops live in three modules: `computations` (`loop.pointwise`, `loop.reduce`,
+`loop.scan`, `loop.fused` and their terminators), `scatter` (`loop.scatter`
+and `loop.scatter_yield`) and `body` (`loop.load`, `loop.index`);
 every public name is available from `permalloy.dialects.loop` itself.
 """
 
@@ -47,10 +50,11 @@ from permalloy.dialects.loop.computations import (
     print_ins,
     scalar_type,
 )
+from permalloy.dialects.loop.scatter import ScatterOp, ScatterYieldOp
 
 Loop = Dialect(
     "loop",
-    [PointwiseOp, ReduceOp, ScanOp, LoadOp, IndexOp, YieldOp, FusedOp, FusedYieldOp],
+    [PointwiseOp, ReduceOp, ScanOp, ScatterOp, LoadOp, IndexOp, YieldOp, ScatterYieldOp, FusedOp, FusedYieldOp],
     [],
 )
 
@@ -64,6 +68,8 @@ __all__ = [
     "PointwiseOp",
     "ReduceOp",
     "ScanOp",
+    "ScatterOp",
+    "ScatterYieldOp",
     "YieldOp",
     "enclosing_loop",
     "parse_ins",

@@ -13,7 +13,9 @@ The op set is small and orthogonal:
   along one dimension;
 - views: `reshape`, `permute`, `expand`, `slice`, `select`, `squeeze`,
   `unsqueeze`, `as_strided`;
-- data movement: `cat`, `pad`, `gather`, `index`, `scatter_add`, `index_put`;
+- data movement: `cat`, `pad`, `gather`, `index`;
+- scatters: `scatter_add`, `scatter_reduce` with a kind (sum, prod, max,
+  min), `index_put`;
 - generators: `full`, `constant`, `iota`, `rand`;
 - library ops that run as extern calls: `mm`, `bmm`, `addmm`, `convolution`,
   `convolution_backward`, `attention`, `embedding_backward`;
@@ -24,7 +26,7 @@ what is wrong when they do not fit.
 
 The package holds one module per family: `types` (the tensor type, list
 attributes, dtype and shape helpers), `kinds` (the kind enumerations and their
-attributes), `elementwise`, `reductions`, `scans`, `views`, `data_movement`,
+attributes), `elementwise`, `reductions`, `scans`, `views`, `data_movement`, `scatters`,
 `generators`, `library` and `fallback`; `checks` and `syntax` hold the
 verification and custom-syntax helpers the ops share. Every public name is
 available from `permalloy.dialects.ptensor` itself.
@@ -38,9 +40,7 @@ from permalloy.dialects.ptensor.data_movement import (
     CatOp,
     GatherOp,
     IndexOp,
-    IndexPutOp,
     PadOp,
-    ScatterAddOp,
     index_result_shape,
 )
 from permalloy.dialects.ptensor.elementwise import (
@@ -72,6 +72,8 @@ from permalloy.dialects.ptensor.kinds import (
     ReduceKindAttr,
     ScanKind,
     ScanKindAttr,
+    ScatterKind,
+    ScatterKindAttr,
     UnaryKind,
     UnaryKindAttr,
 )
@@ -88,6 +90,7 @@ from permalloy.dialects.ptensor.library import (
 )
 from permalloy.dialects.ptensor.reductions import ReduceOp, reduced_shape
 from permalloy.dialects.ptensor.scans import ScanOp
+from permalloy.dialects.ptensor.scatters import SCATTER_OPS, IndexPutOp, ScatterAddOp, ScatterReduceOp
 from permalloy.dialects.ptensor.types import (
     ELEMENT_TYPE_NAMES,
     IntListAttr,
@@ -132,8 +135,7 @@ PTensor = Dialect(
         PadOp,
         GatherOp,
         IndexOp,
-        ScatterAddOp,
-        IndexPutOp,
+        *SCATTER_OPS,
         *LIBRARY_OPS,
         FallbackOp,
     ],
@@ -146,6 +148,7 @@ PTensor = Dialect(
         ComparePredicateAttr,
         ReduceKindAttr,
         ScanKindAttr,
+        ScatterKindAttr,
         PadModeAttr,
         RandomDistributionAttr,
         OperandRefAttr,
@@ -205,7 +208,11 @@ __all__ = [
     "ScanKind",
     "ScanKindAttr",
     "ScanOp",
+    "SCATTER_OPS",
     "ScatterAddOp",
+    "ScatterKind",
+    "ScatterKindAttr",
+    "ScatterReduceOp",
     "SelectOp",
     "SliceOp",
     "SqueezeOp",

@@ -1,7 +1,7 @@
 """
 The data-movement ops, which copy elements to new positions: `ptensor.cat`,
-`ptensor.pad`, `ptensor.gather`, `ptensor.index` (advanced indexing),
-`ptensor.scatter_add` and `ptensor.index_put`.
+`ptensor.pad`, `ptensor.gather` and `ptensor.index` (advanced indexing); the scatters,
+which combine elements into positions, are in `scatters`.
 """
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-from xdsl.dialects.builtin import I64, FloatAttr, IntegerAttr, UnitAttr
+from xdsl.dialects.builtin import I64, FloatAttr, IntegerAttr
 from xdsl.ir import SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -24,7 +24,6 @@ from xdsl.irdl import (
 from xdsl.parser import Parser
 from xdsl.printer import Printer
 from xdsl.traits import Pure
-from xdsl.utils.exceptions import VerifyException
 
 from permalloy.dialects.ptensor.checks import (
     broadcast_or_fail,
@@ -38,7 +37,6 @@ from permalloy.dialects.ptensor.syntax import CustomSyntaxOp, format_scalar, par
 from permalloy.dialects.ptensor.types import (
     IntListAttr,
     TensorType,
-    broadcast_shapes,
     is_integer,
     scalar_attr,
     sizes_equal,
@@ -289,123 +287,3 @@ def index_result_shape(
     adjacent = list(dims) == list(range(dims[0], dims[0] + len(dims)))
     position = dims[0] if adjacent else 0
     return kept[:position] + list(index_shape) + kept[position:]
-
-
-@irdl_op_definition
-class ScatterAddOp(IRDLOperation):
-    """
-    torch.scatter_add: a copy of `input` where, for `dim = 0`,
-    `result[index[i][j]][j] += source[i][j]`.
-
-    `%y = ptensor.scatter_add %x, %idx, %src dim 0 : T, I, S -> T`.
-    """
-
-    name = "ptensor.scatter_add"
-
-    input = operand_def(TensorType)
-    index = operand_def(TensorType)
-    source = operand_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
-
-    traits = traits_def(Pure())
-
-    assembly_format = (
-        "$input `,` $index `,` $source `dim` $dim attr-dict `:` type($input) `,` "
-        "type($index) `,` type($source) `->` type($result)"
-    )
-
-    def __init__(
-        self,
-        input: SSAValue,
-        index: SSAValue,
-        source: SSAValue,
-        dim: int,
-        result_type: TensorType,
-    ):
-        super().__init__(
-            operands=[input, index, source],
-            result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64)},
-        )
-
-    def verify_(self) -> None:
-        target, index, source, result = (
-            tensor_type(v) for v in (self.input, self.index, self.source, self.result)
-        )
-        check_dims([self.dim.value.data], target.rank, "scatter dimension")
-        require(is_integer(index.element_type), "ptensor.scatter_add: the index must be integer")
-        require(
-            index.rank == source.rank == target.rank,
-            "ptensor.scatter_add: input, index and source differ in rank",
-        )
-        check_same_element_type(self.name, target, source, result)
-        check_shape(self.name, result, target.sizes)
-
-
-@irdl_op_definition
-class IndexPutOp(IRDLOperation):
-    """
-    aten.index_put: a copy of `input` with `input[indices] = values` (or `+=`
-    with `accumulate`), the indexing as in `ptensor.index`.
-
-    `%y = ptensor.index_put %x[%i] dims [0], %v accumulate : T, V, [I] -> T`.
-    """
-
-    name = "ptensor.index_put"
-
-    input = operand_def(TensorType)
-    indices = var_operand_def(TensorType)
-    values = operand_def(TensorType)
-    dims = prop_def(IntListAttr)
-    accumulate = opt_prop_def(UnitAttr)
-    result = result_def(TensorType)
-
-    traits = traits_def(Pure())
-
-    assembly_format = (
-        "$input `[` $indices `]` `dims` $dims `,` $values (`accumulate` $accumulate^)? "
-        "attr-dict `:` type($input) `,` type($values) `,` `[` type($indices) `]` "
-        "`->` type($result)"
-    )
-
-    def __init__(
-        self,
-        input: SSAValue,
-        indices: Sequence[SSAValue],
-        dims: Sequence[int],
-        values: SSAValue,
-        accumulate: bool,
-        result_type: TensorType,
-    ):
-        super().__init__(
-            operands=[input, indices, values],
-            result_types=[result_type],
-            properties={
-                "dims": IntListAttr(dims),
-                "accumulate": UnitAttr() if accumulate else None,
-            },
-        )
-
-    def verify_(self) -> None:
-        target, values, result = (
-            tensor_type(self.input),
-            tensor_type(self.values),
-            tensor_type(self.result),
-        )
-        dims = self.dims.data
-        index_types = [tensor_type(v) for v in self.indices]
-        require(
-            len(dims) == len(index_types) >= 1,
-            "ptensor.index_put: one index tensor per indexed dimension",
-        )
-        check_dims(dims, target.rank, "indexed dimension")
-        indexed_shape = index_result_shape(
-            target.sizes, dims, broadcast_or_fail(*index_types)
-        )
-        try:
-            broadcast_shapes(values.sizes, indexed_shape)
-        except ValueError as error:
-            raise VerifyException(f"ptensor.index_put: values: {error}") from error
-        check_same_element_type(self.name, target, values, result)
-        check_shape(self.name, result, target.sizes)

@@ -1,7 +1,7 @@
 """
 The enumerations that select what an op computes (the function of
 `ptensor.unary` and `ptensor.binary`, the predicate of `ptensor.compare`, the
-kind of `ptensor.reduce` and of `ptensor.scan`, the mode of `ptensor.pad`, the distribution of
+kind of `ptensor.reduce`, `ptensor.scan` and `ptensor.scatter_reduce`, the mode of `ptensor.pad`, the distribution of
 `ptensor.rand`), the attributes that hold them, and which dtypes each kind takes.
 """
 
@@ -104,6 +104,23 @@ BOOL_ONLY_BINARY = {
 }  # fmt: skip
 
 
+class ScatterKind(StrEnum):
+    """
+    How `ptensor.scatter_reduce` and `loop.scatter` combine a value with the
+    element it lands on: `sum`, `prod`, `max` and `min` (a NaN on either side
+    gives NaN, as torch's amax and amin), or `assign`, which replaces it
+    (`loop.scatter` only: every value landing on one element is the same,
+    such as the identity written before a reduction that leaves the old
+    elements out).
+    """
+
+    ASSIGN = auto()
+    SUM = auto()
+    PROD = auto()
+    MAX = auto()
+    MIN = auto()
+
+
 class ComparePredicate(StrEnum):
     """The predicates of `ptensor.compare`."""
 
@@ -188,6 +205,11 @@ class ReduceKindAttr(EnumAttribute[ReduceKind], SpacedOpaqueSyntaxAttribute):
 @irdl_attr_definition
 class ScanKindAttr(EnumAttribute[ScanKind], SpacedOpaqueSyntaxAttribute):
     name = "ptensor.scan_kind"
+
+
+@irdl_attr_definition
+class ScatterKindAttr(EnumAttribute[ScatterKind], SpacedOpaqueSyntaxAttribute):
+    name = "ptensor.scatter_kind"
 
 
 @irdl_attr_definition

@@ -12,6 +12,7 @@ from permalloy.lowering.import_fx import (
     library,
     reductions,
     scans,
+    scatters,
     views,
 )
 from permalloy.lowering.import_fx.common import Converter
@@ -22,6 +23,7 @@ CONVERTERS: dict = {
     **scans.CONVERTERS,
     **views.CONVERTERS,
     **data_movement.CONVERTERS,
+    **scatters.CONVERTERS,
     **generators.CONVERTERS,
     **library.CONVERTERS,
 }

@@ -1,4 +1,4 @@
-"""Converters of data movement: cat, pad, gather, index, scatter_add, index_put."""
+"""Converters of data movement: cat, pad, gather, index (the scatters are in `scatters`)."""
 
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def gather(ctx: ImportContext, node: fx.Node) -> SSAValue:
     return ctx.emit(ptensor.GatherOp(source, index, dim, ctx.result_type(node)))
 
 
-def _index_tensors(ctx: ImportContext, indices) -> tuple[list[SSAValue], list[int]] | None:
+def index_tensors(ctx: ImportContext, indices) -> tuple[list[SSAValue], list[int]] | None:
     """The index tensors of `x[indices]` and the dimensions they index."""
     values, dims = [], []
     for position, index in enumerate(indices):
@@ -96,7 +96,7 @@ def _index_tensors(ctx: ImportContext, indices) -> tuple[list[SSAValue], list[in
 
 def index(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     """index.Tensor (`x[i, :, j]`); None entries leave a dimension whole."""
-    found = _index_tensors(ctx, node.args[1])
+    found = index_tensors(ctx, node.args[1])
     if found is None:
         return None
     values, dims = found
@@ -114,29 +114,6 @@ def index_select(ctx: ImportContext, node: fx.Node) -> SSAValue:
     return ctx.emit(ptensor.IndexOp(source, [index_value], [dim], ctx.result_type(node)))
 
 
-def scatter_add(ctx: ImportContext, node: fx.Node) -> SSAValue:
-    source = ctx.tensor(node.args[0])
-    dim = normalize_dim(node.args[1], ptensor.tensor_type(source).rank)
-    result = ctx.result_type(node)
-    updates = ctx.cast(ctx.tensor(node.args[3]), result.element_type)
-    return ctx.emit(
-        ptensor.ScatterAddOp(source, ctx.tensor(node.args[2]), updates, dim, result)
-    )
-
-
-def index_put(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
-    """index_put(x, indices, values, accumulate)."""
-    found = _index_tensors(ctx, node.args[1])
-    if found is None:
-        return None
-    result = ctx.result_type(node)
-    values = ctx.operand(node.args[2], result.element_type)
-    accumulate = bool(argument(node, 3, "accumulate", False))
-    return ctx.emit(
-        ptensor.IndexPutOp(ctx.tensor(node.args[0]), *found, values, accumulate, result)
-    )
-
-
 CONVERTERS: dict = {
     aten.cat.default: cat,
     aten.constant_pad_nd.default: constant_pad,
@@ -150,8 +127,5 @@ CONVERTERS: dict = {
     aten.index.Tensor: index,
     aten._unsafe_index.Tensor: index,
     aten.index_select.default: index_select,
-    aten.scatter_add.default: scatter_add,
-    aten.index_put.default: index_put,
-    aten._unsafe_index_put.default: index_put,
 }
 """Converters by ATen overload."""

@@ -1,8 +1,9 @@
 """
 Data-movement ops called from the host program: concatenation, padding,
-gathers, indexing and the scatters (`scatter_add`, `index_put`), which a host
-program runs with torch where they have no loop form (scatters, and an op whose
-lowering does not apply). Dimensions, amounts and flags are bound at compile
+gathers, indexing and the scatters (`scatter_add`, `scatter_reduce`,
+`index_put`), which a host program runs with torch where an op's lowering does
+not apply (a scatter the pipeline keeps for torch's deterministic kernel, an
+`index_put` that assigns). Dimensions, amounts and flags are bound at compile
 time.
 """
 
@@ -16,7 +17,7 @@ from xdsl.ir import Operation
 
 from permalloy.dialects import ptensor as pt
 from permalloy.interpreter.ptensor_common import scalar_value
-from permalloy.interpreter.ptensor_data import indices_by_dim, pad_tensor
+from permalloy.interpreter.ptensor_data import SCATTER_REDUCE_NAMES, indices_by_dim, pad_tensor
 from permalloy.targets.externs.calls import ExternCall
 
 
@@ -53,6 +54,16 @@ def _scatter_add(op: pt.ScatterAddOp) -> ExternCall:
     return lambda tensors, symbols: (torch.scatter_add(tensors[0], dim, tensors[1], tensors[2]),)
 
 
+def _scatter_reduce(op: pt.ScatterReduceOp) -> ExternCall:
+    dim, reduce, include_self = op.dim.value.data, SCATTER_REDUCE_NAMES[op.kind.data], op.includes_self
+
+    def call(tensors, symbols) -> tuple:
+        x, index, source = tensors
+        return (torch.scatter_reduce(x, dim, index, source, reduce, include_self=include_self),)
+
+    return call
+
+
 def _index_put(op: pt.IndexPutOp) -> ExternCall:
     dims, accumulate = op.dims.data, op.accumulate is not None
     index_put = torch.ops.aten.index_put.default
@@ -70,6 +81,7 @@ DATA_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.GatherOp: _gather,
     pt.IndexOp: _index,
     pt.ScatterAddOp: _scatter_add,
+    pt.ScatterReduceOp: _scatter_reduce,
     pt.IndexPutOp: _index_put,
 }
 """The data-movement ops' calls, by op class."""

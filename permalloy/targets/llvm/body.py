@@ -24,7 +24,7 @@ from llvmlite import ir
 from xdsl.ir import Operation, SSAValue
 
 from permalloy.analysis.affine import split_affine
-from permalloy.dialects.loop import IndexOp, LoadOp, YieldOp
+from permalloy.dialects.loop import IndexOp, LoadOp, ScatterYieldOp, YieldOp
 from permalloy.dialects.sym import symbol
 from permalloy.targets.llvm.arith_ops import ARITH, may_divide_by_zero
 from permalloy.targets.llvm.codegen import CodeGen
@@ -69,7 +69,7 @@ class BodyEmitter:
         self.stage = stage
         self.pointers = pointers
         self.zero = zero
-        self.ops = [op for op in stage.op.body.block.ops if not isinstance(op, YieldOp)]
+        self.ops = [op for op in stage.op.body.block.ops if not isinstance(op, YieldOp | ScatterYieldOp)]
         self.vector_symbol = symbol(stage.vector_var) if stage.vector_var else None
 
     @property

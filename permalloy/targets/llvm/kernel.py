@@ -7,8 +7,8 @@ function (its loop nest over a range of work items) and an OpenMP `worker`.
     internal void @k.worker0(ptr %args)                  ; args = {ptrs, syms}
 
 For each group of stages in order, the entry computes the number of work
-items. Small groups (under `parallel_threshold` points of work), or one thread, run
-`run(0, items)` directly; others call `GOMP_parallel(worker, args, n, 0)` with
+items. Small groups (under `parallel_threshold` points of work), a scatter's
+group, or one thread, run `run(0, items)` directly; others call `GOMP_parallel(worker, args, n, 0)` with
 `n = min(nthreads, useful threads)`, and each worker runs its contiguous share
 of the items, taken from `omp_get_thread_num()` and `omp_get_num_threads()`.
 Temporaries (loop results read by later stages and not returned) are
@@ -38,6 +38,7 @@ from permalloy.targets.llvm.nest import (
     NestEmitter,
     StageEmitter,
     alignment,
+    runs_alone,
     splits_reduction,
     store_partial,
     work_items,
@@ -88,7 +89,7 @@ class KernelEmitter:
         runs, workers = [], []
         for k, group in enumerate(self.plan.groups):
             runs.append(self._emit_run(group, k))
-            workers.append(self._emit_worker(group, k, runs[-1]) if self.threads else None)
+            workers.append(self._emit_worker(group, k, runs[-1]) if self.threads and not runs_alone(group) else None)
         self._emit_entry(runs, workers)
         return self.module
 

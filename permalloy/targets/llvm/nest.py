@@ -8,7 +8,8 @@ parallel domain for an `outer` reduction or scan; other groups count rows,
 and every stage of the group computes its part of a row in turn. The row
 loop walks the outer parallel indices with an odometer (one division per
 thread, not per row); vectorized loops run full chunks of `lanes` unmasked
-and one masked chunk for the tail. A scan's part of a row is `scans.scan_row`;
+and one masked chunk for the tail. A scan's part of a row is `scans.scan_row`,
+a scatter's points are `scatters.scatter_points` (on one thread);
 only a reduction to a single value is split across threads along r0.
 """
 
@@ -24,9 +25,10 @@ from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import BodyEmitter, Env
 from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
-from permalloy.targets.llvm.plan import INNER, POINTWISE, StagePlan
+from permalloy.targets.llvm.plan import INNER, POINTWISE, SCATTER, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
 from permalloy.targets.llvm.scans import ScanCombine, scan_row
+from permalloy.targets.llvm.scatters import scatter_points
 from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
@@ -37,6 +39,12 @@ TILE_BYTES = 12288  # accumulators of an `outer` reduction's column tile: well i
 
 PARTIAL_BYTES = 16  # one thread's partial result of a split reduction: value, then position
 MAX_SPLIT = 64  # threads a split reduction uses at most
+
+
+def runs_alone(group: list[StagePlan]) -> bool:
+    """Whether a group runs on one thread whatever its size: a scatter's,
+    whose points may land on one element."""
+    return group[0].mode == SCATTER
 
 
 def counts_elements(group: list[StagePlan]) -> bool:
@@ -85,6 +93,9 @@ class NestEmitter:
         for stage in self.stages:
             stage.body.emit_level(-1, self.env)
         first = self.stages[0]
+        if first.stage.mode == SCATTER:
+            scatter_points(first, self.env, lo, hi)
+            return
         if partial is not None:
             first.inner_split(self.env.child(), lo, hi, partial)
             return
@@ -429,4 +440,4 @@ def _unsigned(stage: StagePlan) -> bool:
     return isinstance(owner, LoadOp) and is_unsigned(stage.inputs[owner.source].element)
 
 
-__all__ = ["NestEmitter", "StageEmitter", "alignment", "counts_elements", "splits_reduction", "work_items", "work_volume"]
+__all__ = ["NestEmitter", "StageEmitter", "alignment", "counts_elements", "runs_alone", "splits_reduction", "work_items", "work_volume"]

@@ -59,14 +59,16 @@ from permalloy.analysis.kernel import (
 )
 from permalloy.analysis.rows import same_row
 from permalloy.dialects.buffer import BufferType, KernelOp
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp, ScatterOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind
 from permalloy.dialects.sym import product, symbol
 from permalloy.targets import kernel_symbols
 
 POINTWISE = "pointwise"
-MODES = (POINTWISE, INNER, OUTER)
-"""A stage's mode: pointwise, or the direction of its reduction."""
+SCATTER = "scatter"
+MODES = (POINTWISE, INNER, OUTER, SCATTER)
+"""A stage's mode: pointwise, the direction of its reduction, or a scatter's
+(every domain variable in one loop level, nothing vectorized, one thread)."""
 
 
 @dataclass(frozen=True)
@@ -123,7 +125,8 @@ class StagePlan:
 
     @property
     def result_elements(self) -> sympy.Expr:
-        """The elements of its result: its parallel points (times its scanned ones)."""
+        """The elements of its result: its parallel points (times its scanned
+        ones); a scatter's points, which combine into its result."""
         points = product(self.parallel)
         return points * product(self.reduction) if isinstance(self.op, ScanOp) else points
 
@@ -259,6 +262,8 @@ def plan_stage(
     op = facts.op
     space = stage_space(facts, inputs, outputs, merge_size_one=True, row_rank=row_rank)  # type: ignore[arg-type]
     parallel, reduction = space.parallel, space.reduction
+    if isinstance(op, ScatterOp):
+        return _plan_scatter(facts, space, inputs, outputs)
     mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
@@ -305,6 +310,20 @@ def _plan_scan(
         var_level["r0"] = 2
         vector_var, vector_level, lanes = f"d{len(parallel) - 1}", 1, f32_lanes * 2
     stage = StagePlan(facts.op, mode, parallel, reduction, var_level, vector_var, vector_level, lanes, inputs, outputs)
+    stage.addresses = space.load_addresses
+    stage.output_addresses = space.output_addresses
+    stage.index_exprs = space.index_exprs
+    _assign_levels(stage)
+    return stage
+
+
+def _plan_scatter(facts: StageFacts, space: StageSpace, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]) -> StagePlan:
+    """A scatter's loop nest: every point in order, one at a time (level 0;
+    `scatters.scatter_points`), so that points landing on one element combine
+    in the domain's order, as torch's CPU kernels do, with no race."""
+    parallel = space.parallel or (sympy.Integer(1),)
+    var_level = {f"d{i}": 0 for i in range(len(parallel))}
+    stage = StagePlan(facts.op, SCATTER, parallel, (), var_level, "", -1, 1, inputs, outputs)
     stage.addresses = space.load_addresses
     stage.output_addresses = space.output_addresses
     stage.index_exprs = space.index_exprs

@@ -72,6 +72,7 @@ TARGET = TargetDescriptor(
     loop_passes=("split-reductions",),
     buffer_passes=("plan-layouts",),
     fusion_options="instruction-math=true",
+    atomic_scatters=True,
     source_extension="py",
     unsupported_errors=_unsupported_errors,
     options={
@@ -85,7 +86,9 @@ TARGET = TargetDescriptor(
 )
 """The `triton` target, as the registry lists it. On GPUs, products with a bias
 that elementwise ops read become plain products (`unfuse-bias-add`) and
-reductions with few results split in two for parallelism (`split-reductions`)."""
+reductions with few results split in two for parallelism (`split-reductions`);
+scatters combine with atomics, so that deterministic algorithms keep float
+sums and products of scatters for torch."""
 
 
 def __getattr__(name: str) -> Any:

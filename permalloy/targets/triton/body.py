@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 import sympy
 from xdsl.ir import Operation, SSAValue
 
-from permalloy.dialects.loop import IndexOp, LoadOp, YieldOp
+from permalloy.dialects.loop import IndexOp, LoadOp, ScatterYieldOp, YieldOp
 from permalloy.targets.triton.arith import ARITH, result_dtype
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.math_ops import translate_math
@@ -48,9 +48,10 @@ class BodyWriter:
     values: dict[SSAValue, Value] = field(default_factory=dict)
 
     def emit(self) -> Value:
-        """Translate every body op; the yielded value."""
+        """Translate every body op; the yielded value (a scatter's positions
+        are then among `values`)."""
         for op in self.stage.op.body.block.ops:
-            if isinstance(op, YieldOp):
+            if isinstance(op, YieldOp | ScatterYieldOp):
                 return self.values[op.value]
             self.values[op.results[0]] = self._translate(op)
         raise UnsupportedKernelError("a loop body without loop.yield")

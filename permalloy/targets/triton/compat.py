@@ -399,6 +399,10 @@ _SCANS: dict[str, Helper] = {
         ),
         needs=("log1p",),
     ),
+    "any_lane": Helper(
+        _jit("_any_lane(m)", "return tl.max(m.to(tl.int32), 0) > 0"),
+        _jit("_any_lane(m)", "return tl.reduce(m.to(tl.int32), 0, tl.standard._elementwise_max) > 0"),
+    ),
     "last_column": Helper(
         _jit(
             "_last_column(s)",

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from permalloy.dialects.sym import symbol
-from permalloy.targets.triton.plan import FLAT, TILED, KernelPlan
+from permalloy.targets.triton.plan import FLAT, SCATTER, TILED, KernelPlan
 
 TILE_ELEMENTS = 4096
 """Elements of one program's `[XBLOCK, inner]` tile that fit registers comfortably."""
@@ -83,6 +83,9 @@ def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default"
     if interpret:
         return [_interpreter_config(plan, extents)]
     wide = mode.startswith("max-autotune")
+    if any(g.mode == SCATTER for g in plan.groups):
+        # one configuration: timing candidates would combine into the output again and again
+        return _flat(extents, False)[:1]
     if all(g.mode == FLAT for g in plan.groups):
         found = _flat(extents, wide)
     elif any(g.mode == TILED for g in plan.groups):
@@ -99,7 +102,7 @@ def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default"
 def _interpreter_config(plan: KernelPlan, extents: Extents) -> Config:
     looped = any(g.looped for g in plan.groups)
     rblock = min(_pow2_ceil(extents.chunked), 256) if looped else 0
-    if all(g.mode == FLAT for g in plan.groups):
+    if all(g.mode in (FLAT, SCATTER) for g in plan.groups):
         return Config(min(_pow2_ceil(extents.rows), INTERPRETER_TILE), rblock)
     inner = max(extents.block, rblock, 1)
     xblock = max(1, min(_pow2_floor(INTERPRETER_TILE // inner), _pow2_ceil(extents.rows)))

@@ -17,6 +17,8 @@ Modes of a group:
             for transposes (one access contiguous along rows, another along inner)
     rows    reductions and pointwise stages sharing rows (a lone reduction's
             rows are its whole parallel domain)
+    scatter one scatter stage, 1-D tiles over its flattened domain, combining
+            into its output with atomics (`scatters`)
 
 A stage whose result is one value per row (a reduction, a per-row pointwise
 op) and that later stages of its group read at their own row keeps that value
@@ -42,13 +44,13 @@ from permalloy.analysis.collapse import Axis, collapse, memory_order
 from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ScatterOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 from permalloy.targets import kernel_symbols
 from permalloy.targets.triton.types import memory_dtype
 
-FLAT, TILED, ROWS = "flat", "tiled", "rows"
+FLAT, TILED, ROWS, SCATTER = "flat", "tiled", "rows", "scatter"
 PERSISTENT_LIMIT = 4096
 """The largest inner extent a stage holds in one block (a persistent reduction).
 On an H100, softmax and layer norm over rows of 4096 move 2.45 TB/s looped in
@@ -103,6 +105,10 @@ class Stage:
     @property
     def is_scan(self) -> bool:
         return self.facts.is_scan
+
+    @property
+    def is_scatter(self) -> bool:
+        return isinstance(self.op, ScatterOp)
 
     @property
     def kind(self) -> ReduceKind | ScanKind | None:
@@ -261,6 +267,8 @@ def _addresses(stage: Stage) -> list[sympy.Expr]:
 
 
 def _plan_group(members: list[Stage], rank: int) -> Group:
+    if members[0].is_scatter:
+        return _plan_scatter(members[0])
     if len(members) == 1 and not (members[0].is_reduce or members[0].is_scan):
         return _plan_pointwise(members[0])
     sizes = members[0].op.parallel_sizes
@@ -313,6 +321,16 @@ def _plan_pointwise(stage: Stage) -> Group:
     rows, inner = Axis(axis.dims[:split], {}), Axis(axis.dims[split:], {})
     stage.inner = inner
     return Group(TILED, rows, [stage], len(sizes))
+
+
+def _plan_scatter(stage: Stage) -> Group:
+    """A scatter: 1-D tiles over its domain (a group of its own: it shares
+    rows with nothing, `rows.row_groups`)."""
+    sizes = stage.op.parallel_sizes
+    axis = collapse([(parallel_index(i), s) for i, s in enumerate(sizes)], _addresses(stage), stage.pinned())
+    stage.substitution = dict(axis.substitution)
+    stage.inner = Axis([])
+    return Group(SCATTER, axis, [stage], len(sizes))
 
 
 def _transposed_split(axis: Axis, addresses: list[sympy.Expr]) -> int | None:

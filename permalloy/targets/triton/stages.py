@@ -7,7 +7,8 @@ of inner positions too in `tiled` mode). A stage then walks its inner axis:
 in one block of a static power-of-two size when it fits (`persistent`), else
 in chunks of `RBLOCK`; a reduction combines the chunks into an accumulator
 and reduces it to one value per row; a scan scans each chunk and carries
-the running value of each row from one chunk to the next (`scans`).
+the running value of each row from one chunk to the next (`scans`); a
+scatter combines each point's value into its output atomically (`scatters`).
 """
 
 from __future__ import annotations
@@ -19,9 +20,10 @@ from permalloy.dialects.buffer import KernelOp
 from permalloy.dialects.loop import scalar_type
 from permalloy.targets.triton.body import BodyWriter, Tile, store
 from permalloy.targets.triton.exprs import TritonExpr
-from permalloy.targets.triton.plan import FLAT, TILED, Group, KernelPlan, Stage
+from permalloy.targets.triton.plan import FLAT, SCATTER, TILED, Group, KernelPlan, Stage
 from permalloy.targets.triton.reductions import FAR_POSITION, Reduction
 from permalloy.targets.triton.scans import Scan
+from permalloy.targets.triton.scatters import write_scatter
 from permalloy.targets.triton.source import SourceWriter, Value
 from permalloy.targets.triton.types import is_bool_dtype, is_unsigned, value_dtype
 
@@ -68,7 +70,7 @@ class KernelBodyWriter:
         w = self.w
         rows = self.size(group.rows.numel)
         w.comment(f"rows: {_dims_text(group.rows)}")
-        if group.mode == FLAT:
+        if group.mode in (FLAT, SCATTER):
             w.line("xindex = pid * XBLOCK + tl.arange(0, XBLOCK)")
         elif group.mode == TILED:
             w.line(f"xblocks = ({rows} + XBLOCK - 1) // XBLOCK")
@@ -106,6 +108,8 @@ class KernelBodyWriter:
             w.line("tl.debug_barrier()")
         if group.mode == FLAT:
             self._pointwise(stage, Tile(rows, {X: "xmask"}), "xmask", {X})
+        elif group.mode == SCATTER:
+            write_scatter(self.w, stage, Tile(rows, {X: "xmask"}), self.registers)
         elif group.mode == TILED:
             w.line("rindex = (pid // xblocks) * RBLOCK + tl.arange(0, RBLOCK)[None, :]")
             self._inner_tile(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))

@@ -249,22 +249,24 @@ func.func @data_movement(%a: !ptensor.tensor<[2, 4], f32>, %b: !ptensor.tensor<[
 // -----
 
 // What stays for the host program: library ops and the views they read,
-// views that are results, fallbacks, constants, random numbers and scatters.
+// views that are results, fallbacks, constants, random numbers and an
+// assigning index_put (the scatters that combine become loop.scatter:
+// convert_ptensor_to_loop_scatters.mlir).
 // CHECK-LABEL: func.func @kept(
 // CHECK-NEXT:    %t = ptensor.permute %x [1, 0]
 // CHECK-NEXT:    %m = ptensor.mm %t, %y
 // CHECK-NEXT:    %c = ptensor.fallback "aten.cumsum.default"(%x)
 // CHECK-NEXT:    %k = ptensor.constant
 // CHECK-NEXT:    %n = ptensor.rand normal
-// CHECK-NEXT:    %s = ptensor.scatter_add %x, %i, %y dim 1
+// CHECK-NEXT:    %s = ptensor.index_put %x[%r] dims [0], %z
 // CHECK-NEXT:    func.return %m, %t, %c, %k, %n, %s
-func.func @kept(%x: !ptensor.tensor<[4, 8], f32>, %y: !ptensor.tensor<[4, 2], f32>, %i: !ptensor.tensor<[4, 2], i64>) -> (!ptensor.tensor<[8, 2], f32>, !ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[2], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
+func.func @kept(%x: !ptensor.tensor<[4, 8], f32>, %y: !ptensor.tensor<[4, 2], f32>, %r: !ptensor.tensor<[3], i64>, %z: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[8, 2], f32>, !ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[2], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
   %t = ptensor.permute %x [1, 0] : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[8, 4], f32>
   %m = ptensor.mm %t, %y : !ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 2], f32> -> !ptensor.tensor<[8, 2], f32>
   %c = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>
   %k = ptensor.constant dense<[1.0, 2.0]> : tensor<2xf32> -> !ptensor.tensor<[2], f32>
   %n = ptensor.rand normal : !ptensor.tensor<[4, 8], f32>
-  %s = ptensor.scatter_add %x, %i, %y dim 1 : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 2], i64>, !ptensor.tensor<[4, 2], f32> -> !ptensor.tensor<[4, 8], f32>
+  %s = ptensor.index_put %x[%r] dims [0], %z : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8], f32>, [!ptensor.tensor<[3], i64>] -> !ptensor.tensor<[4, 8], f32>
   func.return %m, %t, %c, %k, %n, %s : !ptensor.tensor<[8, 2], f32>, !ptensor.tensor<[8, 4], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[2], f32>, !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
 }
 

@@ -20,7 +20,10 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
+from permalloy.lowering.grid_sampling import grid_sampler_2d
 from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
+from permalloy.lowering.quantization import quantization_decompositions
+from permalloy.lowering.sorted_search import searchsorted, searchsorted_scalar
 
 aten = torch.ops.aten
 
@@ -54,6 +57,10 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten.upsample_nearest2d,
     aten._adaptive_avg_pool2d,
     aten.adaptive_max_pool2d,
+    aten.unfold,
+    aten.bucketize,
+    aten.tril_indices,
+    aten.triu_indices,
 )
 """Composites whose torch decompositions give ATen ops that ptensor has."""
 
@@ -186,6 +193,15 @@ def elu(x, alpha=1, scale=1, input_scale=1):
 
 def leaky_relu(x, negative_slope=0.01):
     return aten.where.self(aten.gt.Scalar(x, 0), x, aten.mul.Tensor(x, negative_slope))
+
+
+def rrelu_with_noise_functional(x, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    """rrelu outside training: a leaky relu of slope `(lower + upper) / 2`,
+    the noise returned as it came; a training step's random slopes stay with
+    torch."""
+    if training:
+        return NotImplemented
+    return leaky_relu(x, (lower + upper) / 2), noise
 
 
 def hardtanh(x, min_val=-1, max_val=1):
@@ -359,6 +375,8 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.diagonal: diagonal,
     aten.flip: flip,
     aten.scatter: scatter_value,
+    aten.rrelu_with_noise_functional: rrelu_with_noise_functional,
+    aten.searchsorted: searchsorted,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -384,6 +402,8 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.diagonal: ("default",),
     aten.flip: ("default",),
     aten.scatter: ("value",),
+    aten.rrelu_with_noise_functional: ("default",),
+    aten.searchsorted: ("Tensor",),
 }
 
 
@@ -425,8 +445,8 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     The decompositions to hand to AOTAutograd, a fresh dict on every call.
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
-    of `FROM_TORCH` and permalloy's own (`OWN` and `POOLING`, which leave
-    complex tensors to torch).
+    of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING`, the grid sampler,
+    `searchsorted` and quantization, which leave complex tensors to torch).
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(list(FROM_TORCH)))
@@ -434,6 +454,10 @@ def decomposition_table() -> dict[OpOverload, Callable]:
         for overload in _OWN_OVERLOADS[packet]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
+    table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
+    table[aten.grid_sampler_2d.default] = real_only(grid_sampler_2d)
+    for op, function in quantization_decompositions().items():
+        table[op] = real_only(function)
     for op, function in POOLING.items():
         table[op] = real_only(function)
     for op in KEPT_WHOLE:

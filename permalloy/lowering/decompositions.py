@@ -23,7 +23,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from permalloy.lowering.grid_sampling import grid_sampler_2d
 from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
 from permalloy.lowering.quantization import quantization_decompositions
-from permalloy.lowering.sorted_search import searchsorted, searchsorted_scalar
+from permalloy.lowering.sorted_search import bucketize_scalar, searchsorted, searchsorted_scalar
 
 aten = torch.ops.aten
 
@@ -455,6 +455,7 @@ def decomposition_table() -> dict[OpOverload, Callable]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
     table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
+    table[aten.bucketize.Scalar] = real_only(bucketize_scalar)
     table[aten.grid_sampler_2d.default] = real_only(grid_sampler_2d)
     for op, function in quantization_decompositions().items():
         table[op] = real_only(function)

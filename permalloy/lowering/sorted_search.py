@@ -1,5 +1,5 @@
 """
-`searchsorted` as a binary search run in parallel over all the values.
+`searchsorted` (and `bucketize` of a number) as a binary search run in parallel over all the values.
 
 Each value keeps a range `[start, end)` of the sorted row it is searched in;
 each step reads the row's middle element with a gather (`aten.gather` along
@@ -60,10 +60,24 @@ def searchsorted(sorted_sequence, values, *, out_int32=False, right=False, side=
     return positions.to(torch.int32 if out_int32 else torch.int64)
 
 
+def _scalar_as_tensor(boundaries: torch.Tensor, value) -> torch.Tensor:
+    """A number searched for, in the dtype torch compares it in: the
+    boundaries' promoted with a Python number (a float and integer
+    boundaries: the default float dtype)."""
+    dtype = torch.result_type(boundaries, value)
+    return aten.full.default([], value, dtype=dtype, device=boundaries.device)
+
+
 def searchsorted_scalar(sorted_sequence, value, *, out_int32=False, right=False, side=None, sorter=None):
-    """`searchsorted.Scalar`: a 0-d result, the number as torch promotes it."""
-    common = torch.result_type(sorted_sequence, value)
-    values = aten.full.default([], value, dtype=common, device=sorted_sequence.device)
+    """`searchsorted.Scalar`: a 0-d result."""
+    values = _scalar_as_tensor(sorted_sequence, value)
     return searchsorted(
         sorted_sequence, values, out_int32=out_int32, right=right, side=side, sorter=sorter
     )
+
+
+def bucketize_scalar(value, boundaries, *, out_int32=False, right=False):
+    """`bucketize.Scalar`: a 0-d result (torch's decomposition would make a
+    tensor of the number, which a traced graph cannot)."""
+    values = _scalar_as_tensor(boundaries, value)
+    return searchsorted(boundaries, values, out_int32=out_int32, right=right)

@@ -294,5 +294,6 @@ CONVERTERS: dict = {
     aten.unsqueeze.default: unsqueeze,
     aten.unsqueeze_copy.default: unsqueeze,
     aten.as_strided.default: as_strided,
+    aten.as_strided_copy.default: as_strided,
 }
 """Converters by ATen overload."""

@@ -27,14 +27,23 @@ def _channel_view(x: torch.Tensor, parameter: torch.Tensor, axis: int) -> torch.
     return aten.view.default(parameter, shape)
 
 
-def _fake_quantize(x, inverse_scale, scale, zero_point, quant_min, quant_max):
+def _fake_quantize(x, inverse_scale, scale, zero_point, quant_min, quant_max, clamps_infinities=True):
     """(fake-quantized x, mask of x inside the range), `zero_point` a number
-    or a tensor of float values broadcasting with x."""
+    or a tensor of float values broadcasting with x. NaN gives the range's
+    low end, as the kernels do; infinities clamp where `clamps_infinities`
+    (the per-tensor kernels, which clamp in float), else they give the low
+    end too (the per-channel kernel converts to int64 first, which makes
+    anything it cannot represent int64's lowest value on x86)."""
     quantized = aten.add.Tensor(aten.round.default(aten.mul.Tensor(x, inverse_scale)), zero_point)
     inside = aten.logical_and.default(
         aten.ge.Scalar(quantized, quant_min), aten.le.Scalar(quantized, quant_max)
     )
     clamped = aten.clamp.default(quantized, quant_min, quant_max)
+    if clamps_infinities:
+        unrepresentable = aten.isnan.default(quantized)
+    else:
+        unrepresentable = aten.logical_not.default(aten.lt.Scalar(aten.abs.default(quantized), 2.0**63))
+    clamped = torch.where(unrepresentable, quant_min, clamped)
     result = aten.mul.Tensor(aten.sub.Tensor(clamped, zero_point), scale)
     return result.to(x.dtype), inside
 
@@ -79,7 +88,7 @@ def fake_quantize_per_channel_cachemask(x, scale, zero_point, axis, quant_min, q
     scale32 = _channel_view(x, scale.to(torch.float32), axis)
     inverse = aten.reciprocal.default(scale32)
     zero = _channel_view(x, zero_point.to(torch.float32), axis)
-    return _fake_quantize(x, inverse, scale32, zero, quant_min, quant_max)
+    return _fake_quantize(x, inverse, scale32, zero, quant_min, quant_max, clamps_infinities=False)
 
 
 def _quantize(x, inverse_scale, zero_point, quant_min, quant_max, dtype):

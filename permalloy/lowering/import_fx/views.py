@@ -216,9 +216,13 @@ def storage_window(arg: fx.Node, sizes, strides, offset) -> tuple[fx.Node, Any] 
             return None
         if _statically_contiguous(example) or _permuted_row_major(example):
             first = example.storage_offset()
-            if empty or (
-                statically_known_true(offset >= first)
-                and statically_known_true(last < first + example.numel())
+            if (
+                empty
+                or _owns_storage(example)
+                or (
+                    statically_known_true(offset >= first)
+                    and statically_known_true(last < first + example.numel())
+                )
             ):
                 return current, offset - first
         target = current.target
@@ -226,6 +230,19 @@ def storage_window(arg: fx.Node, sizes, strides, offset) -> tuple[fx.Node, Any] 
             return None
         current = current.args[0]
     return None
+
+
+def _owns_storage(example: torch.Tensor) -> bool:
+    """Whether a dense example's elements are its whole storage: then torch
+    has checked that a view of it stays inside (a check that symbolic sizes
+    may leave beyond `statically_known_true`)."""
+    try:
+        storage_bytes = example.untyped_storage().nbytes()
+    except (RuntimeError, TypeError):
+        return False
+    return statically_known_true(example.storage_offset() == 0) and statically_known_true(
+        storage_bytes == example.numel() * example.element_size()
+    )
 
 
 def _example_value(arg: Any) -> Any:

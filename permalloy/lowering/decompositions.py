@@ -21,7 +21,7 @@ from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from permalloy.lowering.grid_sampling import grid_sampler_2d
-from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
+from permalloy.lowering.pooling import adaptive_avg_pool3d, avg_pool, max_pool_with_indices
 from permalloy.lowering.quantization import quantization_decompositions
 from permalloy.lowering.sorted_search import bucketize_scalar, searchsorted, searchsorted_scalar
 
@@ -412,6 +412,7 @@ POOLING: dict[OpOverload, Callable] = {
     aten.max_pool3d_with_indices.default: functools.partial(max_pool_with_indices, n_dim=3),
     aten.avg_pool2d.default: functools.partial(avg_pool, n_dim=2),
     aten.avg_pool3d.default: functools.partial(avg_pool, n_dim=3),
+    aten._adaptive_avg_pool3d.default: adaptive_avg_pool3d,
 }
 """Pooling as slices of the padded input (`lowering/pooling.py`); 1-d pooling
 reaches the 2-d ops as a view."""

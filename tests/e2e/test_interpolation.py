@@ -1,7 +1,8 @@
 """
 Interpolation and grid sampling compiled natively on both targets, against
 eager with no fallback op: `F.interpolate` in every mode (nearest and
-nearest-exact in 1 to 3 dimensions, linear, bilinear, bicubic, trilinear),
+nearest-exact in 1 to 3 dimensions, linear, bilinear, bicubic, trilinear,
+area),
 `align_corners` both ways, sizes and scale factors, upscaling and
 downscaling, non-square sizes, sizes of 1, channels-last inputs, float16,
 symbolic sizes; `F.grid_sample` (4-d) in every interpolation and padding mode
@@ -64,6 +65,8 @@ CASES: dict[str, tuple[Callable, tuple[int, ...]]] = {
     "bilinear_corners_to_size_one": (_interpolate(size=(1, 1), mode="bilinear", align_corners=True), (2, 3, 5, 7)),
     "bicubic_to_size_one": (_interpolate(size=(1, 3), mode="bicubic"), (2, 3, 5, 7)),
     "nearest_to_size_one": (_interpolate(size=(1, 1), mode="nearest"), (2, 3, 5, 7)),
+    "area2d": (_interpolate(size=(3, 5), mode="area"), (2, 3, 7, 11)),
+    "area3d": (_interpolate(size=(2, 3, 2), mode="area"), (1, 2, 5, 7, 6)),
     "upsample_bilinear": (lambda x: nn.functional.upsample_bilinear(x, scale_factor=2), (1, 2, 3, 4)),
 }
 """Each case: the function and the shape of its input."""

@@ -20,10 +20,10 @@ from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
-from permalloy.lowering.grid_sampling import grid_sampler_2d
+from permalloy.lowering.grid_sampling import grid_sampler_2d, grid_sampler_3d
 from permalloy.lowering.pooling import adaptive_avg_pool3d, avg_pool, max_pool_with_indices
 from permalloy.lowering.quantization import quantization_decompositions
-from permalloy.lowering.sorted_search import bucketize_scalar, searchsorted, searchsorted_scalar
+from permalloy.lowering.sorted_search import bucketize, bucketize_scalar, searchsorted, searchsorted_scalar
 
 aten = torch.ops.aten
 
@@ -58,7 +58,6 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten._adaptive_avg_pool2d,
     aten.adaptive_max_pool2d,
     aten.unfold,
-    aten.bucketize,
     aten.tril_indices,
     aten.triu_indices,
 )
@@ -456,8 +455,10 @@ def decomposition_table() -> dict[OpOverload, Callable]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
     table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
+    table[aten.bucketize.Tensor] = real_only(bucketize)
     table[aten.bucketize.Scalar] = real_only(bucketize_scalar)
     table[aten.grid_sampler_2d.default] = real_only(grid_sampler_2d)
+    table[aten.grid_sampler_3d.default] = real_only(grid_sampler_3d)
     for op, function in quantization_decompositions().items():
         table[op] = real_only(function)
     for op, function in POOLING.items():

@@ -76,6 +76,13 @@ def searchsorted_scalar(sorted_sequence, value, *, out_int32=False, right=False,
     )
 
 
+def bucketize(x, boundaries, *, out_int32=False, right=False):
+    """`bucketize.Tensor`: `searchsorted` of x in 1-d boundaries (torch's own
+    decomposition indexes the boundaries with Python indexing, which reads a
+    0-d x's position as a number)."""
+    return searchsorted(boundaries, x, out_int32=out_int32, right=right)
+
+
 def bucketize_scalar(value, boundaries, *, out_int32=False, right=False):
     """`bucketize.Scalar`: a 0-d result (torch's decomposition would make a
     tensor of the number, which a traced graph cannot)."""

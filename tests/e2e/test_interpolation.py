@@ -5,8 +5,8 @@ nearest-exact in 1 to 3 dimensions, linear, bilinear, bicubic, trilinear,
 area),
 `align_corners` both ways, sizes and scale factors, upscaling and
 downscaling, non-square sizes, sizes of 1, channels-last inputs, float16,
-symbolic sizes; `F.grid_sample` (4-d) in every interpolation and padding mode
-with both `align_corners`; training through interpolation, gradients
+symbolic sizes; `F.grid_sample` (4-d and 5-d) in every interpolation and
+padding mode with both `align_corners`; training through interpolation, gradients
 against eager's.
 """
 
@@ -155,6 +155,19 @@ def test_grid_sample_triton(mode, padding, corners, backend_check, triton_device
     backend_check(fn, _inputs(_input((2, 3, 5, 7)), _grid((2, 4, 6, 2))), "triton")
 
 
+GRID_MODES_3D = list(itertools.product(["bilinear", "nearest"], ["zeros", "border", "reflection"], [False, True]))
+
+
+@pytest.mark.parametrize(("mode", "padding", "corners"), GRID_MODES_3D)
+def test_grid_sample_3d_llvm(mode, padding, corners, backend_check):
+    backend_check(_grid_sample(mode, padding, corners), [_input((2, 3, 4, 5, 6)), _grid((2, 3, 4, 5, 3))], "llvm")
+
+
+def test_grid_sample_3d_triton(backend_check, triton_device):
+    fn = _grid_sample("bilinear", "reflection", False)
+    backend_check(fn, _inputs(_input((2, 3, 4, 5, 6)), _grid((2, 3, 4, 5, 3))), "triton")
+
+
 def test_grid_sample_of_channels_last_and_float16_inputs(backend_check):
     x = _input((2, 4, 5, 6)).to(memory_format=torch.channels_last)
     grid = _grid((2, 3, 4, 2))
@@ -232,13 +245,21 @@ def test_training_through_interpolation_matches_eager(target, request):
     assert [op for record in records for op in record["fallback_ops"]] == []
 
 
-@pytest.mark.parametrize("mode", ["bilinear", "nearest", "bicubic"])
-def test_training_through_grid_sample_matches_eager(mode):
+@pytest.mark.parametrize(
+    ("mode", "input_shape", "grid_shape"),
+    [
+        ("bilinear", (2, 3, 5, 7), (2, 4, 6, 2)),
+        ("nearest", (2, 3, 5, 7), (2, 4, 6, 2)),
+        ("bicubic", (2, 3, 5, 7), (2, 4, 6, 2)),
+        ("bilinear", (1, 2, 3, 4, 5), (1, 2, 3, 4, 3)),
+    ],
+)
+def test_training_through_grid_sample_matches_eager(mode, input_shape, grid_shape):
     """Grid sampling in a graph that needs gradients is written as its math
     before AOTAutograd traces it (`math_for_training.py`): the gradients of
     the input and of the grid (zeros for nearest) match eager's, with no
     fallback op in either graph."""
-    x, grid = _input((2, 3, 5, 7)), _grid((2, 4, 6, 2))
+    x, grid = _input(input_shape), _grid(grid_shape)
 
     def loss(x, grid):
         y = F.grid_sample(torch.sin(x), grid, mode=mode, padding_mode="reflection", align_corners=False)

@@ -204,15 +204,17 @@ def storage_window(arg: fx.Node, sizes, strides, offset) -> tuple[fx.Node, Any] 
     result aliases their first argument) whose example is dense (row-major, or
     in some order of its dimensions) and whose elements cover every storage
     position an `as_strided(sizes, strides, offset)` reads, with `offset`
-    relative to its first element; None when the chain ends first."""
+    relative to its first element; None when the chain ends first, or reaches
+    a reinterpretation as another dtype (`view.dtype`)."""
     sizes, strides = [_example_value(s) for s in sizes], [_example_value(s) for s in strides]
     offset = _example_value(offset)
     empty = any(statically_known_true(size == 0) for size in sizes)
     last = offset + sum((size - 1) * stride for size, stride in zip(sizes, strides, strict=True))
+    dtype = _example_value(arg).dtype
     current = arg
     while isinstance(current, fx.Node):
         example = current.meta.get("val")
-        if not isinstance(example, torch.Tensor):
+        if not isinstance(example, torch.Tensor) or example.dtype != dtype:
             return None
         if _statically_contiguous(example) or _permuted_row_major(example):
             first = example.storage_offset()

@@ -13,13 +13,10 @@ the rest of the pipeline lowers and fuses.
 
 from __future__ import annotations
 
-import contextlib
 import math
-from collections.abc import Iterator
 
 import torch
 import torch.nn.functional as F
-from torch import fx
 
 _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
@@ -70,44 +67,3 @@ def attention_math(
     if dropout_p > 0.0:
         probabilities = F.dropout(probabilities, dropout_p)
     return torch.matmul(probabilities, value)
-
-
-def rewrite_attention_as_math(graph: fx.GraphModule) -> dict[fx.Node, object]:
-    """Point every attention call of Dynamo's `graph` at `attention_math`;
-    gives the rewritten nodes with their former targets (see `restore_targets`)."""
-    rewritten = {}
-    for node in graph.graph.nodes:
-        if node.op == "call_function" and node.target in ATTENTION_CALLS:
-            rewritten[node] = node.target
-            node.target = attention_math
-    if rewritten:
-        graph.recompile()
-    return rewritten
-
-
-def restore_targets(graph: fx.GraphModule, targets: dict[fx.Node, object]) -> None:
-    """Undo `rewrite_attention_as_math`: `graph` calls what it called before,
-    so that running it eagerly runs what the user wrote."""
-    for node, target in targets.items():
-        node.target = target
-    if targets:
-        graph.recompile()
-
-
-@contextlib.contextmanager
-def attention_as_math(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
-    """Within the block, `graph`'s attention calls are `attention_math` (when
-    `enabled`); on leaving, the original calls are back."""
-    targets = rewrite_attention_as_math(graph) if enabled else {}
-    try:
-        yield
-    finally:
-        restore_targets(graph, targets)
-
-
-def needs_gradients(example_inputs) -> bool:
-    """Whether a graph with these inputs is traced for training: gradients are
-    on and some input (parameters included) requires them."""
-    return torch.is_grad_enabled() and any(
-        isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs
-    )

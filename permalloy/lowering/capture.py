@@ -13,8 +13,8 @@ import torch
 from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-from permalloy.lowering.attention_math import attention_as_math, needs_gradients
 from permalloy.lowering.decompositions import decomposition_table
+from permalloy.lowering.math_for_training import math_for_training, needs_gradients
 
 
 def aten_backend(compiler: Callable) -> Callable:
@@ -24,14 +24,14 @@ def aten_backend(compiler: Callable) -> Callable:
     inference graph, or for training the forward and the backward graph, split
     by torch's min-cut rematerialization partitioner (which saves few
     activations and recomputes cheap pointwise work in the backward graph).
-    In a graph that needs gradients, attention is written as math first
-    (`attention_math.py`), so that its backward is made of ops ptensor has;
-    Dynamo's graph is left calling what it called, so that it can still run
-    eagerly as the user wrote it.
+    In a graph that needs gradients, attention and grid sampling are written
+    as math first (`math_for_training.py`), so that their backward is made of
+    ops ptensor has; Dynamo's graph is left calling what it called, so that it
+    can still run eagerly as the user wrote it.
     """
 
     def backend(graph: torch.fx.GraphModule, example_inputs: Any) -> Callable:
-        with attention_as_math(graph, needs_gradients(example_inputs)):
+        with math_for_training(graph, needs_gradients(example_inputs)):
             return aot_autograd(
                 fw_compiler=compiler,
                 bw_compiler=compiler,

@@ -21,7 +21,10 @@ from torch._ops import OpOverload, OpOverloadPacket
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
-from permalloy.lowering.pooling import avg_pool, max_pool_with_indices
+from permalloy.lowering.grid_sampling import grid_sampler_2d, grid_sampler_3d
+from permalloy.lowering.pooling import adaptive_avg_pool3d, avg_pool, max_pool_with_indices
+from permalloy.lowering.quantization import quantization_decompositions
+from permalloy.lowering.sorted_search import bucketize, bucketize_scalar, searchsorted, searchsorted_scalar
 
 aten = torch.ops.aten
 
@@ -55,6 +58,9 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten.upsample_nearest2d,
     aten._adaptive_avg_pool2d,
     aten.adaptive_max_pool2d,
+    aten.unfold,
+    aten.tril_indices,
+    aten.triu_indices,
 )
 """Composites whose torch decompositions give ATen ops that ptensor has."""
 
@@ -187,6 +193,15 @@ def elu(x, alpha=1, scale=1, input_scale=1):
 
 def leaky_relu(x, negative_slope=0.01):
     return aten.where.self(aten.gt.Scalar(x, 0), x, aten.mul.Tensor(x, negative_slope))
+
+
+def rrelu_with_noise_functional(x, noise, lower=0.125, upper=1.0 / 3.0, training=False, generator=None):
+    """rrelu outside training: a leaky relu of slope `(lower + upper) / 2`,
+    the noise returned as it came; a training step's random slopes stay with
+    torch."""
+    if training:
+        return NotImplemented
+    return leaky_relu(x, (lower + upper) / 2), noise
 
 
 def hardtanh(x, min_val=-1, max_val=1):
@@ -360,6 +375,8 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.diagonal: diagonal,
     aten.flip: flip,
     aten.scatter: scatter_value,
+    aten.rrelu_with_noise_functional: rrelu_with_noise_functional,
+    aten.searchsorted: searchsorted,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -385,6 +402,8 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.diagonal: ("default",),
     aten.flip: ("default",),
     aten.scatter: ("value",),
+    aten.rrelu_with_noise_functional: ("default",),
+    aten.searchsorted: ("Tensor",),
 }
 
 
@@ -393,6 +412,7 @@ POOLING: dict[OpOverload, Callable] = {
     aten.max_pool3d_with_indices.default: functools.partial(max_pool_with_indices, n_dim=3),
     aten.avg_pool2d.default: functools.partial(avg_pool, n_dim=2),
     aten.avg_pool3d.default: functools.partial(avg_pool, n_dim=3),
+    aten._adaptive_avg_pool3d.default: adaptive_avg_pool3d,
 }
 """Pooling as slices of the padded input (`lowering/pooling.py`); 1-d pooling
 reaches the 2-d ops as a view."""
@@ -426,9 +446,9 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     The decompositions to hand to AOTAutograd, a fresh dict on every call.
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
-    of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING` and embedding_bag
-    with its backward, `embedding_bag.py`, which leave complex tensors to
-    torch).
+    of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING`, the grid sampler,
+    `searchsorted`, quantization, and embedding_bag with its backward,
+    `embedding_bag.py`, which leave complex tensors to torch).
     """
     table = dict(core_aten_decompositions())
     table.update(get_decompositions(list(FROM_TORCH)))
@@ -436,6 +456,13 @@ def decomposition_table() -> dict[OpOverload, Callable]:
         for overload in _OWN_OVERLOADS[packet]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
+    table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
+    table[aten.bucketize.Tensor] = real_only(bucketize)
+    table[aten.bucketize.Scalar] = real_only(bucketize_scalar)
+    table[aten.grid_sampler_2d.default] = real_only(grid_sampler_2d)
+    table[aten.grid_sampler_3d.default] = real_only(grid_sampler_3d)
+    for op, function in quantization_decompositions().items():
+        table[op] = real_only(function)
     for op, function in POOLING.items():
         table[op] = real_only(function)
     table[aten._embedding_bag_forward_only.default] = real_only(embedding_bag_forward_only)

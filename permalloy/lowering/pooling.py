@@ -8,7 +8,8 @@ lowering the whole pooling is one pointwise kernel whose `k` loads are affine
 (and masked where the padding was). This is how Inductor lowers small windows
 too. Windows of more than `MAX_UNROLLED_WINDOW` elements are left to torch,
 except those that tile the input exactly (global pooling), which become a
-reshape and a reduction.
+reshape and a reduction. Adaptive average pooling in three dimensions is two
+adaptive poolings in two (torch decomposes those).
 
 Semantics follow torch's kernels exactly:
 - max pooling compares with `>` in window order, so the first maximum wins; a
@@ -258,3 +259,23 @@ def _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim):
         shape += [n // k, k]
     reduced = [x.dim() - n_dim + 2 * d + 1 for d in range(n_dim)]
     return _in_eager_layout(aten.mean.dim(aten.view.default(x.contiguous(), shape), reduced), x)
+
+
+def adaptive_avg_pool3d(x, output_size):
+    """Adaptive average pooling over the last three dimensions as two adaptive
+    2-d poolings (torch's decomposition of `_adaptive_avg_pool2d`), since the
+    mean over a box of windows is the mean of the means along each of them:
+    height and width first, then depth (the flattened height-width plane
+    pooled to itself)."""
+    *leading, depth, height, width = x.shape
+    out_depth, out_height, out_width = output_size
+    batch = math.prod(leading)
+    planes = aten._adaptive_avg_pool2d.default(
+        aten.view.default(x.contiguous(), [batch, depth, height, width]), [out_height, out_width]
+    )
+    plane = out_height * out_width
+    pooled = aten._adaptive_avg_pool2d.default(
+        aten.view.default(planes, [batch, depth, plane]), [out_depth, plane]
+    )
+    # contiguous whatever the input's layout, as torch's kernel writes it
+    return aten.view.default(pooled, [*leading, out_depth, out_height, out_width])

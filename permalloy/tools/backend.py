@@ -8,8 +8,8 @@ training the forward and the backward graph) is imported, lowered by the
 default pipeline and compiled for the target. Training graphs are split by
 torch's min-cut rematerialization partitioner, which saves few activations
 and recomputes cheap pointwise work in the backward graph, and their
-attention calls are written as math first (`lowering/attention_math.py`) so
-that the backward is ours too. A graph that cannot be compiled runs eagerly
+attention and grid sampling calls are written as math first
+(`lowering/math_for_training.py`) so that the backward is ours too. A graph that cannot be compiled runs eagerly
 after one warning (`fallback="warn"`, the default) or raises
 (`fallback="raise"`).
 

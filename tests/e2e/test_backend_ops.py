@@ -812,12 +812,7 @@ case(
     "strided diagonal view, (1, 3); the values agree",
 )
 case("view_diagonal_2d", lambda x: (torch.diagonal(x) + 1, x.diagonal(-1) * 2), Fl(5, 6))
-case(
-    "view_unfold",
-    lambda x: x.unfold(1, 3, 2) * 2,
-    Fl(3, 9),
-    fallback_ops=("aten.unfold.default",),
-)
+case("view_unfold", lambda x: x.unfold(1, 3, 2) * 2, Fl(3, 9))
 case("view_as_strided", lambda x: torch.as_strided(x, (3, 3), (2, 1), 1) + 1, Fl(20))
 case("view_returned_input_and_alias", lambda x: (x, x.view(-1), x + 1), Fl(*V))
 case("view_repeat", lambda x: x.repeat(2, 1, 3) + 1, Fl(*V))

@@ -28,6 +28,7 @@ CASES = {
     "global_avg": (lambda x: F.avg_pool2d(x, 7), (2, 8, 7, 7)),
     "adaptive_max": (lambda x: F.adaptive_max_pool2d(x, (4, 4), return_indices=True), (2, 3, 8, 8)),
     "adaptive_avg": (lambda x: F.adaptive_avg_pool2d(x, 1), (2, 3, 8, 8)),
+    "adaptive_avg3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), (1, 2, 5, 7, 6)),
 }
 
 

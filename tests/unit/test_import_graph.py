@@ -65,21 +65,21 @@ def test_function_name_is_chosen_by_the_caller() -> None:
 
 
 def test_unknown_ops_fall_back_with_one_warning() -> None:
-    def fn(x, boundaries):
-        return torch.bucketize(x, boundaries, out_int32=True), torch.sort(x, 0).values
+    def fn(x):
+        return torch.linalg.cholesky_ex(x, upper=True).L, torch.sort(x, 0).values
 
-    (gm,) = capture_aten_graphs(fn, torch.randn(3, 4), torch.tensor([-0.5, 0.0, 0.5]))
+    (gm,) = capture_aten_graphs(fn, torch.randn(3, 3))
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         result = import_graph(gm)
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1
-    assert "aten.bucketize.Tensor" in messages[0] and "aten.sort.default" in messages[0]
-    assert result.fallback_ops == ["aten.bucketize.Tensor", "aten.sort.default"]
-    bucketize, sort = ops_named(result.module, ptensor.FallbackOp)
-    assert bucketize.target.data == "aten.bucketize.Tensor"
-    assert str(bucketize.args) == "[#ptensor.operand<0>, #ptensor.operand<1>]"
-    assert str(bucketize.kwargs) == "{out_int32 = true}"
+    assert "aten.linalg_cholesky_ex.default" in messages[0] and "aten.sort.default" in messages[0]
+    assert result.fallback_ops == ["aten.linalg_cholesky_ex.default", "aten.sort.default"]
+    cholesky, sort = ops_named(result.module, ptensor.FallbackOp)
+    assert cholesky.target.data == "aten.linalg_cholesky_ex.default"
+    assert str(cholesky.args) == "[#ptensor.operand<0>]"
+    assert str(cholesky.kwargs) == "{upper = true}"
     assert len(sort.results) == 2
 
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import sympy
 import torch
 from torch import fx
+from torch.fx.experimental.symbolic_shapes import statically_known_true
 from xdsl.ir import SSAValue
 
 from permalloy.dialects import ptensor, sym
@@ -167,28 +170,126 @@ def unsqueeze(ctx: ImportContext, node: fx.Node) -> SSAValue:
 
 def as_strided(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     """
-    as_strided over a tensor whose storage is exactly its contiguous elements;
-    any other input (a view into a larger storage) falls back.
+    as_strided addresses its input's storage, whatever view of it the input
+    is. The view reads storage positions `offset + sum(i_k * stride_k)`; the
+    nearest node up the input's chain of views whose example lays its elements
+    out densely over a range of the storage holding all of them (`storage_window`)
+    gives those elements: `in_storage_order` makes it a value whose row-major
+    elements are that range, and the view is a `ptensor.as_strided` of it at
+    the offset relative to the range. Where no node of the graph holds them (a
+    graph input that is itself a view into a larger one, read outside its own
+    elements) the op falls back.
     """
     example = ctx.meta(node.args[0])
-    if not _owns_contiguous_storage(example):
-        return ctx.decline("as_strided of a view into a larger storage")
-    strides = ctx.sizes(node.args[2])
-    offset = ctx.scalar(argument(node, 3, "storage_offset", None) or 0)
-    source = ctx.tensor(node.args[0])
-    return ctx.emit(ptensor.AsStridedOp(source, strides, offset, ctx.result_type(node)))
+    sizes, strides = node.args[1], node.args[2]
+    offset = argument(node, 3, "storage_offset", None)
+    if offset is None:
+        offset = example.storage_offset()
+    found = storage_window(node.args[0], sizes, strides, offset)
+    if found is None:
+        return ctx.decline("as_strided reading storage outside every value of the graph")
+    owner, relative_offset = found
+    source = in_storage_order(ctx, owner)
+    if source is None:
+        return ctx.decline("as_strided of a value with symbolic strides out of row-major order")
+    return ctx.emit(
+        ptensor.AsStridedOp(
+            source, ctx.sizes(strides), ctx.scalar(relative_offset), ctx.result_type(node)
+        )
+    )
 
 
-def _owns_contiguous_storage(example: torch.Tensor) -> bool:
+def storage_window(arg: fx.Node, sizes, strides, offset) -> tuple[fx.Node, Any] | None:
+    """The first node from `arg` up its chain of view ops (ATen ops whose
+    result aliases their first argument) whose example is dense (row-major, or
+    in some order of its dimensions) and whose elements cover every storage
+    position an `as_strided(sizes, strides, offset)` reads, with `offset`
+    relative to its first element; None when the chain ends first, or reaches
+    a reinterpretation as another dtype (`view.dtype`)."""
+    sizes, strides = [_example_value(s) for s in sizes], [_example_value(s) for s in strides]
+    offset = _example_value(offset)
+    empty = any(statically_known_true(size == 0) for size in sizes)
+    last = offset + sum((size - 1) * stride for size, stride in zip(sizes, strides, strict=True))
+    dtype = _example_value(arg).dtype
+    current = arg
+    while isinstance(current, fx.Node):
+        example = current.meta.get("val")
+        if not isinstance(example, torch.Tensor) or example.dtype != dtype:
+            return None
+        if _statically_contiguous(example) or _permuted_row_major(example):
+            first = example.storage_offset()
+            if (
+                empty
+                or _owns_storage(example)
+                or (
+                    statically_known_true(offset >= first)
+                    and statically_known_true(last < first + example.numel())
+                )
+            ):
+                return current, offset - first
+        target = current.target
+        if not (isinstance(target, torch._ops.OpOverload) and target.is_view and current.args):  # noqa: SLF001
+            return None
+        current = current.args[0]
+    return None
+
+
+def _owns_storage(example: torch.Tensor) -> bool:
+    """Whether a dense example's elements are its whole storage: then torch
+    has checked that a view of it stays inside (a check that symbolic sizes
+    may leave beyond `statically_known_true`)."""
     try:
         storage_bytes = example.untyped_storage().nbytes()
-        return bool(
-            example.is_contiguous()
-            and example.storage_offset() == 0
-            and storage_bytes == example.numel() * example.element_size()
-        )
     except (RuntimeError, TypeError):
         return False
+    return statically_known_true(example.storage_offset() == 0) and statically_known_true(
+        storage_bytes == example.numel() * example.element_size()
+    )
+
+
+def _example_value(arg: Any) -> Any:
+    """A size argument's example value (a SymInt for a node)."""
+    return arg.meta.get("val") if isinstance(arg, fx.Node) else arg
+
+
+def in_storage_order(ctx: ImportContext, owner: fx.Node) -> SSAValue | None:
+    """`owner`'s value with its dimensions in the order of their strides,
+    outermost first (a permute, where the example is not row-major), so that
+    its row-major elements are its storage's; None for symbolic strides out
+    of row-major order."""
+    source = ctx.tensor(owner)
+    example = owner.meta["val"]
+    if _statically_contiguous(example):
+        return source
+    strides = example.stride()
+    if not all(isinstance(s, int) for s in strides):
+        return None
+    order = sorted(range(example.dim()), key=lambda d: -strides[d])
+    source_type = ptensor.tensor_type(source)
+    permuted = ptensor.TensorType([source_type.sizes[d] for d in order], source_type.element_type)
+    return ctx.emit(ptensor.PermuteOp(source, order, permuted))
+
+
+def _statically_contiguous(example: torch.Tensor) -> bool:
+    expected = 1
+    for size, stride in reversed(list(zip(example.shape, example.stride(), strict=True))):
+        if not statically_known_true(size == 1) and not statically_known_true(stride == expected):
+            return False
+        expected = expected * size
+    return True
+
+
+def _permuted_row_major(example: torch.Tensor) -> bool:
+    """Whether integer strides are row-major ones of some order of the dimensions."""
+    strides = example.stride()
+    if not all(isinstance(s, int) for s in (*strides, *example.shape)):
+        return False
+    expected = 1
+    for d in sorted(range(example.dim()), key=lambda d: strides[d]):
+        if example.shape[d] != 1 and strides[d] != expected:
+            return False
+        expected *= example.shape[d]
+    return True
 
 
 CONVERTERS: dict = {
@@ -212,5 +313,6 @@ CONVERTERS: dict = {
     aten.unsqueeze.default: unsqueeze,
     aten.unsqueeze_copy.default: unsqueeze,
     aten.as_strided.default: as_strided,
+    aten.as_strided_copy.default: as_strided,
 }
 """Converters by ATen overload."""

@@ -1,0 +1,70 @@
+"""
+Calls of Dynamo's graph written as their math in graphs that need gradients.
+
+AOTAutograd differentiates an ATen op through its derivative formula, which
+for some ops is a fused backward op with no ptensor form (attention's
+`_scaled_dot_product_*_backward`, `grid_sampler_2d_backward`), run by torch
+as a fallback. Before AOTAutograd traces a training graph, `math_for_training`
+points each such call of Dynamo's graph at a function computing the same with
+differentiable torch ops (`MATH_FOR_TRAINING`), so that the backward is made of
+ops ptensor has; on leaving, the graph calls what it called before, so that it
+can still run eagerly as the user wrote it. Inference graphs keep the calls
+(attention stays one library op).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+
+import torch
+from torch import fx
+
+from permalloy.lowering.attention_math import ATTENTION_CALLS, attention_math
+from permalloy.lowering.grid_sampling import GRID_SAMPLE_CALLS, grid_sample_math
+
+MATH_FOR_TRAINING: dict[Callable, Callable] = {
+    **dict.fromkeys(ATTENTION_CALLS, attention_math),
+    **dict.fromkeys(GRID_SAMPLE_CALLS, grid_sample_math),
+}
+"""Each callable of Dynamo's graphs rewritten in training graphs, and its math."""
+
+
+def rewrite_as_math(graph: fx.GraphModule) -> dict[fx.Node, object]:
+    """Point every call of Dynamo's `graph` that `MATH_FOR_TRAINING` names at
+    its math; gives the rewritten nodes with their former targets."""
+    rewritten = {}
+    for node in graph.graph.nodes:
+        if node.op == "call_function" and node.target in MATH_FOR_TRAINING:
+            rewritten[node] = node.target
+            node.target = MATH_FOR_TRAINING[node.target]
+    if rewritten:
+        graph.recompile()
+    return rewritten
+
+
+def restore_targets(graph: fx.GraphModule, targets: dict[fx.Node, object]) -> None:
+    """Undo `rewrite_as_math`: `graph` calls what it called before."""
+    for node, target in targets.items():
+        node.target = target
+    if targets:
+        graph.recompile()
+
+
+@contextlib.contextmanager
+def math_for_training(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
+    """Within the block, `graph`'s calls named in `MATH_FOR_TRAINING` are
+    their math (when `enabled`); on leaving, the original calls are back."""
+    targets = rewrite_as_math(graph) if enabled else {}
+    try:
+        yield
+    finally:
+        restore_targets(graph, targets)
+
+
+def needs_gradients(example_inputs) -> bool:
+    """Whether a graph with these inputs is traced for training: gradients are
+    on and some input (parameters included) requires them."""
+    return torch.is_grad_enabled() and any(
+        isinstance(value, torch.Tensor) and value.requires_grad for value in example_inputs
+    )

@@ -995,6 +995,9 @@ for _dim in (0, 1, 2, -1):
         reference=_dim == 1,
     )
 case("softmax_dtype", lambda x: torch.softmax(x, -1, dtype=f64), Fl(*S))
+# Over an empty dimension torch's decomposition pads with a -inf of the input's
+# dtype, an integer's here: the fill saturates to the dtype's minimum.
+case("softmax_int_over_empty_dim", lambda i: torch.softmax(i, 1).float() + 1, In(2, 0, 3))
 case("softmax_float16", lambda x: torch.softmax(x, -1), Fl(*S, dtype=f16))
 case(
     "softmax_with_neg_inf",

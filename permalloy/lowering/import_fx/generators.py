@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import sympy
 import torch
 from torch import fx
@@ -28,9 +30,22 @@ def filled(value_index: int | None, default: float = 0) -> Converter:
         if isinstance(value, sympy.Basic):
             element = ctx.full(value, result.element_type)
             return ctx.emit(ptensor.ExpandOp(element, result))
+        dtype = ctx.meta(node).dtype
+        if isinstance(value, float) and not math.isfinite(value) and not dtype.is_floating_point:
+            if math.isnan(value) or dtype == torch.bool:
+                return ctx.decline(f"{value} has no value in {dtype}")
+            value = _saturated(value, dtype)
         return ctx.emit(ptensor.FullOp(value, result))
 
     return convert
+
+
+def _saturated(value: float, dtype: torch.dtype) -> int:
+    """An infinity as the integer dtype's extreme value. torch's decompositions
+    fill with -inf as the identity of max (softmax pads an empty dimension
+    with it, whatever the dtype); an integer's identity of max is its minimum."""
+    limits = torch.iinfo(dtype)
+    return limits.max if value > 0 else limits.min
 
 
 def arange(ctx: ImportContext, node: fx.Node) -> SSAValue | None:

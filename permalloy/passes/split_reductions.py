@@ -58,9 +58,16 @@ class SplitReductionsPass(ModulePass):
     dimensions come first, so that fusion does not regroup the two stages into
     one program per result.
 
+    A reduction over the height and width of an image (the last two
+    dimensions of a rank-4 value read whole) splits from `image-min-length`
+    reduced elements: layout planning may give the image channels-last
+    memory, where one program reduces a block of contiguous channels over
+    every position, and a batch's few channels then make few programs.
+
     Expects the output of `convert-ptensor-to-loop`; sizes must be static.
     Reductions with at least `max-results` results, or fewer than
-    `min-length` reduced elements, and argmax/argmin, are left as they are.
+    `min-length` (`image-min-length`) reduced elements, and argmax/argmin,
+    are left as they are.
 
     Before:
     ```
@@ -88,6 +95,7 @@ class SplitReductionsPass(ModulePass):
     min_length: int = 16384
     min_programs: int = 16384
     min_chunk: int = 256
+    image_min_length: int = 1024
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for reduce in [o for o in op.walk() if isinstance(o, loop.ReduceOp)]:
@@ -110,7 +118,8 @@ class SplitReductionsPass(ModulePass):
             return None
         results = math.prod(sizes)
         length = math.prod(reduced)
-        if results >= self.max_results or length < self.min_length:
+        min_length = self.image_min_length if reduces_image(reduce) else self.min_length
+        if results >= self.max_results or length < min_length:
             return None
         wanted = -(-self.min_programs // max(results, 1))
         promoted, parallel = 0, 1
@@ -137,6 +146,18 @@ class SplitReductionsPass(ModulePass):
         if promoted == 0 and factor == 1:
             return None
         return SplitPlan(promoted, factor, chunk)
+
+
+def reduces_image(reduce: loop.ReduceOp) -> bool:
+    """Whether `reduce` reduces over the last two dimensions of a rank-4
+    input: every load of it ends with the two reduction indices."""
+    if len(reduce.reduction_sizes) != 2:
+        return False
+    spatial = [symbol("r0"), symbol("r1")]
+    loads = [o for o in reduce.body.walk() if isinstance(o, loop.LoadOp)]
+    return any(
+        len(load.indices.data) == 4 and list(load.indices.data[2:]) == spatial for load in loads
+    )
 
 
 def split_reduction(reduce: loop.ReduceOp, plan: SplitPlan) -> None:

@@ -27,25 +27,30 @@ UNFUSED_ELEMENT_TYPES = (Float32Type, Float64Type)
 bias to the product before rounding it; unfused, the product rounds first."""
 
 
-def feeds_only_elementwise(value: SSAValue) -> bool:
-    """Whether every use of `value`, looking through views, is an elementwise
-    op (a value the function returns, or that a reduction, a library op or
-    any other op reads, is not)."""
+KERNEL_READERS = (*ELEMENTWISE_OPS, pt.ReduceOp)
+"""Ops whose kernels can take a bias add in as they load their operand
+(a reduction adds it to each element it reads)."""
+
+
+def feeds_only(value: SSAValue, readers: tuple[type[Operation], ...]) -> bool:
+    """Whether every use of `value`, looking through views, is one of
+    `readers` (a value the function returns, or that a library op or any
+    other op reads, is not)."""
     for use in value.uses:
         user = use.operation
         if isinstance(user, pt.VIEW_OPS):
-            if not feeds_only_elementwise(user.results[0]):
+            if not feeds_only(user.results[0], readers):
                 return False
-        elif not isinstance(user, ELEMENTWISE_OPS):
+        elif not isinstance(user, readers):
             return False
     return bool(value.uses)
 
 
-def unfusable(result: SSAValue) -> bool:
+def unfusable(result: SSAValue, readers: tuple[type[Operation], ...] = ELEMENTWISE_OPS) -> bool:
     """Whether a library op's `result` may lose its bias to its readers: a
-    float32 or float64 value that only elementwise ops read."""
+    float32 or float64 value that only `readers` read."""
     element_type = pt.tensor_type(result).element_type
-    return isinstance(element_type, UNFUSED_ELEMENT_TYPES) and feeds_only_elementwise(result)
+    return isinstance(element_type, UNFUSED_ELEMENT_TYPES) and feeds_only(result, readers)
 
 
 @dataclass(frozen=True)
@@ -69,15 +74,17 @@ class UnfuseAddmm(RewritePattern):
 @dataclass(frozen=True)
 class UnfuseConvolutionBias(RewritePattern):
     """`convolution(x, w, bias)` in float32 or float64, whose result only
-    elementwise ops read, becomes `convolution(x, w) + bias` with the bias
-    viewed as `[C, 1, ..., 1]`: the library adds a bias as one more pass over
-    its output, which the readers' kernel does for free."""
+    elementwise ops and reductions read, becomes `convolution(x, w) + bias`
+    with the bias viewed as `[C, 1, ..., 1]`: the library adds a bias as one
+    more pass over its output, which the readers' kernels do for free (a
+    channel layer norm after a depthwise convolution reads it through
+    reductions)."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: pt.ConvolutionOp, rewriter: PatternRewriter) -> None:
         if op.bias is None:
             return
-        if not unfusable(op.result):
+        if not unfusable(op.result, KERNEL_READERS):
             return
         result_type = pt.tensor_type(op.result)
         bias_type = pt.tensor_type(op.bias)
@@ -108,8 +115,8 @@ class UnfuseBiasAddPass(ModulePass):
     keep their bias (an add of their own would be one more pass over memory),
     as do products with `beta` or `alpha` scales and half-precision products,
     which add the bias before rounding. A convolution's bias is unfused by the
-    same rule (`UnfuseConvolutionBias`): the library adds it in a pass of its
-    own over the output.
+    same rule, reductions counting as readers too (`UnfuseConvolutionBias`):
+    the library adds it in a pass of its own over the output.
 
     Before:
     ```

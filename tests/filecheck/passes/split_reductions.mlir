@@ -64,3 +64,29 @@ func.func @kept(%x: !ptensor.tensor<[65536], f32>, %h: !ptensor.tensor<[65536], 
   }
   func.return %a, %s, %c : !ptensor.tensor<[], i64>, !ptensor.tensor<[], bf16>, !ptensor.tensor<[32768], f32>
 }
+
+// The height and width of a batch of images (a squeeze-excite's average pool):
+// 1024 results of 12544 elements split from `image-min-length`, 16 chunks of
+// 7 rows, so that a channels-last layout still gives many programs.
+// DEFAULT-LABEL: func.func @image(
+// DEFAULT-NEXT:    %[[P:.*]] = loop.reduce sum ins(%[[A:.*]] = %x : !ptensor.tensor<[32, 32, 112, 112], f32>) over [7, 112] -> !ptensor.tensor<[16, 32, 32], f32> {
+// DEFAULT-NEXT:      %[[V:.*]] = loop.load %[[A]][d1, d2, d0 * 7 + r0, r1] : f32
+// DEFAULT:         loop.reduce sum ins(%{{.*}} = %[[P]] : !ptensor.tensor<[16, 32, 32], f32>) over [16] -> !ptensor.tensor<[32, 32], f32>
+func.func @image(%x: !ptensor.tensor<[32, 32, 112, 112], f32>) -> !ptensor.tensor<[32, 32], f32> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[32, 32, 112, 112], f32>) over [112, 112] -> !ptensor.tensor<[32, 32], f32> {
+    %v = loop.load %a[d0, d1, r0, r1] : f32
+    loop.yield %v : f32
+  }
+  func.return %s : !ptensor.tensor<[32, 32], f32>
+}
+
+// The same count over the channels and height is no image's pool: too short to split.
+// DEFAULT-LABEL: func.func @not_image(
+// DEFAULT-NEXT:    loop.reduce sum {{.*}} over [112, 112] -> !ptensor.tensor<[32, 32], f32>
+func.func @not_image(%x: !ptensor.tensor<[32, 112, 112, 32], f32>) -> !ptensor.tensor<[32, 32], f32> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[32, 112, 112, 32], f32>) over [112, 112] -> !ptensor.tensor<[32, 32], f32> {
+    %v = loop.load %a[d0, r0, r1, d1] : f32
+    loop.yield %v : f32
+  }
+  func.return %s : !ptensor.tensor<[32, 32], f32>
+}

@@ -77,6 +77,22 @@ func.func @convolution_activation(%x: !ptensor.tensor<[2, 3, 8, 8], f32>, %w: !p
   func.return %z : !ptensor.tensor<[2, 4, 8, 8], f32>
 }
 
+// A depthwise convolution read through a permute by a channel layer norm's
+// mean and difference: reductions take the bias in as they load too.
+// CHECK-LABEL: func.func @convolution_normalized(
+// CHECK-NEXT:    %[[C:.*]] = ptensor.convolution %x, %w stride
+// CHECK-NEXT:    %[[B:.*]] = ptensor.reshape %b
+// CHECK-NEXT:    %[[Y:.*]] = ptensor.binary add %[[C]], %[[B]]
+// CHECK-NEXT:    %[[P:.*]] = ptensor.permute %[[Y]]
+// CHECK-NEXT:    ptensor.reduce sum %[[P]]
+func.func @convolution_normalized(%x: !ptensor.tensor<[2, 4, 8, 8], f32>, %w: !ptensor.tensor<[4, 1, 3, 3], f32>, %b: !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[2, 8, 8, 4], f32> {
+  %y = ptensor.convolution %x, %w, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 4 : !ptensor.tensor<[2, 4, 8, 8], f32>, !ptensor.tensor<[4, 1, 3, 3], f32>, !ptensor.tensor<[4], f32> -> !ptensor.tensor<[2, 4, 8, 8], f32>
+  %p = ptensor.permute %y [0, 2, 3, 1] : !ptensor.tensor<[2, 4, 8, 8], f32> -> !ptensor.tensor<[2, 8, 8, 4], f32>
+  %s = ptensor.reduce sum %p dims [3] keepdim : !ptensor.tensor<[2, 8, 8, 4], f32> -> !ptensor.tensor<[2, 8, 8, 1], f32>
+  %d = ptensor.binary sub %p, %s : !ptensor.tensor<[2, 8, 8, 4], f32>, !ptensor.tensor<[2, 8, 8, 1], f32> -> !ptensor.tensor<[2, 8, 8, 4], f32>
+  func.return %d : !ptensor.tensor<[2, 8, 8, 4], f32>
+}
+
 // Refusals: a returned convolution and a half-precision one keep their bias.
 // CHECK-LABEL: func.func @convolution_returned(
 // CHECK-NEXT:    ptensor.convolution %x, %w, %b

@@ -166,6 +166,46 @@ def test_large_constants_become_trailing_arguments() -> None:
     torch.testing.assert_close(output, x * constant + 1)
 
 
+def _on_fake_cuda(fn, device: str = "cuda"):
+    """The ATen graph of `fn` on a fake input on `device` (no GPU needed)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        return make_fx(fn)(torch.empty(4, device=device))
+
+
+def test_a_constant_copied_to_the_inputs_device_is_computed_there() -> None:
+    def fn(x):
+        two = aten.lift_fresh_copy.default(torch.tensor(2.0))
+        return x * aten._to_copy.default(two, device=x.device)
+
+    module = import_graph(_on_fake_cuda(fn)).module
+    assert ops_named(module, ptensor.FallbackOp) == []
+    assert len(ops_named(module, ptensor.ConstantOp)) == 1
+
+
+def test_a_copy_of_an_input_to_another_device_falls_back() -> None:
+    def fn(x):
+        return aten._to_copy.default(x, device=torch.device("cpu")) + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = import_graph(_on_fake_cuda(fn)).module
+    (fallback,) = ops_named(module, ptensor.FallbackOp)
+    assert "_to_copy" in str(fallback)
+
+
+def test_a_constant_copied_away_from_the_inputs_device_falls_back() -> None:
+    def fn(x):
+        two = aten.lift_fresh_copy.default(torch.tensor(2.0))
+        return x, aten._to_copy.default(two, device=torch.device("cuda"))
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        module = import_graph(_on_fake_cuda(fn, device="cpu")).module
+    assert len(ops_named(module, ptensor.FallbackOp)) == 1
+
+
 def test_integer_and_bool_constants() -> None:
     def fn(x):
         return x + torch.tensor([1, 2, 3]), x > torch.tensor([True, False, True])

@@ -6,7 +6,7 @@ import math
 
 import torch
 from torch import fx
-from xdsl.ir import SSAValue
+from xdsl.ir import BlockArgument, SSAValue
 
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import (
@@ -179,12 +179,43 @@ def clamp_one_side(kind: BinaryKind) -> Converter:
 
 
 def cast(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
-    """Type conversions (`_to_copy`, `convert_element_type`) to the result dtype."""
+    """Type conversions (`_to_copy`, `convert_element_type`) to the result
+    dtype. A copy to another device is a cast too when its source is computed
+    from constants alone (`torch.tensor(2.0).to(x.device)`), and the
+    destination is where the graph's inputs are: the compiled program
+    computes it there; any other copy between devices falls back."""
     device = node.kwargs.get("device")
     source_value = ctx.meta(node.args[0])
+    source = ctx.tensor(node.args[0])
     if device is not None and torch.device(device) != source_value.device:
-        return ctx.decline(f"a copy from {source_value.device} to {device}")
-    return ctx.cast(ctx.tensor(node.args[0]), ctx.result_type(node).element_type)
+        if not (_on_input_device(node, torch.device(device)) and _computed_from_constants(source)):
+            return ctx.decline(f"a copy from {source_value.device} to {device}")
+    return ctx.cast(source, ctx.result_type(node).element_type)
+
+
+def _on_input_device(node: fx.Node, device: torch.device) -> bool:
+    """Whether `device` is the device of a tensor input of `node`'s graph."""
+    for placeholder in node.graph.find_nodes(op="placeholder"):
+        example = placeholder.meta.get("val")
+        if isinstance(example, torch.Tensor):
+            return example.device == device or (
+                example.device.type == device.type and device.index is None
+            )
+    return False
+
+
+def _computed_from_constants(value: SSAValue) -> bool:
+    """Whether no function argument flows into `value`."""
+    pending, seen = [value], set()
+    while pending:
+        current = pending.pop()
+        if isinstance(current, BlockArgument):
+            return False
+        if current in seen:
+            continue
+        seen.add(current)
+        pending.extend(current.owner.operands)
+    return True
 
 
 def identity(ctx: ImportContext, node: fx.Node) -> SSAValue:

@@ -44,7 +44,8 @@ GROUP_RULES: dict[str, str] = {
     "different-rows": "the loop ops run over different row domains (their leading dimensions differ)",
     "long-reduction-to-one-element": "a kernel with a reduction to one element runs as one program: "
     "each member must fit one program",
-    "pointwise-shapes": "pointwise ops of different shapes would run with less parallelism in one kernel",
+    "pointwise-shapes": "pointwise ops of different shapes, or one larger than the kernel's reductions and "
+    "scans, would run with less parallelism in one kernel",
     "not-row-local": "the consumer reads the producer at another row than its own",
     "no-shared-input": "the loop op neither reads the kernel's results nor shares an input with it",
     "max-group-size": "the producer's kernel already has max-group-size loop ops",

@@ -113,10 +113,20 @@ def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
     its reader alike: a `[3, 1, 1, 1]` mask read by a `[3, 512, 8, 768]`
     select (the gradient of a packed q/k/v projection) ran as 3 programs of 3
     million elements each. Members of one shape run as one flat loop over
-    their elements; a reduction or a scan runs one program per row anyway.
+    their elements. A reduction or a scan runs one program per row anyway, so
+    with one, pointwise members may have any shape that is no larger than
+    its domain (an epilogue over its elements or its results); a larger one
+    would make the row programs longer: a `[8, 512, 768]` embedding sum
+    grouped with the `[8, 512]` scan of its position ids ran as 8 programs.
     """
-    if any(isinstance(op, loop.ReduceOp | loop.ScanOp) for op in ops):
-        return False
+    rowwise = [op for op in ops if isinstance(op, loop.ReduceOp | loop.ScanOp)]
+    if rowwise:
+        largest = [_points(op) for op in rowwise]
+        return any(
+            all(bool((_points(op) - most).is_positive) for most in largest)
+            for op in ops
+            if isinstance(op, loop.PointwiseOp)
+        )
     first, *others = [op.result.type.sizes for op in ops]  # type: ignore[union-attr]
     return not all(shapes_equal(first, shape) for shape in others)
 

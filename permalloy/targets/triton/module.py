@@ -36,12 +36,20 @@ from __future__ import annotations
 
 import re
 
+import sympy
+
 from permalloy.targets.host import python_expr
 from permalloy.targets.triton.compat import helper_source, uses_libdevice
-from permalloy.targets.triton.plan import TILED, KernelPlan
+from permalloy.targets.triton.plan import FLAT, TILED, KernelPlan
 from permalloy.targets.triton.source import SourceWriter
 from permalloy.targets.triton.stages import KernelBodyWriter, kernel_header
 from permalloy.targets.triton.types import TORCH_DTYPES
+
+
+MIXED_FLAT_XBLOCK = 1024
+"""The least block of a flat launch in a kernel whose other launches walk rows:
+the configuration's XBLOCK counts rows of those, a few when rows are long,
+and a flat launch of millions of elements would run as millions of programs."""
 
 
 def function_name(kernel_name: str) -> str:
@@ -125,10 +133,10 @@ def _launcher(plan: KernelPlan) -> str:
         arguments = ", ".join([t.name for t in plan.tensors] + list(plan.symbols))
         w.line("kernels = []")
         for position, group in enumerate(plan.groups):
-            w.line(f"grid = {_grid(group, 'config')}")
+            w.line(f"grid = {_grid(plan, group, 'config')}")
             w.line("if grid > 0:")
             with w.indented():
-                options = _jit_options(constexprs, position)
+                options = _jit_options(plan, constexprs, position)
                 w.line(f"kernels.append({plan.name}[(grid,)]({arguments}, {', '.join(options)}))")
         w.line("return kernels")
     return w.text()
@@ -150,9 +158,9 @@ def _warmup(plan: KernelPlan) -> str:
         dtypes = [TORCH_DTYPES[t.dtype] for t in plan.tensors]
         arguments = ", ".join(dtypes + list(plan.symbols))
         for position, group in enumerate(plan.groups):
-            w.line(f"if {_grid(group, 'config')} > 0:")
+            w.line(f"if {_grid(plan, group, 'config')} > 0:")
             with w.indented():
-                options = _jit_options(constexprs, position)
+                options = _jit_options(plan, constexprs, position)
                 w.line(f"{plan.name}.warmup({arguments}, grid=(1,), {', '.join(options)})")
     return w.text()
 
@@ -165,10 +173,11 @@ def _bind_idx64(plan: KernelPlan, constexprs: list[str], w: SourceWriter) -> Non
         w.line(f"idx64 = max({extents}, 0) >= 2**31")
 
 
-def _jit_options(constexprs: list[str], position: int) -> list[str]:
+def _jit_options(plan: KernelPlan, constexprs: list[str], position: int) -> list[str]:
     """The keyword arguments of a JIT launch (or warm-up) of group `position`:
     the compile-time parameters, then warps and stages, from `config`."""
-    options = [f"{name}=config['{name}']" for name in constexprs if name in ("XBLOCK", "RBLOCK")]
+    options = [f"XBLOCK={_xblock(plan, plan.groups[position], 'config')}"]
+    options += [f"{name}=config['{name}']" for name in constexprs if name == "RBLOCK"]
     if "STAGE" in constexprs:
         options.append(f"STAGE={position}")
     if "IDX64" in constexprs:
@@ -176,9 +185,20 @@ def _jit_options(constexprs: list[str], position: int) -> list[str]:
     return options + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
 
 
-def _grid(group, config: str) -> str:
+def _xblock(plan: KernelPlan, group, config: str) -> str:
+    """The XBLOCK of a group's launch, from `config` (see `MIXED_FLAT_XBLOCK`)."""
+    if group.mode == FLAT and any(g.mode != FLAT for g in plan.groups):
+        rows = sympy.sympify(group.rows.numel)
+        least = MIXED_FLAT_XBLOCK
+        if rows.is_Integer:
+            least = min(least, 1 << max(int(rows) - 1, 0).bit_length())
+        return f"max({config}['XBLOCK'], {least})"
+    return f"{config}['XBLOCK']"
+
+
+def _grid(plan: KernelPlan, group, config: str) -> str:
     """The number of programs of a group's launch, from the symbols and `config`."""
-    grid = f"triton.cdiv({python_expr(group.rows.numel)}, {config}['XBLOCK'])"
+    grid = f"triton.cdiv({python_expr(group.rows.numel)}, {_xblock(plan, group, config)})"
     if group.mode == TILED:
         inner = group.stages[0].inner.numel
         grid += f" * triton.cdiv({python_expr(inner)}, {config}['RBLOCK'])"
@@ -199,13 +219,13 @@ def _direct_launcher(plan: KernelPlan) -> str:
         if plan.symbols:
             w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
         constexprs = constexpr_names(plan)
-        for name in constexprs:
-            if name in ("XBLOCK", "RBLOCK"):
-                w.line(f"{name} = config[{name!r}]")
+        if "RBLOCK" in constexprs:
+            w.line("RBLOCK = config['RBLOCK']")
         _bind_idx64(plan, constexprs, w)
         w.line("compiled = iter(kernels)")
         for position, group in enumerate(plan.groups):
-            w.line(f"grid{position} = {_grid(group, 'config')}")
+            w.line(f"XBLOCK{position} = {_xblock(plan, group, 'config')}")
+            w.line(f"grid{position} = {_grid(plan, group, 'config')}")
             w.line(
                 f"run{position}, function{position}, metadata{position} = "
                 f"next(compiled) if grid{position} > 0 else (None, None, None)"
@@ -223,7 +243,8 @@ def _direct_launcher(plan: KernelPlan) -> str:
                 )
             for position, _ in enumerate(plan.groups):
                 values = [t.name for t in plan.tensors] + list(plan.symbols)
-                values += [{"STAGE": str(position), "IDX64": "idx64"}.get(name, name) for name in constexprs]
+                bound = {"XBLOCK": f"XBLOCK{position}", "STAGE": str(position), "IDX64": "idx64"}
+                values += [bound.get(name, name) for name in constexprs]
                 w.line(f"if grid{position} > 0:")
                 with w.indented():
                     w.line(

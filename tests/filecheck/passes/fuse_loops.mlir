@@ -1007,3 +1007,27 @@ func.func @scan_prologue_and_epilogue(%x: !ptensor.tensor<[4, 8], f32>) -> (!pte
   }
   func.return %y, %z : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
 }
+
+// -----
+
+// A reader larger than the scan's domain (a table gathered at each scanned
+// position: position ids and their embeddings) stays out of the scan's kernel,
+// which runs one program per row: together they would loop over 8 x 16
+// elements in each of 4 programs.
+// CHECK-LABEL: func.func @scan_and_a_larger_reader(
+// CHECK-NEXT:    %c = loop.scan sum
+// CHECK:         %g = loop.pointwise ins(%{{.+}} = %c : !ptensor.tensor<[4, 8], i64>, %{{.+}} = %t : !ptensor.tensor<[64, 16], f32>) -> !ptensor.tensor<[4, 8, 16], f32>
+// CHECK-NOT:     loop.fused
+func.func @scan_and_a_larger_reader(%x: !ptensor.tensor<[4, 8], i64>, %t: !ptensor.tensor<[64, 16], f32>) -> !ptensor.tensor<[4, 8, 16], f32> {
+  %c = loop.scan sum ins(%0 = %x : !ptensor.tensor<[4, 8], i64>) dim 1 -> !ptensor.tensor<[4, 8], i64> {
+    %1 = loop.load %0[d0, r0] : i64
+    loop.yield %1 : i64
+  }
+  %g = loop.pointwise ins(%0 = %c : !ptensor.tensor<[4, 8], i64>, %1 = %t : !ptensor.tensor<[64, 16], f32>) -> !ptensor.tensor<[4, 8, 16], f32> {
+    %2 = loop.load %0[d0, d1] : i64
+    %3 = arith.index_cast %2 : i64 to index
+    %4 = loop.load %1[v0, d2] (%3) : f32
+    loop.yield %4 : f32
+  }
+  func.return %g : !ptensor.tensor<[4, 8, 16], f32>
+}

@@ -126,6 +126,13 @@ def as_strided(call: Call) -> Pair:
     )
 
 
+def diagonal(call: Call) -> Pair:
+    """The diagonal, which torch puts last, moved before the pair's 2."""
+    value = call["self"]
+    first, second = (normalized_dim(call[name], value.rank) for name in ("dim1", "dim2"))
+    return Pair(value.packed().diagonal(call["offset"], first, second).movedim(-1, -2))
+
+
 def flip(call: Call) -> Pair:
     value = call["self"]
     return Pair(value.packed().flip([normalized_dim(d, value.rank) for d in call["dims"]]))
@@ -156,6 +163,14 @@ def stack(call: Call) -> Pair:
     tensors = [packed_of(t, result) for t in call["tensors"]]
     rank = call.example.dim()
     return Pair(torch.stack(tensors, normalized_dim(call["dim"], rank)))
+
+
+def split(call: Call) -> list[Pair]:
+    """split, split_with_sizes: pieces of the pair along a dimension."""
+    value = call["self"]
+    sizes = call["split_sizes"] if "split_sizes" in call.arguments else call["split_size"]
+    pieces = torch.split(value.packed(), sizes, normalized_dim(call["dim"], value.rank))
+    return [Pair(piece) for piece in pieces]
 
 
 def index(call: Call) -> Pair:
@@ -240,6 +255,25 @@ def cumsum(call: Call) -> Pair:
     if value.rank == 0:
         return value.to(call.result.dtype)
     return Pair(torch.cumsum(_packed(call), normalized_dim(call["dim"], value.rank)))
+
+
+def variance(call: Call) -> Any:
+    """var, std, var_mean: the variance of a complex tensor is the sum of its
+    parts' (the mean of `|z - mean|^2`, with the same correction)."""
+    real, imag = call["self"].to(call.result.dtype).parts()
+    dims, keepdim = call["dim"], call["keepdim"]
+    correction = call["correction"]
+    spread = torch.var(real, dims, correction=correction, keepdim=keepdim) + torch.var(
+        imag, dims, correction=correction, keepdim=keepdim
+    )
+    packet = call.node.target.overloadpacket
+    if packet is aten.std:
+        return torch.sqrt(spread)
+    if packet is aten.var_mean:
+        packed = call["self"].to(call.result.dtype).packed()
+        reduced = normalized_dims(dims, call["self"].rank)
+        return spread, Pair(torch.mean(packed, reduced, keepdim=keepdim)) if reduced else call["self"]
+    return spread
 
 
 def vector_norm(call: Call) -> torch.Tensor:
@@ -381,10 +415,13 @@ STRUCTURE_RULES: dict[Any, Callable[[Call], Any]] = {
     aten.squeeze: squeeze,
     aten.expand: expand,
     aten.as_strided: as_strided,
+    aten.diagonal: diagonal,
     aten.flip: flip,
     aten.roll: roll,
     aten.cat: cat,
     aten.stack: stack,
+    aten.split.Tensor: split,
+    aten.split_with_sizes: split,
     aten.index.Tensor: index,
     aten.index_select: index_select,
     aten.index_put: index_put,
@@ -396,6 +433,9 @@ STRUCTURE_RULES: dict[Any, Callable[[Call], Any]] = {
     aten.mean.default: sum_or_mean,
     aten.mean.dim: sum_or_mean,
     aten.cumsum.default: cumsum,
+    aten.var.correction: variance,
+    aten.std.correction: variance,
+    aten.var_mean.correction: variance,
     aten.linalg_vector_norm: vector_norm,
     aten.norm.Scalar: norm,
     aten.norm.ScalarOpt_dim: norm,

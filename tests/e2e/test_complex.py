@@ -5,7 +5,8 @@ real pair (`lowering/complex_as_real.py`) and compiles whole. Arithmetic with
 complex and real operands and numbers (broadcast), conjugation, `abs`,
 `angle`, `sgn`, `exp`, `log`, `sqrt`, powers, the parts and their
 assembly (`real`, `imag`, `view_as_real`, `view_as_complex`, `complex`,
-`polar`), reductions and norms, views, concatenation, matrix products, FFTs
+`polar`), reductions, variances and norms, views, splits, concatenation, matrix
+products, FFTs
 (library calls), complex64 and complex128, non-contiguous complex inputs
 (transposed, strided, offset, conjugated, broadcast), symbolic sizes, a
 rotary embedding written as LLaMA's reference code writes it, a spectral
@@ -142,7 +143,7 @@ def reductions(z):
         z.sum(), z.sum(0), z.sum(-1, keepdim=True), z.mean(), z.mean(1),
         torch.linalg.vector_norm(z), torch.linalg.vector_norm(z, 1, dim=0),
         torch.linalg.vector_norm(z, float("inf"), dim=1), z.norm(), torch.norm(z, dim=1),
-        torch.cumsum(z, 1),
+        torch.cumsum(z, 1), z.var(0), z.std(), *torch.var_mean(z, 1),
     )  # fmt: skip
 
 
@@ -163,6 +164,7 @@ def views(z, w, rows):
         torch.cat([y, z], 0), torch.cat([y, z.abs()], 1), torch.stack([y, z], -1), torch.stack([y, z]),
         y.transpose(0, 1).reshape(-1) * 1j, y.flip(0) + 1, z[:, 2:4].reshape(8, 1).squeeze(1),
         y[rows], y.index_select(1, rows), F.pad(torch.view_as_real(y), (0, 0, 1, 2)), y.roll(1, 0),
+        *y.chunk(2, 1), y.diagonal() * 2,
     )  # fmt: skip
 
 

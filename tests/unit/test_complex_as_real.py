@@ -114,6 +114,13 @@ CASES = {
         ),
         lambda dtype: (crandn(3, 4, dtype=dtype),),
     ),
+    "statistics_and_pieces": (
+        lambda z: (
+            z.var(), z.var(0), z.std(1, keepdim=True), torch.var_mean(z, 1, correction=0), *z.split(2, 1),
+            *z.chunk(2), *z.unbind(1), z.diagonal(), z.diagonal(1, 1, 0) * 2, *torch.split(z, [1, 3], -1),
+        ),
+        lambda dtype: (crandn(3, 4, dtype=dtype),),
+    ),
     "products": (
         lambda a, b, p, q: (a @ b, torch.bmm(p, q), p @ b, torch.addmm(a @ b, a, b, beta=0.5, alpha=2)),
         lambda dtype: (

@@ -9,11 +9,15 @@ Each rule computes on the parts of its operands in the dtype the op
 computes in (its result's), as torch's kernels do: a product is
 `(ar br - ai bi, ar bi + ai br)`, a quotient Smith's algorithm as torch
 divides, a magnitude the larger part times `sqrt(1 + r^2)` (no overflow
-where the magnitude is finite).
+where the magnitude is finite). A part known to be the number 0 (the
+imaginary part of a real operand or number) is left out of sums and
+products, which torch computes with it: where the other operand holds an
+infinity or a NaN, eager's `0 * inf` makes a NaN that the rewrite does not.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -75,9 +79,9 @@ def multiply(a: Parts, b: Parts) -> Parts:
 def divide(a: Parts, b: Parts, result: Result) -> Parts:
     """The complex quotient `a / b`: by a real tensor or number, each part
     divided; by a complex number, its reciprocal's product; by a complex
-    tensor, Smith's
-    algorithm as torch's `c10::complex` divides (by the larger part of the
-    denominator, and by zero part by part: `1 / 0` is `inf + nan j`)."""
+    tensor, Smith's algorithm as torch's `c10::complex` divides (by the
+    larger part of the denominator, and by zero part by part: `1 / 0` is
+    `inf + nan j`)."""
     (ar, ai), (br, bi) = a, b
     if _is_zero(bi):
         return ar / br, (0.0 if _is_zero(ai) else ai / br)
@@ -244,7 +248,7 @@ def power(call: Call) -> Pair:
         return make_pair(torch.ones_like(real), 0.0, result)
     if exponent == 0.5:
         return make_pair(*principal_sqrt(real, imag), result)
-    if exponent == int(exponent) and 1 <= abs(exponent) <= 3:
+    if math.isfinite(exponent) and exponent == int(exponent) and 1 <= abs(exponent) <= 3:
         value: Parts = (real, imag)
         for _ in range(int(abs(exponent)) - 1):
             value = multiply(value, (real, imag))

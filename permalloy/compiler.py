@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import sympy
 import torch
@@ -50,6 +50,9 @@ from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
 from permalloy.targets.host import HostProgram, build_host_program, python_expr
 from permalloy.targets.registry import kernel_target, target_descriptor
+
+if TYPE_CHECKING:
+    from permalloy.lowering.complex_as_real import ComplexProgram
 
 
 @dataclass(frozen=True)
@@ -146,7 +149,7 @@ def dump_kernels(module: ModuleOp, target: KernelTarget, dumper: StageDumper) ->
 class CompiledGraph:
     """A compiled ATen graph and what running it needs besides its inputs."""
 
-    program: HostProgram | SizeOutputProgram
+    program: HostProgram | SizeOutputProgram | ComplexProgram
     stats: GraphStats
     outputs: list[Any]
     """For each graph output: the program result it is, or its plain value."""
@@ -161,6 +164,7 @@ def compile_graph(
     compiled-graph cache; raises on what it cannot do. `details`, when given,
     says what else to record (fusion decisions, kernels and their ATen ops,
     sources) and receives it."""
+    from permalloy.lowering.complex_as_real import complex_as_real
     from permalloy.lowering.import_fx import import_graph
 
     start = time.perf_counter()
@@ -169,8 +173,13 @@ def compile_graph(
     target = _make_target(options, times)
     labelled = details is not None and details.label_values
     with times.measure("import_fx"):
+        real = complex_as_real(graph)
+        if real is not None:
+            graph = real.graph
         imported = import_graph(graph, label_values=labelled)
     if dumper is not None:
+        if real is not None:
+            dumper.write("complex_as_real.py", graph.code)
         dumper.write("imported.mlir", str(imported.module))
     hints = symbol_hints(graph, imported.symbols)
     cache = None if labelled else _graph_cache(options)
@@ -203,6 +212,8 @@ def compile_graph(
     if details is not None:
         details.record(graph, imported.value_labels, module, target, program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
+    if real is not None:
+        program = real.boundary.wrap(program, [outputs[i].result for i in real.boundary.outputs])
     peak = planned_peak_expr(module)
     stats = GraphStats(
         peak_intermediate_bytes=_planned_peak(module),

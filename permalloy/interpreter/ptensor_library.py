@@ -20,6 +20,7 @@ from xdsl.interpreter import Interpreter, PythonValues
 from xdsl.ir import Attribute
 from xdsl.utils.exceptions import InterpretationError
 
+from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import (
     NoneValueAttr,
@@ -163,6 +164,19 @@ class LibraryFunctions(PTensorFunctionsBase):
                 grad_output, indices, num_weights, op.padding_idx.value.data, op.scale_by_frequency is not None
             ),
         )
+
+    @tensor_impl(ptensor.FftOp)
+    def run_fft(self, interpreter: Interpreter, op: ptensor.FftOp, args: PythonValues) -> PythonValues:
+        (source,) = args
+        dims = list(op.dims.data)
+        normalization = op.normalization.value.data
+        kind = op.kind.data
+        if kind == ptensor.FftKind.R2C:
+            return (fft_r2c_as_real(source, dims, normalization, op.onesided is not None),)
+        if kind == ptensor.FftKind.C2C:
+            return (fft_c2c_as_real(source, dims, normalization, op.forward is not None),)
+        last_dim_size = self.bindings.value(ptensor.tensor_type(op.result).sizes[dims[-1]])
+        return (fft_c2r_as_real(source, dims, normalization, last_dim_size),)
 
     @tensor_impl(ptensor.AttentionOp)
     def run_attention(

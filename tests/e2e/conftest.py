@@ -9,7 +9,8 @@ inputs, and checks that the results agree:
   `torch.testing.assert_close` element by element at the dtype's tolerance
   (float32 and float64: rtol 1e-4, atol 1e-5; float16: rtol 1e-2, atol 1e-3;
   bfloat16: rtol 2e-2, atol 1e-2); NaNs and infinities must be where eager has
-  them;
+  them; complex tensors likewise, as the pairs of their real dtype
+  (`view_as_real`);
 - integers and bools exactly;
 - every output's type, shape, dtype and strides equal to eager's;
 - inputs left as eager leaves them (unchanged, or mutated alike);
@@ -79,6 +80,9 @@ def assert_tensor_matches(actual: torch.Tensor, expected: torch.Tensor, where: s
     assert actual.stride() == expected.stride(), (
         f"{where}: strides {actual.stride()} != eager's {expected.stride()}"
     )
+    if expected.is_complex():
+        # both parts at the tolerance of the real dtype
+        actual, expected = (torch.view_as_real(t.resolve_conj()) for t in (actual, expected))
     if expected.dtype in TOLERANCES:
         rtol, atol = TOLERANCES[expected.dtype]
         error = relative_error(actual, expected)

@@ -99,6 +99,21 @@ CASES = {
         T("s0, 4"),
     ),
     "mm": (f"ptensor.mm %a0, %a1 : {T('s0, 4')}, {T('4, 3')} -> {T('s0, 3')}", [T("s0, 4"), T("4, 3")], T("s0, 3")),
+    "fft_r2c": (
+        f"ptensor.fft r2c %a0 dims [0, 1] normalization 1 onesided : {T('s0, 6')} -> {T('s0, 4, 2')}",
+        [T("s0, 6")],
+        T("s0, 4, 2"),
+    ),
+    "fft_c2c": (
+        f"ptensor.fft c2c %a0 dims [1] normalization 0 forward : {T('s0, 5, 2', 'f64')} -> {T('s0, 5, 2', 'f64')}",
+        [T("s0, 5, 2", "f64")],
+        T("s0, 5, 2", "f64"),
+    ),
+    "fft_c2r": (
+        f"ptensor.fft c2r %a0 dims [1] normalization 2 : {T('s0, 4, 2')} -> {T('s0, 7')}",
+        [T("s0, 4, 2")],
+        T("s0, 7"),
+    ),
 }
 
 

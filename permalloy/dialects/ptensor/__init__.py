@@ -18,7 +18,8 @@ The op set is small and orthogonal:
   min), `index_put`;
 - generators: `full`, `constant`, `iota`, `rand`;
 - library ops that run as extern calls: `mm`, `bmm`, `addmm`, `convolution`,
-  `convolution_backward`, `attention`, `embedding_backward`;
+  `convolution_backward`, `attention`, `embedding_backward`, `fft` (on
+  complex tensors as real pairs: ptensor has no complex element type);
 - `fallback`: any other ATen op, carried by name and run by torch.
 
 Every op verifies the shapes and dtypes of its operands and results and says
@@ -27,7 +28,7 @@ what is wrong when they do not fit.
 The package holds one module per family: `types` (the tensor type, list
 attributes, dtype and shape helpers), `kinds` (the kind enumerations and their
 attributes), `elementwise`, `reductions`, `scans`, `views`, `data_movement`, `scatters`,
-`generators`, `library` and `fallback`; `checks` and `syntax` hold the
+`generators`, `library`, `spectral` and `fallback`; `checks` and `syntax` hold the
 verification and custom-syntax helpers the ops share. Every public name is
 available from `permalloy.dialects.ptensor` itself.
 """
@@ -63,6 +64,8 @@ from permalloy.dialects.ptensor.kinds import (
     BinaryKindAttr,
     ComparePredicate,
     ComparePredicateAttr,
+    FftKind,
+    FftKindAttr,
     PadMode,
     PadModeAttr,
     RandomDistribution,
@@ -88,6 +91,7 @@ from permalloy.dialects.ptensor.library import (
     MatmulOp,
     convolution_geometry,
 )
+from permalloy.dialects.ptensor.spectral import FftOp
 from permalloy.dialects.ptensor.reductions import ReduceOp, reduced_shape
 from permalloy.dialects.ptensor.scans import ScanOp
 from permalloy.dialects.ptensor.scatters import SCATTER_OPS, IndexPutOp, ScatterAddOp, ScatterReduceOp
@@ -151,6 +155,7 @@ PTensor = Dialect(
         ScatterKindAttr,
         PadModeAttr,
         RandomDistributionAttr,
+        FftKindAttr,
         OperandRefAttr,
         NoneValueAttr,
     ],
@@ -181,6 +186,9 @@ __all__ = [
     "FLOAT_ONLY_BINARY",
     "FLOAT_ONLY_UNARY",
     "FallbackOp",
+    "FftKind",
+    "FftKindAttr",
+    "FftOp",
     "FullOp",
     "GatherOp",
     "INT_ONLY_BINARY",

@@ -2,7 +2,7 @@
 The enumerations that select what an op computes (the function of
 `ptensor.unary` and `ptensor.binary`, the predicate of `ptensor.compare`, the
 kind of `ptensor.reduce`, `ptensor.scan` and `ptensor.scatter_reduce`, the mode of `ptensor.pad`, the distribution of
-`ptensor.rand`), the attributes that hold them, and which dtypes each kind takes.
+`ptensor.rand`, the transform of `ptensor.fft`), the attributes that hold them, and which dtypes each kind takes.
 """
 
 from __future__ import annotations
@@ -180,6 +180,15 @@ class RandomDistribution(StrEnum):
     NORMAL = auto()
 
 
+class FftKind(StrEnum):
+    """The transforms of `ptensor.fft`, torch's `_fft_r2c`, `_fft_c2c` and
+    `_fft_c2r`: real to complex, complex to complex, complex to real."""
+
+    R2C = auto()
+    C2C = auto()
+    C2R = auto()
+
+
 @irdl_attr_definition
 class UnaryKindAttr(EnumAttribute[UnaryKind], SpacedOpaqueSyntaxAttribute):
     name = "ptensor.unary_kind"
@@ -222,3 +231,8 @@ class RandomDistributionAttr(
     EnumAttribute[RandomDistribution], SpacedOpaqueSyntaxAttribute
 ):
     name = "ptensor.distribution"
+
+
+@irdl_attr_definition
+class FftKindAttr(EnumAttribute[FftKind], SpacedOpaqueSyntaxAttribute):
+    name = "ptensor.fft_kind"

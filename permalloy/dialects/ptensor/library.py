@@ -2,7 +2,8 @@
 The library ops, run as extern calls into torch: matrix products
 (`ptensor.mm`, `bmm`, `addmm`), convolutions and their gradients
 (`ptensor.convolution`, `convolution_backward`), scaled dot-product attention
-and the gradient of an embedding table. Each takes float tensors of one dtype.
+and the gradient of an embedding table; `LIBRARY_OPS` lists them with
+`ptensor.fft` (`spectral.py`). Each takes float tensors of one dtype.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from xdsl.traits import Pure
 from xdsl.utils.exceptions import VerifyException
 
 from permalloy.dialects.ptensor.checks import check_float_operands, check_shape, require
+from permalloy.dialects.ptensor.spectral import FftOp
 from permalloy.dialects.ptensor.types import (
     IntListAttr,
     TensorType,
@@ -505,6 +507,7 @@ class EmbeddingBackwardOp(IRDLOperation):
 
 
 LIBRARY_OPS: tuple[type[IRDLOperation], ...] = (
+    FftOp,
     MatmulOp,
     BatchMatmulOp,
     AddmmOp,

@@ -1,7 +1,8 @@
 """
 Converters of library ops (run as extern calls): mm, bmm, addmm, convolution
-and its backward, the scaled-dot-product attention variants, and the gradient
-of an embedding table.
+and its backward, the scaled-dot-product attention variants, the gradient
+of an embedding table, and the FFTs on real pairs that `complex_as_real`
+writes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from torch import fx
 from xdsl.ir import SSAValue
 
 from permalloy.dialects import ptensor
+from permalloy.lowering import complex_fft  # noqa: F401 - defines the FFT custom ops named below
 from permalloy.lowering.import_fx.common import Converter, argument
 from permalloy.lowering.import_fx.context import ImportContext
 
@@ -234,7 +236,35 @@ def embedding_backward(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
     return ctx.emit(ptensor.EmbeddingBackwardOp(grad_output, indices, padding_idx, scale, ctx.result_type(node)))
 
 
+def fft(kind: ptensor.FftKind) -> Converter:
+    """The FFT custom ops of `complex_as_real` (`permalloy.fft_r2c`, ...),
+    whose complex tensors are real pairs, as `ptensor.fft`."""
+
+    def convert(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+        if not _floats(ctx, node):
+            return None
+        source, dims, normalization, flag = node.args[:4]
+        if not all(isinstance(d, int) for d in (*dims, normalization)):
+            return ctx.decline("symbolic dimensions or normalization")
+        return ctx.emit(
+            ptensor.FftOp(
+                kind,
+                ctx.tensor(source),
+                dims,
+                normalization,
+                ctx.result_type(node),
+                forward=kind == ptensor.FftKind.C2C and bool(flag),
+                onesided=kind == ptensor.FftKind.R2C and bool(flag),
+            )
+        )
+
+    return convert
+
+
 CONVERTERS: dict = {
+    torch.ops.permalloy.fft_r2c.default: fft(ptensor.FftKind.R2C),
+    torch.ops.permalloy.fft_c2c.default: fft(ptensor.FftKind.C2C),
+    torch.ops.permalloy.fft_c2r.default: fft(ptensor.FftKind.C2R),
     aten.mm.default: matmul(ptensor.MatmulOp),
     aten.bmm.default: matmul(ptensor.BatchMatmulOp),
     aten.addmm.default: addmm,

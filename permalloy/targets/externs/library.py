@@ -1,6 +1,7 @@
 """
 Library ops called from the host program: matrix products, convolution and its
-backward, attention and embedding gradients, each with its constant arguments
+backward, attention and embedding gradients, FFTs on complex tensors as real
+pairs, each with its constant arguments
 (convolution geometry, attention flags) bound at compile time.
 """
 
@@ -13,8 +14,9 @@ import torch
 import torch.nn.functional as F
 from xdsl.ir import Operation
 
+from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor as pt
-from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors
+from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors, size_function
 
 
 def _matmul(op: pt.MatmulOp) -> ExternCall:
@@ -70,6 +72,23 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
     return call
 
 
+def _fft(op: pt.FftOp) -> ExternCall:
+    """torch's FFT on complex tensors given and returned as real pairs."""
+    dims = list(op.dims.data)
+    normalization = op.normalization.value.data
+    kind = op.kind.data
+    if kind == pt.FftKind.R2C:
+        onesided = op.onesided is not None
+        return lambda tensors, symbols: (fft_r2c_as_real(tensors[0], dims, normalization, onesided),)
+    if kind == pt.FftKind.C2C:
+        forward = op.forward is not None
+        return lambda tensors, symbols: (fft_c2c_as_real(tensors[0], dims, normalization, forward),)
+    last_dim_size = size_function(pt.tensor_type(op.result).sizes[dims[-1]])
+    return lambda tensors, symbols: (
+        fft_c2r_as_real(tensors[0], dims, normalization, last_dim_size(symbols)),
+    )
+
+
 def _embedding_backward(op: pt.EmbeddingBackwardOp) -> ExternCall:
     rows = pt.tensor_type(op.result).sizes[0]
     padding, scale = op.padding_idx.value.data, op.scale_by_frequency is not None
@@ -90,5 +109,6 @@ LIBRARY_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.ConvolutionBackwardOp: _convolution_backward,
     pt.AttentionOp: _attention,
     pt.EmbeddingBackwardOp: _embedding_backward,
+    pt.FftOp: _fft,
 }
 """The library ops' calls, by op class."""

@@ -1013,3 +1013,77 @@ func.func @f(%d: !ptensor.tensor<[4, 64], i64>, %i: !ptensor.tensor<[4], i64>) {
   %0 = ptensor.embedding_backward %d, %i padding -1 : !ptensor.tensor<[4, 64], i64>, !ptensor.tensor<[4], i64> -> !ptensor.tensor<[10, 64], i64>
   func.return
 }
+
+// -----
+
+// ptensor.fft
+
+func.func @f(%x: !ptensor.tensor<[4, 8], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft: result shape [4, 8, 2] should be [4, 5, 2]
+  %0 = ptensor.fft r2c %x dims [1] normalization 0 onesided : !ptensor.tensor<[4, 8], f32> -> !ptensor.tensor<[4, 8, 2], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft: result shape [4, 8] should be [4, 8, 2]
+  %0 = ptensor.fft c2c %x dims [1] normalization 0 forward : !ptensor.tensor<[4, 8, 2], f32> -> !ptensor.tensor<[4, 8], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft c2c: complex tensors are [..., 2] pairs
+  %0 = ptensor.fft c2c %x dims [1] normalization 0 : !ptensor.tensor<[4, 8, 3], f32> -> !ptensor.tensor<[4, 8, 3], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft dimension 2 is out of range for rank 2
+  %0 = ptensor.fft c2c %x dims [2] normalization 0 : !ptensor.tensor<[4, 8, 2], f32> -> !ptensor.tensor<[4, 8, 2], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft: normalization 3 is not one of (0, 1, 2)
+  %0 = ptensor.fft c2c %x dims [1] normalization 3 : !ptensor.tensor<[4, 8, 2], f32> -> !ptensor.tensor<[4, 8, 2], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft: only c2c has a direction (r2c is forwards, c2r backwards)
+  %0 = ptensor.fft c2r %x dims [1] normalization 0 forward : !ptensor.tensor<[4, 8, 2], f32> -> !ptensor.tensor<[4, 14], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft: only r2c is onesided
+  %0 = ptensor.fft c2c %x dims [1] normalization 0 onesided : !ptensor.tensor<[4, 8, 2], f32> -> !ptensor.tensor<[4, 8, 2], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 5, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fft c2r: input size 4 of dimension 0 should be the result's 3
+  %0 = ptensor.fft c2r %x dims [1] normalization 0 : !ptensor.tensor<[4, 5, 2], f32> -> !ptensor.tensor<[3, 8], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 8], i32>) {
+  // CHECK: Operation does not verify: ptensor.fft takes float tensors
+  %0 = ptensor.fft r2c %x dims [1] normalization 0 : !ptensor.tensor<[4, 8], i32> -> !ptensor.tensor<[4, 8, 2], i32>
+  func.return
+}

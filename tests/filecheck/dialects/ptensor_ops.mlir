@@ -218,6 +218,25 @@ func.func @embedding_backward(%d: !ptensor.tensor<[s0, 8, 64], f32>, %i: !ptenso
 // GENERIC-LABEL: "func.func"() <{sym_name = "embedding_backward"
 // GENERIC: %1 = "ptensor.embedding_backward"(%d, %i) <{padding_idx = 0 : i64, scale_by_frequency}>
 
+// CHECK-LABEL: func.func @fft(
+func.func @fft(%x: !ptensor.tensor<[s0, 8], f32>, %z: !ptensor.tensor<[s0, 8, 2], f64>) {
+  // CHECK-NEXT: %0 = ptensor.fft r2c %x dims [0, 1] normalization 0 onesided : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0, 5, 2], f32>
+  // CHECK-NEXT: %1 = ptensor.fft r2c %x dims [1] normalization 1 : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0, 8, 2], f32>
+  // CHECK-NEXT: %2 = ptensor.fft c2c %z dims [1] normalization 2 forward : !ptensor.tensor<[s0, 8, 2], f64> -> !ptensor.tensor<[s0, 8, 2], f64>
+  // CHECK-NEXT: %3 = ptensor.fft c2c %z dims [0] normalization 0 : !ptensor.tensor<[s0, 8, 2], f64> -> !ptensor.tensor<[s0, 8, 2], f64>
+  // CHECK-NEXT: %4 = ptensor.fft c2r %0 dims [0, 1] normalization 2 : !ptensor.tensor<[s0, 5, 2], f32> -> !ptensor.tensor<[s0, 9], f32>
+  // CHECK-NEXT: func.return
+  %0 = ptensor.fft r2c %x dims [0, 1] normalization 0 onesided : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0, 5, 2], f32>
+  %1 = ptensor.fft r2c %x dims [1] normalization 1 : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0, 8, 2], f32>
+  %2 = ptensor.fft c2c %z dims [1] normalization 2 forward : !ptensor.tensor<[s0, 8, 2], f64> -> !ptensor.tensor<[s0, 8, 2], f64>
+  %3 = ptensor.fft c2c %z dims [0] normalization 0 : !ptensor.tensor<[s0, 8, 2], f64> -> !ptensor.tensor<[s0, 8, 2], f64>
+  %4 = ptensor.fft c2r %0 dims [0, 1] normalization 2 : !ptensor.tensor<[s0, 5, 2], f32> -> !ptensor.tensor<[s0, 9], f32>
+  func.return
+}
+
+// GENERIC-LABEL: "func.func"() <{sym_name = "fft"
+// GENERIC: %0 = "ptensor.fft"(%x) <{kind = #ptensor<fft_kind r2c>, dims = #ptensor.ints[0, 1], normalization = 0 : i64, onesided}>
+
 // CHECK-LABEL: func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
 func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
   // CHECK-NEXT: %0 = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>

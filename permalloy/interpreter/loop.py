@@ -144,7 +144,7 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         _, value = self._run_body(interpreter, op, args)
         if value.dtype == torch.bool:
             value = -value.to(torch.int8)  # i1 compares as a signed number: true is -1
-        positions = torch.sort(value, -1, descending=op.is_descending, stable=True).indices
+        positions = torch.sort(value, dim=-1, descending=op.is_descending, stable=True).indices
         count = self.bindings.value(op.count)
         return (positions[..., :count].movedim(-1, op.sorted_dim).contiguous(),)
 

@@ -106,8 +106,12 @@ def _positions(op: pt.SortOp | pt.TopkOp, count: sympy.Expr, descending: bool) -
     assert key is not None
     if key == signless(source.element_type):
         stored = builder.body.to_storage(value, source.element_type)
-        if isinstance(stored.owner, arith.TruncFOp) and isinstance(value.owner, arith.ExtFOp):
-            stored = value.owner.input  # the loaded f16 or bf16 itself
+        narrowed, widened = stored.owner, value.owner
+        if isinstance(narrowed, arith.TruncFOp) and isinstance(widened, arith.ExtFOp):
+            stored = widened.input  # the loaded f16 or bf16 itself, not widened and narrowed back
+            for dead in (narrowed, widened):
+                dead.detach()
+                dead.erase()
     else:  # unsigned or boolean, widened
         stored = builder.body.convert(value, source.element_type, key)
     builder.block.add_op(loop.YieldOp(stored))

@@ -41,15 +41,14 @@ def sort(ctx: ImportContext, node: fx.Node) -> tuple[SSAValue, SSAValue]:
 
 
 def _static_count(ctx: ImportContext, k, size: sympy.Expr) -> int | None:
-    """`k` as a number no larger than `size`, or None: a symbolic `k`, or one
-    out of range (torch raises, the fallback with it)."""
+    """`k` as a number no larger than a static `size`, or None: a symbolic
+    `k`, or one out of range (torch raises, the fallback with it). Rows of
+    a symbolic length are left to torch, which checks `k` at each call."""
     k = ctx.scalar(k)
     if not isinstance(k, int) or k < 0:
         return None
     if (size - k).is_number and size - k < 0:
         return None
-    if not size.is_number and k > 1:
-        return None  # a symbolic size may be smaller at run time
     return k
 
 

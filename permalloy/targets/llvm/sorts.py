@@ -116,7 +116,7 @@ def value_image(cg: CodeGen, value: ir.Value, value_type: Attribute, bits: int, 
     """The unsigned-ordered image (`bits` wide) of a body value (see the module docstring)."""
     b = cg.builder
     wide = ir.IntType(bits)
-    sign = ir.Constant(wide, 1 << (bits - 1))
+    sign = ir.Constant(wide, -(1 << (bits - 1)))  # the sign bit alone
     if is_float(value_type):
         value = to_compute(cg, value, value_type)
         raw = b.bitcast(value, wide)

@@ -18,7 +18,11 @@ orders it); complemented for a descending sort. The keys are all
 different, so their sort is the stable sort of the values, equal values
 keeping their order, descending too. Lanes past the row's end take the
 largest key, which no element has (its position would be 2**32 - 1), and
-sort last. The first `k` positions of each sorted row are stored.
+sort last. The first `k` positions of each sorted row are stored; where
+they are fewer than half the block (a topk's), `tl.topk` selects the
+smallest keys (the power of two above `k`) without sorting the others.
+Under Triton's interpreter both are a bitonic network of gathers
+(`compat`).
 
 Values of 64 bits have no room in such keys: the pipeline leaves their
 sorts to torch (`convert-ptensor-to-loop{sort-max-bits=32}`), and this
@@ -48,26 +52,42 @@ def check_sortable(stage: Stage, value_dtype: str) -> None:
 
 
 def write_sort(w: SourceWriter, stage: Stage, tile: Tile, registers) -> None:
-    """The keys of the block's rows, their sort, and the first positions stored."""
+    """The keys of the block's rows, their sort (or the selection of the `k`
+    smallest keys, when fewer than the block's are kept), and the first `k`
+    positions stored."""
     op = stage.op
     assert isinstance(op, SortOp)
     value = BodyWriter(w, stage, tile, registers).emit()
     check_sortable(stage, value.dtype)
+    count = op.count
+    if count == 0:
+        return
     image = _image(w, value)
     if op.is_descending:
         image = w.assign(f"~{image}", "tl.int32", value.deps, "img").text
     key = f"({image}.to(tl.int64) << 32) | rindex.to(tl.int64)"
     keys = w.assign(f"tl.where(xmask & rmask, {key}, {LARGEST_KEY})", "tl.int64", frozenset({"x", "r"}), "key")
-    ordered = w.assign(f"tl.sort({keys.text}, dim=1)", "tl.int64", keys.deps, "sorted")
-    positions = Value(w.assign(f"{ordered.text} & {POSITION_MASK}", "tl.int64", keys.deps, "pos").text, "tl.int64", keys.deps)
-    kept = f"xmask & (rindex < {_count(w, op)})"
+    block = stage.block
+    kept = 1 << max(int(count) - 1, 0).bit_length() if count.is_Integer else block
+    if kept < block:
+        w.helpers.add("smallest_rows")
+        ordered = w.assign(f"_smallest_rows({keys.text}, {block}, {kept})", "tl.int64", keys.deps, "sorted")
+        (variable, _), = stage.inner.dims
+        first = w.assign(f"tl.arange(0, {kept})[None, :]", "tl.int64", frozenset({"r"}), "j")
+        tile = Tile({**tile.variables, variable.name: first}, {"x": "xmask", "r": f"({first.text} < {_size(w, count)})"})
+        mask = f"xmask & {tile.masks['r']}"
+    else:
+        w.helpers.add("sort_rows")
+        ordered = w.assign(f"_sort_rows({keys.text}, {block})", "tl.int64", keys.deps, "sorted")
+        mask = f"xmask & (rindex < {_size(w, count)})"
+    positions = w.assign(f"{ordered.text} & {POSITION_MASK}", "tl.int64", keys.deps, "pos")
     for tensor in stage.outputs:
         address = BodyWriter(w, stage, tile, registers).expr(stage.output_address(tensor))
-        store(w, tensor, address, positions, kept, {"x", "r"})
+        store(w, tensor, address, positions, mask, {"x", "r"})
 
 
-def _count(w: SourceWriter, op: SortOp) -> str:
-    return TritonExpr(lambda name: name, w.helpers).atom(op.count)
+def _size(w: SourceWriter, size) -> str:
+    return TritonExpr(lambda name: name, w.helpers).atom(size)
 
 
 def _image(w: SourceWriter, value: Value) -> str:

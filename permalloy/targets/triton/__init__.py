@@ -3,7 +3,8 @@ The `triton` kernel target: each `buffer.kernel` as a generated Python module
 holding one `@triton.jit` function and its launcher.
 
 - `plan`: stages, groups of stages sharing rows, tiles and temporaries;
-- `stages`, `body`, `arith`, `math_ops`, `reductions`: the kernel's statements;
+- `stages`, `body`, `arith`, `math_ops`, `reductions`, `scans`, `scatters`,
+  `sorts`: the kernel's statements;
 - `compat`: helpers that run on GPUs (libdevice) and in Triton's interpreter;
 - `module`: the module text; `target`: compilation, loading and launching;
 - `configs`, `autotune`: block sizes and warps, benchmarked on first call on

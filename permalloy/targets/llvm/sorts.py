@@ -70,12 +70,11 @@ def sort_row(emitter: StageEmitter, env: Env) -> None:
     length = stage.reduction[0]
     if not length.is_Integer:
         raise UnsupportedKernelError("the LLVM target sorts rows of a static length")
-    n = int(length)
-    if n == 0:
-        return
+    n, k = int(length), int(op.count)
+    if n == 0 or k == 0:
+        return  # nothing to store (the entry does not even run such a group)
     bits = value_bits(op.yielded.type)
     key_type = ir.IntType(2 * bits)
-    k = int(op.count)
     selects = k <= SELECT_LIMIT and k * SELECT_RATIO <= n
     keys = cg.alloca(key_type, count=k if selects else n, name="keys")
     if selects:

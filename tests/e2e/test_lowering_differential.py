@@ -902,9 +902,11 @@ def assert_same(actual: Tensor, expected: Tensor, what: str) -> None:
 @dataclass
 class Levels:
     """A module at the three levels, and at the loop and buffer levels after
-    fusion, and with memory planned."""
+    fusion, and with memory planned; `lowering` is the conversion to loops
+    with its options (a target's pipeline may give it some)."""
 
     ptensor: ModuleOp
+    lowering: str = "convert-ptensor-to-loop"
     loop: ModuleOp = field(init=False)
     buffer: ModuleOp = field(init=False)
     fused: ModuleOp = field(init=False)
@@ -913,7 +915,7 @@ class Levels:
     fused_planned: ModuleOp = field(init=False)
 
     def __post_init__(self) -> None:
-        self.loop = lower(self.ptensor, "convert-ptensor-to-loop")
+        self.loop = lower(self.ptensor, self.lowering)
         self.buffer = lower(self.loop, "convert-loop-to-buffer")
         self.fused = lower(self.loop, "cse,fuse-loops,cse,dce")
         self.fused_buffer = lower(self.fused, "convert-loop-to-buffer")

@@ -38,7 +38,7 @@ from permalloy.analysis.affine import gathered, unit_stride
 from permalloy.analysis.collapse import Space, collapse_space
 from permalloy.analysis.rows import row_groups
 from permalloy.dialects.buffer import BufferType, KernelOp, YieldOp, contiguous_strides
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ReduceOp, ScanOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ReduceOp, ScanOp, SortOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 
@@ -109,6 +109,10 @@ class StageFacts:
     @property
     def is_scan(self) -> bool:
         return isinstance(self.op, ScanOp)
+
+    @property
+    def is_sort(self) -> bool:
+        return isinstance(self.op, SortOp)
 
     @property
     def kind(self) -> ReduceKind | ScanKind | None:

@@ -18,7 +18,9 @@ on the addresses of collapsed loop nests, the LLVM target's shared row loops
 A scan (`loop.scan`) shares the dimensions before its scanned one as rows,
 and runs in a group with other ops only when those are all its other
 dimensions (its last dimension is scanned): a program or thread then scans
-whole rows. It writes whole rows, never one value per row.
+whole rows. It writes whole rows, never one value per row. A sort
+(`loop.sort`) and a scatter (`loop.scatter`) are groups of their own: a
+sort's rows are its whole parallel domain, each sorted as a whole.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import sympy
 from xdsl.ir import SSAValue
 
 from permalloy.analysis.affine import load_form, split_affine
-from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp, ScatterOp
+from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp, ScatterOp, SortOp
 from permalloy.dialects.ptensor import TensorType, sizes_equal
 from permalloy.dialects.sym import parallel_index
 
@@ -45,10 +47,11 @@ def result_sizes(op: LoopOp) -> list[sympy.Expr]:
 def leading_rows(op: LoopOp) -> sympy.Expr | None:
     """The size of a loop op's leading dimension (its rows), None for a scalar
     result, a scan of another than its last dimension, or of its only one
-    (which shares no rows: `scans_rows`), or a scatter (whose points write
-    anywhere in its result, so that it shares rows with nothing)."""
+    (which shares no rows: `scans_rows`), a scatter (whose points write
+    anywhere in its result, so that it shares rows with nothing) or a sort
+    (which its targets run on whole rows of its own)."""
     sizes = result_sizes(op)
-    if not sizes or isinstance(op, ScatterOp) or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
+    if not sizes or isinstance(op, ScatterOp | SortOp) or (isinstance(op, ScanOp) and not 0 < op.scanned_dim == len(sizes) - 1):
         return None
     return sizes[0]
 
@@ -109,7 +112,7 @@ def row_rank(members: Sequence[LoopOp]) -> int | None:
     """
     shapes = [result_sizes(m) for m in members]
     shortest = min(len(shape) for shape in shapes)
-    if shortest == 0 or any(isinstance(m, ScatterOp) for m in members):
+    if shortest == 0 or any(isinstance(m, ScatterOp | SortOp) for m in members):
         return None
     common = 0
     while common < shortest and all(sizes_equal(shape[common], shapes[0][common]) for shape in shapes):

@@ -10,7 +10,8 @@ arith and math ops are elementwise torch ops (`loop_arith`, `loop_casts`,
 `loop_math`). `loop.pointwise` gives the yielded tensor broadcast to its
 domain; `loop.reduce` combines it over the trailing reduction dimensions;
 `loop.scan` keeps every prefix of its combination along its reduction
-dimension, which then moves to its place in the result; `loop.scatter`
+dimension, which then moves to its place in the result; `loop.sort` gives
+the positions of its stable sort along that dimension; `loop.scatter`
 combines it into a copy of its init at the positions its terminator gives.
 
 Every load is checked: an unmasked position outside its input is an error, so
@@ -133,6 +134,19 @@ class LoopFunctions(ArithFunctions, CastFunctions, MathFunctions):
         result_type = _tensor_type(op)
         scanned = scan_last(op.kind.data, value, result_type)
         return (store_as(scanned.movedim(-1, op.scanned_dim).contiguous(), result_type.element_type),)
+
+    @impl(loop.SortOp)
+    def run_sort(
+        self, interpreter: Interpreter, op: loop.SortOp, args: PythonValues
+    ) -> PythonValues:
+        """Each row's positions in the stable order of the body's values,
+        the first `count` of them moved to the sorted dimension."""
+        _, value = self._run_body(interpreter, op, args)
+        if value.dtype == torch.bool:
+            value = -value.to(torch.int8)  # i1 compares as a signed number: true is -1
+        positions = torch.sort(value, dim=-1, descending=op.is_descending, stable=True).indices
+        count = self.bindings.value(op.count)
+        return (positions[..., :count].movedim(-1, op.sorted_dim).contiguous(),)
 
     @impl(loop.ScatterOp)
     def run_scatter(

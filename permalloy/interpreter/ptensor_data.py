@@ -185,6 +185,13 @@ class DataFunctions(PTensorFunctionsBase):
         index_list = indices_by_dim(x.dim(), op.dims.data, indices)
         return (torch.ops.aten.index.Tensor(x, index_list),)
 
+    @tensor_impl(ptensor.ScatterOp)
+    def run_scatter(
+        self, interpreter: Interpreter, op: ptensor.ScatterOp, args: PythonValues
+    ) -> PythonValues:
+        x, index, source = args
+        return (torch.scatter(x, op.dim.value.data, index, source),)
+
     @tensor_impl(ptensor.ScatterAddOp)
     def run_scatter_add(
         self, interpreter: Interpreter, op: ptensor.ScatterAddOp, args: PythonValues

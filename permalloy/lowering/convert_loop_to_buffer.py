@@ -135,6 +135,8 @@ def _describe(op: Operation) -> str:
         return f"scan_{op.kind.data.value}"
     if isinstance(op, loop.ScatterOp):
         return f"scatter_{op.kind.data.value}"
+    if isinstance(op, loop.SortOp):
+        return "sort"
     math_ops = [o.name.split(".")[1] for o in op.walk() if o.name.startswith("math.")]
     if math_ops:
         return "pointwise_" + "_".join(dict.fromkeys(math_ops[:2]))

@@ -28,22 +28,24 @@ from permalloy.dialects.ptensor import VIEW_OPS, FullOp
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
 from permalloy.lowering.scalar_ops import UnsupportedScalarOp
 from permalloy.lowering.scatter_ops import SCATTER_LOWERINGS, order_dependent
+from permalloy.lowering.sort_ops import SORT_LOWERINGS, Replacement, SortLimits, sorts_natively
 
 
 @dataclass(frozen=True)
 class LowerToLoop(RewritePattern):
     """An op of `op_type` becomes the loop op (or ops, the last giving the
-    result) `lowering` builds for it; an unused one is erased, and one with no
-    scalar form, or that `keep` keeps, stays for the host."""
+    result; or a `Replacement` naming the value of each result) `lowering`
+    builds for it; an unused one is erased, and one with no scalar form, or
+    that `keep` keeps, stays for the host."""
 
     op_type: type[Operation]
-    lowering: Callable[[Operation], Operation | list[Operation]]
+    lowering: Callable[[Operation], Operation | list[Operation] | Replacement]
     keep: Callable[[Operation], bool] | None = None
 
     def match_and_rewrite(self, op: Operation, rewriter: PatternRewriter) -> None:
         if type(op) is not self.op_type:
             return
-        if not op.results[0].uses:
+        if not any(result.uses for result in op.results):
             rewriter.erase(op)
             return
         if self.keep is not None and self.keep(op):
@@ -52,6 +54,9 @@ class LowerToLoop(RewritePattern):
             replacement = self.lowering(op)
         except UnsupportedScalarOp:
             return  # no scalar form: the op stays, and the host runs it with torch
+        if isinstance(replacement, Replacement):
+            rewriter.replace(op, replacement.ops, replacement.results)
+            return
         rewriter.replace(op, replacement)
 
 
@@ -64,16 +69,23 @@ class EraseDeadView(RewritePattern):
             rewriter.erase(op)
 
 
-def lowering_patterns(fills: bool, deterministic_scatters: bool = False) -> list[RewritePattern]:
+def lowering_patterns(
+    fills: bool, deterministic_scatters: bool = False, sort_limits: SortLimits = SortLimits()
+) -> list[RewritePattern]:
     """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other
     op (leaving the scatters whose result depends on the order their values
-    combine in to the host with `deterministic_scatters`)."""
+    combine in to the host with `deterministic_scatters`, and the sorts of
+    rows outside `sort_limits`)."""
+
+    def keep(op_type: type[Operation]) -> Callable[[Operation], bool] | None:
+        if op_type in SORT_LOWERINGS:
+            return lambda op: not sorts_natively(op, sort_limits)
+        if deterministic_scatters and op_type in SCATTER_LOWERINGS:
+            return order_dependent
+        return None
+
     return [
-        LowerToLoop(
-            op_type,
-            lowering,
-            order_dependent if deterministic_scatters and op_type in SCATTER_LOWERINGS else None,
-        )
+        LowerToLoop(op_type, lowering, keep(op_type))
         for op_type, lowering in LOWERINGS.items()
         if (op_type is FullOp) == fills
     ]
@@ -89,16 +101,21 @@ class ConvertPtensorToLoopPass(ModulePass):
     `loop.pointwise`, `loop.reduce` or `loop.scan` whose loads read the
     tensors that own the data: a view between a producer and its reader
     becomes part of the reader's index expression (broadcasting too),
-    simplified with sympy. The scatters (scatter_add, scatter_reduce,
-    index_put with accumulation) become `loop.scatter` ops, two for a
-    scatter_reduce without `include_self`. Views still read by the host
+    simplified with sympy. The scatters (scatter, scatter_add,
+    scatter_reduce, index_put with accumulation) become `loop.scatter` ops,
+    two for a scatter_reduce without `include_self`. A sort or a topk
+    becomes a `loop.sort` of positions and a `loop.pointwise` gathering the
+    values, where its rows have a static length of at most
+    `sort-max-length` elements of at most `sort-max-bits` bits (unsigned
+    integers and booleans widened by one step); other sorts stay. Views still read by the host
     program (library calls, fallbacks, function results) stay, as do
     library, fallback, constant, rand ops, an assigning index_put, and the
     elementwise ops that have no scalar form (erfinv, integer pow), which the
     host program runs with torch. With `deterministic-scatters`, float
     scatters that sum or multiply stay too, for torch's deterministic kernels
     (the pipeline of a target whose scatters use atomics sets it when
-    `torch.use_deterministic_algorithms` is on).
+    `torch.use_deterministic_algorithms` is on), and so does a scatter of a
+    source, which keeps the last of the values landing on an element.
 
     Before:
     ```
@@ -118,13 +135,16 @@ class ConvertPtensorToLoopPass(ModulePass):
     name = "convert-ptensor-to-loop"
 
     deterministic_scatters: bool = False
+    sort_max_length: int = SortLimits.max_length
+    sort_max_bits: int = SortLimits.max_bits
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        limits = SortLimits(self.sort_max_length, self.sort_max_bits)
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
-            _lower_function(function, self.deterministic_scatters)
+            _lower_function(function, self.deterministic_scatters, limits)
 
 
-def _lower_function(function: func.FuncOp, deterministic_scatters: bool) -> None:
+def _lower_function(function: func.FuncOp, deterministic_scatters: bool, sort_limits: SortLimits) -> None:
     """
     Computing ops in order, each reading its operands through views; then,
     walking back, the views no one reads any more and the fills, whose readers
@@ -132,7 +152,7 @@ def _lower_function(function: func.FuncOp, deterministic_scatters: bool) -> None
     then. Walking back, a view's readers are erased before it, and a fill's
     dead views before the fill.
     """
-    computing = lowering_patterns(fills=False, deterministic_scatters=deterministic_scatters)
+    computing = lowering_patterns(False, deterministic_scatters, sort_limits)
     _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
     cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
     _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)

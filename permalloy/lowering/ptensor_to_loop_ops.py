@@ -3,7 +3,7 @@ How each computing ptensor op becomes a loop op.
 
 One function per op kind, each returning the `loop.pointwise`, `loop.reduce`
 or `loop.scan` that computes the op's result (the scatters' are in
-`scatter_ops`). Views are not lowered here: readers see through
+`scatter_ops`, the sorts' in `sort_ops`). Views are not lowered here: readers see through
 them (see `loop_builder.resolve_views`).
 """
 
@@ -26,6 +26,7 @@ from permalloy.lowering.index_algebra import (
 from permalloy.lowering.loop_builder import LoopBuilder
 from permalloy.lowering.scalar_ops import compute_type, element_value, is_unsigned
 from permalloy.lowering.scatter_ops import SCATTER_LOWERINGS
+from permalloy.lowering.sort_ops import SORT_LOWERINGS
 
 
 def _result_type(op: Operation) -> pt.TensorType:
@@ -310,9 +311,10 @@ LOWERINGS: dict[type[Operation], Callable[[Operation], Operation]] = {
     pt.GatherOp: lower_gather,
     pt.IndexOp: lower_index,
     **SCATTER_LOWERINGS,
+    **SORT_LOWERINGS,
 }  # type: ignore[dict-item]
 """The ptensor ops that become loop ops (a list of them, the last giving the
-result, for a scatter that clears its destinations first); the others stay
-for the host program."""
+result, for a scatter that clears its destinations first; a `Replacement`
+of each result for a sort); the others stay for the host program."""
 
 __all__ = ["LOWERINGS", "compute_type"]

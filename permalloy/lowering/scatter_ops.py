@@ -10,7 +10,8 @@ part: a first `loop.scatter assign` writes the kind's identity there, and the
 reduction combines into that.
 
 `order_dependent` says which scatters give results that depend on the order
-in which their values combine (float sums and products): a pipeline that
+in which their values combine (float sums and products, and a scatter of a
+source, where the last value written to an element stays): a pipeline that
 must be deterministic leaves them to torch's kernels on a target whose
 scatters use atomics.
 """
@@ -41,7 +42,11 @@ def _kind(op: Operation) -> ScatterKind:
 
 
 def order_dependent(op: Operation) -> bool:
-    """Whether a scatter's result may depend on the order its values combine in."""
+    """Whether a scatter's result may depend on the order its values combine
+    in: float sums and products, and a scatter of a source (which of several
+    values landing on one element stays)."""
+    if isinstance(op, pt.ScatterOp):
+        return True
     result_type = op.results[0].type
     assert isinstance(result_type, TensorType)
     return pt.is_float(result_type.element_type) and _kind(op) not in ORDER_FREE
@@ -75,7 +80,7 @@ class ScatterBuilder(LoopBuilder):
         return loop.ScatterOp(kind, init, self.inputs, domain, self.scatter_result, Region(self.block))
 
 
-def _dim_scatter(op: pt.ScatterAddOp | pt.ScatterReduceOp, kind: ScatterKind, init: SSAValue, identity: bool) -> loop.ScatterOp:
+def _dim_scatter(op: pt.ScatterOp | pt.ScatterAddOp | pt.ScatterReduceOp, kind: ScatterKind, init: SSAValue, identity: bool) -> loop.ScatterOp:
     """torch.scatter's pattern: the index's shape, the index entry at `dim`;
     with `identity`, the kind's identity assigned instead of the source."""
     result_type = _result_type(op)
@@ -112,6 +117,13 @@ def _identity(kind: ScatterKind, element_type) -> float | int:
 def _check_supported(op: Operation) -> None:
     if pt.is_bool(_result_type(op).element_type):
         raise UnsupportedScalarOp(f"{op.name} of booleans")
+
+
+def lower_scatter(op: pt.ScatterOp) -> Operation:
+    """Each source value assigned where it lands: the targets write duplicates
+    in some order (the LLVM target in the domain's, as torch's CPU kernel)."""
+    _check_supported(op)
+    return _dim_scatter(op, ScatterKind.ASSIGN, op.input, identity=False)
 
 
 def lower_scatter_add(op: pt.ScatterAddOp) -> Operation:
@@ -157,6 +169,7 @@ def lower_index_put(op: pt.IndexPutOp) -> Operation:
 
 
 SCATTER_LOWERINGS = {
+    pt.ScatterOp: lower_scatter,
     pt.ScatterAddOp: lower_scatter_add,
     pt.ScatterReduceOp: lower_scatter_reduce,
     pt.IndexPutOp: lower_index_put,

@@ -40,7 +40,7 @@ INLINE_RULES: dict[str, str] = {
 
 GROUP_RULES: dict[str, str] = {
     "reduction-to-one-element": "a reduction to one element has no rows to share with other loop ops",
-    "no-rows": "a loop op without rows (a 0-d result, or a scan of a leading dimension) runs alone",
+    "no-rows": "a loop op without rows (a 0-d result, a scan of a leading dimension, a scatter or a sort) runs alone",
     "different-rows": "the loop ops run over different row domains (their leading dimensions differ)",
     "long-reduction-to-one-element": "a kernel with a reduction to one element runs as one program: "
     "each member must fit one program",
@@ -101,6 +101,9 @@ def describe(op: Operation) -> str:
         return f"reduce {op.kind.data.value} {domain} -> {sizes}"
     if isinstance(op, loop.ScanOp):
         return f"scan {op.kind.data.value} {sizes} dim {op.scanned_dim}"
+    if isinstance(op, loop.SortOp):
+        order = "descending" if op.is_descending else "ascending"
+        return f"sort {order} over [{format_expr(op.row_length)}] -> {sizes} dim {op.sorted_dim}"
     return f"pointwise {sizes}"
 
 

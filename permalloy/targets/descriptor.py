@@ -99,6 +99,11 @@ class TargetDescriptor:
     that changes from run to run: with `torch.use_deterministic_algorithms`
     on, its pipeline leaves float scatters that sum or multiply to torch
     (`convert-ptensor-to-loop{deterministic-scatters=true}`)."""
+    sort_limits: tuple[int, int] | None = None
+    """The rows its kernels sort, as (most elements, most bits of an element):
+    its pipeline lowers only those sorts to loops
+    (`convert-ptensor-to-loop{sort-max-length=... sort-max-bits=...}`), the
+    others run with torch; None takes the pass's defaults."""
     source_extension: str | None = None
     """The extension of the source it emits for a kernel (`ll`, `py`); None for a
     target that emits no source of its own, which `permalloy-opt -t` cannot name."""
@@ -128,10 +133,15 @@ class TargetDescriptor:
         fusing; its buffer-level ones after the first buffer-level pass, the
         conversion), and its options on `fuse-loops`; `deterministic` when
         torch's deterministic algorithms are on."""
+        lowering_options = []
         if deterministic and self.atomic_scatters:
+            lowering_options.append("deterministic-scatters=true")
+        if self.sort_limits is not None:
+            lowering_options += [f"sort-max-length={self.sort_limits[0]}", f"sort-max-bits={self.sort_limits[1]}"]
+        if lowering_options:
+            options = " ".join(lowering_options)
             loop_level = [
-                f"{name}{{deterministic-scatters=true}}" if name == "convert-ptensor-to-loop" else name
-                for name in loop_level
+                f"{name}{{{options}}}" if name == "convert-ptensor-to-loop" else name for name in loop_level
             ]
         fuse = [
             f"{name}{{{self.fusion_options}}}" if name == "fuse-loops" and self.fusion_options else name

@@ -852,7 +852,6 @@ case(
     "take_along_dim",
     lambda x: torch.take_along_dim(x, x.argsort(1)[:, :2], 1),
     Fl(4, 6),
-    fallback_ops=("aten.sort.default",),
 )
 case(
     "index_select",
@@ -913,7 +912,6 @@ case(
     Fl(4, 6),
     Lit(torch.tensor([[0, 5], [1, 2], [3, 4], [5, 0]])),
     Fl(4, 2),
-    fallback_ops=("aten.scatter.src",),
 )
 case("index_add", lambda x, i, s: x.index_add(0, i, s), Fl(4, 6), Ix(5, high=4), Fl(5, 6))
 case("slice_assign_on_clone", lambda x, y: _slice_assign(x.clone(), y), Fl(4, 6), Fl(4, 2))
@@ -1120,8 +1118,8 @@ case(
     Fl(4, 7, domain="prob"),
 )
 case("cumsum", lambda x: torch.cumsum(x, 1), Fl(3, 6))
-case("sort", lambda x: torch.sort(x, 1), Fl(3, 6), fallback_ops=("aten.sort.default",))
-case("topk", lambda x: torch.topk(x, 2), Fl(3, 6), fallback_ops=("aten.topk.default",))
+case("sort", lambda x: torch.sort(x, 1), Fl(3, 6))
+case("topk", lambda x: torch.topk(x, 2), Fl(3, 6))
 
 # -- bfloat16 -------------------------------------------------------------------------
 # Computed in float32 and rounded to bfloat16 once per stored value; compared at

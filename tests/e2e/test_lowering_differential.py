@@ -321,6 +321,67 @@ def scan_cases() -> list[Case]:
     return cases
 
 
+def sort_cases() -> list[Case]:
+    """Sorts (their positions and gathered values), topk, and a scatter of a
+    sort's positions, as a sort's backward makes it."""
+    cases = []
+    v = "ptensor"
+    x = T("3, 4, 5")
+    for dim in (0, 1, 2):
+        for order in ("", " descending"):
+            name = f"sort_dim{dim}{order.replace(' ', '_')}"
+            sort = f"{v}.sort %x dim {dim}{order} stable : {x} -> {x}, {T('3, 4, 5', 'i64')}"
+            cases.append(body_case(name, f"%x: {x}", T("3, 4, 5", "i64"), f"  %s, %r = {sort}"))
+            values = f"  %s, %p = {sort}\n  %r = {v}.unary exp %s : {x} -> {x}"
+            cases.append(body_case(name + "_values_read", f"%x: {x}", x, values))
+    ties = {
+        "i32": lambda sizes: [torch.randint(-2, 3, (3, 40), dtype=torch.int32)],
+        "ui8": lambda sizes: [torch.randint(0, 256, (3, 40), dtype=torch.uint8)],
+        "i1": lambda sizes: [torch.rand(3, 40) < 0.5],
+        "bf16": lambda sizes: [(torch.randint(-3, 4, (3, 40)) / 2).to(torch.bfloat16)],
+        "f64": lambda sizes: [torch.randint(-3, 4, (3, 40)).double() / 2],
+        "i64": lambda sizes: [torch.randint(-(2**40), 2**40, (3, 40))],
+    }
+    for dtype, inputs in ties.items():
+        a, p = T("3, 40", dtype), T("3, 40", "i64")
+        for order in ("", " descending"):
+            op = f"{v}.sort %a0 dim 1{order} stable : {a} -> {a}, {p}"
+            name = f"sort_ties_{dtype}{order.replace(' ', '_')}"
+            cases.append(body_case(name, f"%a0: {a}", a, f"  %r, %i = {op}", inputs=inputs))
+            cases.append(body_case(name + "_positions", f"%a0: {a}", p, f"  %s, %r = {op}", inputs=inputs))
+    special = lambda sizes: [torch.tensor([[1.0, float("nan"), -0.0, float("-inf"), 0.0, float("inf"), float("nan"), 1.0]])]  # noqa: E731
+    a, p = T("1, 8"), T("1, 8", "i64")
+    for order in ("", " descending"):
+        op = f"{v}.sort %a0 dim 1{order} stable : {a} -> {a}, {p}"
+        cases.append(body_case(f"sort_special_values{order.replace(' ', '_')}", f"%a0: {a}", p, f"  %s, %r = {op}", inputs=special))
+    a = T("4, 9")
+    for largest in ("", " largest"):
+        cases.append(
+            body_case(
+                f"topk{largest.replace(' ', '_') or '_smallest'}", f"%a0: {a}", T("4, 3"),
+                f"  %r, %i = {v}.topk %a0 k 3 dim 1{largest} sorted : {a} -> {T('4, 3')}, {T('4, 3', 'i64')}",
+            )
+        )
+    cases.append(
+        body_case(
+            "sort_of_a_permute_and_rows_of_one", f"%x: {T('4, 6')}, %y: {T('5, 1')}", T("6, 4", "i64"),
+            f"  %t = {v}.permute %x [1, 0] : {T('4, 6')} -> {T('6, 4')}\n"
+            f"  %s, %r = {v}.sort %t dim 0 : {T('6, 4')} -> {T('6, 4')}, {T('6, 4', 'i64')}\n"
+            f"  %w, %one = {v}.sort %y dim 1 : {T('5, 1')} -> {T('5, 1')}, {T('5, 1', 'i64')}",
+        )
+    )
+    cases.append(
+        body_case(
+            "scatter_at_sorted_positions", f"%x: {T('3, 7')}, %g: {T('3, 7')}", T("3, 7"),
+            f"  %s, %i = {v}.sort %x dim 1 : {T('3, 7')} -> {T('3, 7')}, {T('3, 7', 'i64')}\n"
+            f"  %z = {v}.full 0.0 : {T('')}\n"
+            f"  %zeros = {v}.expand %z : {T('')} -> {T('3, 7')}\n"
+            f"  %r = {v}.scatter %zeros, %i, %g dim 1 : {T('3, 7')}, {T('3, 7', 'i64')}, {T('3, 7')} -> {T('3, 7')}",
+        )
+    )
+    return cases
+
+
 def view_cases() -> list[Case]:
     v = "ptensor"
     return [
@@ -751,6 +812,7 @@ ALL_CASES: list[Case] = [
     *broadcast_cases(),
     *reduce_cases(),
     *scan_cases(),
+    *sort_cases(),
     *view_cases(),
     *data_movement_cases(),
     *generator_cases(),
@@ -840,9 +902,11 @@ def assert_same(actual: Tensor, expected: Tensor, what: str) -> None:
 @dataclass
 class Levels:
     """A module at the three levels, and at the loop and buffer levels after
-    fusion, and with memory planned."""
+    fusion, and with memory planned; `lowering` is the conversion to loops
+    with its options (a target's pipeline may give it some)."""
 
     ptensor: ModuleOp
+    lowering: str = "convert-ptensor-to-loop"
     loop: ModuleOp = field(init=False)
     buffer: ModuleOp = field(init=False)
     fused: ModuleOp = field(init=False)
@@ -851,7 +915,7 @@ class Levels:
     fused_planned: ModuleOp = field(init=False)
 
     def __post_init__(self) -> None:
-        self.loop = lower(self.ptensor, "convert-ptensor-to-loop")
+        self.loop = lower(self.ptensor, self.lowering)
         self.buffer = lower(self.loop, "convert-loop-to-buffer")
         self.fused = lower(self.loop, "cse,fuse-loops,cse,dce")
         self.fused_buffer = lower(self.fused, "convert-loop-to-buffer")

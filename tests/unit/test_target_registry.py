@@ -82,27 +82,37 @@ def test_pipeline_adds_each_targets_own_passes():
     plain = default_pipeline(True, None)
     assert default_pipeline(True, "llvm") == plain
     gpu = default_pipeline(True, "triton")
-    assert gpu.index("unfuse-bias-add") < gpu.index("convert-ptensor-to-loop") < gpu.index("split-reductions")
+    lowering = next(p for p in gpu if p.startswith("convert-ptensor-to-loop"))
+    assert gpu.index("unfuse-bias-add") < gpu.index(lowering) < gpu.index("split-reductions")
     assert gpu.index("convert-loop-to-buffer") < gpu.index("plan-layouts") < gpu.index("plan-memory")
+    sorts = "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}"
     assert [p for p in gpu if p not in plain] == [
         "unfuse-bias-add",
+        sorts,
         "split-reductions",
         "fuse-loops{instruction-math=true}",
         "plan-layouts",
     ]
     # The tensor-level additions and fusion's options need fusion to pay off;
     # the loop-level and buffer-level passes do not.
-    assert [p for p in default_pipeline(False, "triton") if p not in plain] == ["split-reductions", "plan-layouts"]
+    assert [p for p in default_pipeline(False, "triton") if p not in plain] == [sorts, "split-reductions", "plan-layouts"]
 
 
 def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():
     """A target whose scatters use atomics lowers with deterministic-scatters
     when torch's deterministic algorithms are on; the LLVM target, which
     walks a scatter in order, never needs it."""
-    lowering = "convert-ptensor-to-loop{deterministic-scatters=true}"
+    lowering = "convert-ptensor-to-loop{deterministic-scatters=true sort-max-length=4096 sort-max-bits=32}"
     assert lowering in default_pipeline(True, "triton", deterministic=True)
     assert lowering not in default_pipeline(True, "triton", deterministic=False)
     assert default_pipeline(True, "llvm", deterministic=True) == default_pipeline(True, "llvm")
+
+
+def test_sort_limits_are_options_of_the_lowering():
+    """The Triton target sorts rows of at most 4096 elements of at most 32
+    bits in its kernels; the LLVM target takes the pass's defaults."""
+    assert "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}" in default_pipeline(True, "triton")
+    assert "convert-ptensor-to-loop" in default_pipeline(True, "llvm")
 
 
 def test_target_options_are_checked_by_the_target():

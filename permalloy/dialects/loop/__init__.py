@@ -8,7 +8,9 @@ combining the values its body yields over a reduction domain (`r0, r1, ...`).
 A `loop.scan` keeps every prefix of such a combination along one dimension
 of its result, its reduction domain (`r0`). A `loop.scatter` runs over its
 source's shape and combines each point's value into the result element at the
-position its body computes (`loop.scatter_yield %v at [v0, d1] (%p)`).
+position its body computes (`loop.scatter_yield %v at [v0, d1] (%p)`). A
+`loop.sort` gives, for each row, the positions of its body's values in
+sorted order along one dimension.
 Bodies read their inputs with `loop.load` at index expressions over the loop
 indices and size symbols, compute with the upstream `arith` and `math` ops, and
 end with `loop.yield`.
@@ -26,9 +28,10 @@ different index expression in the loads that read it.
       loop.yield %v : f32
     }
 
-The ops live in three modules: `computations` (`loop.pointwise`, `loop.reduce`,
+The ops live in four modules: `computations` (`loop.pointwise`, `loop.reduce`,
 `loop.scan`, `loop.fused` and their terminators), `scatter` (`loop.scatter`
-and `loop.scatter_yield`) and `body` (`loop.load`, `loop.index`);
+and `loop.scatter_yield`), `sort` (`loop.sort`) and `body` (`loop.load`,
+`loop.index`);
 every public name is available from `permalloy.dialects.loop` itself.
 """
 
@@ -51,10 +54,11 @@ from permalloy.dialects.loop.computations import (
     scalar_type,
 )
 from permalloy.dialects.loop.scatter import ScatterOp, ScatterYieldOp
+from permalloy.dialects.loop.sort import SortOp
 
 Loop = Dialect(
     "loop",
-    [PointwiseOp, ReduceOp, ScanOp, ScatterOp, LoadOp, IndexOp, YieldOp, ScatterYieldOp, FusedOp, FusedYieldOp],
+    [PointwiseOp, ReduceOp, ScanOp, ScatterOp, SortOp, LoadOp, IndexOp, YieldOp, ScatterYieldOp, FusedOp, FusedYieldOp],
     [],
 )
 
@@ -70,6 +74,7 @@ __all__ = [
     "ScanOp",
     "ScatterOp",
     "ScatterYieldOp",
+    "SortOp",
     "YieldOp",
     "enclosing_loop",
     "parse_ins",

@@ -9,6 +9,7 @@ binds a body's arguments to its op's inputs.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import ClassVar
 
 import sympy
 from xdsl.dialects.builtin import I64, IntegerAttr, IntegerType
@@ -30,9 +31,11 @@ from xdsl.traits import (
     HasParent,
     IsolatedFromAbove,
     IsTerminator,
+    OpTrait,
     Pure,
     RecursiveMemoryEffect,
 )
+from xdsl.utils.exceptions import VerifyException
 
 from permalloy.dialects.ptensor import (
     SCAN_POSITION_KINDS,
@@ -68,6 +71,9 @@ class LoopOp(IRDLOperation):
     body = region_def("single_block")
 
     traits = traits_def(IsolatedFromAbove(), Pure(), RecursiveMemoryEffect())
+
+    ENDS_IN_YIELD: ClassVar[bool] = True
+    """Whether the body ends in `loop.yield` (every loop op's but a scatter's)."""
 
     @property
     def parallel_sizes(self) -> tuple[sympy.Expr, ...]:
@@ -452,6 +458,28 @@ def enclosing_loop(op: Operation) -> LoopOp | None:
     return parent
 
 
+class InYieldingLoop(OpTrait):
+    """The parent of `loop.yield`: a loop op whose body ends in it (any but a
+    `loop.scatter`, whose body ends in `loop.scatter_yield`)."""
+
+    def verify(self, op: Operation) -> None:
+        parent = op.parent_op()
+        if parent is None or (isinstance(parent, LoopOp) and parent.ENDS_IN_YIELD):
+            return
+        names = ", ".join(f"'{t.name}'" for t in _yielding_loop_ops(LoopOp))
+        raise VerifyException(f"'{op.name}' expects parent op to be one of {names}")
+
+
+def _yielding_loop_ops(base: type[LoopOp]) -> list[type[LoopOp]]:
+    """The loop op classes, in order of definition, whose bodies end in `loop.yield`."""
+    found = []
+    for subclass in base.__subclasses__():
+        if subclass.ENDS_IN_YIELD and hasattr(subclass, "name"):
+            found.append(subclass)
+        found.extend(_yielding_loop_ops(subclass))
+    return found
+
+
 @irdl_op_definition
 class YieldOp(IRDLOperation):
     """Ends a loop body with the value of the current point: `loop.yield %v : f32`."""
@@ -460,7 +488,7 @@ class YieldOp(IRDLOperation):
 
     value = operand_def(Attribute)
 
-    traits = traits_def(IsTerminator(), Pure(), HasParent(PointwiseOp, ReduceOp, ScanOp))
+    traits = traits_def(IsTerminator(), Pure(), InYieldingLoop())
 
     assembly_format = "$value attr-dict `:` type($value)"
 

@@ -14,6 +14,7 @@ thread walking the domain, or atomic read-modify-writes).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 import sympy
 from xdsl.dialects.builtin import IndexType
@@ -66,6 +67,8 @@ class ScatterOp(LoopOp):
     """
 
     name = "loop.scatter"
+
+    ENDS_IN_YIELD: ClassVar[bool] = False
 
     kind = prop_def(ScatterKindAttr)
     domain = prop_def(SymListAttr)

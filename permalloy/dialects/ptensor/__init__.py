@@ -14,8 +14,9 @@ The op set is small and orthogonal:
 - views: `reshape`, `permute`, `expand`, `slice`, `select`, `squeeze`,
   `unsqueeze`, `as_strided`;
 - data movement: `cat`, `pad`, `gather`, `index`;
-- scatters: `scatter_add`, `scatter_reduce` with a kind (sum, prod, max,
-  min), `index_put`;
+- scatters: `scatter`, `scatter_add`, `scatter_reduce` with a kind (sum,
+  prod, max, min), `index_put`;
+- sorts: `sort` and `topk`, giving values and their positions;
 - generators: `full`, `constant`, `iota`, `rand`;
 - library ops that run as extern calls: `mm`, `bmm`, `addmm`, `convolution`,
   `convolution_backward`, `attention`, `embedding_backward`, `fft` (on
@@ -28,7 +29,7 @@ what is wrong when they do not fit.
 The package holds one module per family: `types` (the tensor type, list
 attributes, dtype and shape helpers), `kinds` (the kind enumerations and their
 attributes), `elementwise`, `reductions`, `scans`, `views`, `data_movement`, `scatters`,
-`generators`, `library`, `spectral` and `fallback`; `checks` and `syntax` hold the
+`sorting`, `generators`, `library`, `spectral` and `fallback`; `checks` and `syntax` hold the
 verification and custom-syntax helpers the ops share. Every public name is
 available from `permalloy.dialects.ptensor` itself.
 """
@@ -94,7 +95,8 @@ from permalloy.dialects.ptensor.library import (
 from permalloy.dialects.ptensor.spectral import FftOp
 from permalloy.dialects.ptensor.reductions import ReduceOp, reduced_shape
 from permalloy.dialects.ptensor.scans import ScanOp
-from permalloy.dialects.ptensor.scatters import SCATTER_OPS, IndexPutOp, ScatterAddOp, ScatterReduceOp
+from permalloy.dialects.ptensor.scatters import SCATTER_OPS, IndexPutOp, ScatterAddOp, ScatterOp, ScatterReduceOp
+from permalloy.dialects.ptensor.sorting import SORT_OPS, SortOp, TopkOp
 from permalloy.dialects.ptensor.types import (
     ELEMENT_TYPE_NAMES,
     IntListAttr,
@@ -140,6 +142,7 @@ PTensor = Dialect(
         GatherOp,
         IndexOp,
         *SCATTER_OPS,
+        *SORT_OPS,
         *LIBRARY_OPS,
         FallbackOp,
     ],
@@ -220,12 +223,16 @@ __all__ = [
     "ScatterAddOp",
     "ScatterKind",
     "ScatterKindAttr",
+    "ScatterOp",
     "ScatterReduceOp",
+    "SORT_OPS",
     "SelectOp",
     "SliceOp",
+    "SortOp",
     "SqueezeOp",
     "SymListAttr",
     "TensorType",
+    "TopkOp",
     "UnaryKind",
     "UnaryKindAttr",
     "UnaryOp",

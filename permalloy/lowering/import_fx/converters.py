@@ -13,6 +13,7 @@ from permalloy.lowering.import_fx import (
     reductions,
     scans,
     scatters,
+    sorting,
     views,
 )
 from permalloy.lowering.import_fx.common import Converter
@@ -24,6 +25,7 @@ CONVERTERS: dict = {
     **views.CONVERTERS,
     **data_movement.CONVERTERS,
     **scatters.CONVERTERS,
+    **sorting.CONVERTERS,
     **generators.CONVERTERS,
     **library.CONVERTERS,
 }

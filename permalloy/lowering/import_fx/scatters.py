@@ -1,5 +1,6 @@
 """
-Converters of the scatters: scatter_add, scatter_reduce (and scatter with a
+Converters of the scatters: scatter of a source or a value (where
+permalloy's decomposition into a select does not apply), scatter_add, scatter_reduce (and scatter with a
 `reduce` argument, index_reduce), index_put. torch's `mean` is a sum and a
 count of the values landing on each element (one more with `include_self`),
 divided where the count is not zero (with floor division for integers, as
@@ -30,6 +31,22 @@ REDUCTIONS = {
     "amin": ScatterKind.MIN,
 }
 """torch's names of the reductions, as scatter kinds (`mean` apart)."""
+
+
+def scatter(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """scatter.src / scatter.value(x, dim, index, src or value): where several
+    entries land on one element, which one it keeps is unspecified."""
+    target = ctx.tensor(node.args[0])
+    result = ctx.result_type(node)
+    if ptensor.is_bool(result.element_type):
+        return ctx.decline("scatter of booleans")
+    dim = normalize_dim(node.args[1], max(ptensor.tensor_type(target).rank, 1))
+    index = ctx.tensor(node.args[2])
+    if isinstance(node.args[3], fx.Node):
+        source = ctx.cast(ctx.tensor(node.args[3]), result.element_type)
+    else:
+        source = _filled(ctx, node.args[3], ptensor.tensor_type(index).with_element_type(result.element_type))
+    return ctx.emit(ptensor.ScatterOp(target, index, source, dim, result))
 
 
 def scatter_add(ctx: ImportContext, node: fx.Node) -> SSAValue:
@@ -156,6 +173,8 @@ def index_put(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
 
 
 CONVERTERS: dict = {
+    aten.scatter.src: scatter,
+    aten.scatter.value: scatter,
     aten.scatter_add.default: scatter_add,
     aten.scatter_reduce.two: scatter_reduce,
     aten.scatter.reduce: scatter_with_reduce,

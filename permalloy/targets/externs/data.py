@@ -1,10 +1,11 @@
 """
 Data-movement ops called from the host program: concatenation, padding,
-gathers, indexing and the scatters (`scatter_add`, `scatter_reduce`,
-`index_put`), which a host program runs with torch where an op's lowering does
-not apply (a scatter the pipeline keeps for torch's deterministic kernel, an
-`index_put` that assigns). Dimensions, amounts and flags are bound at compile
-time.
+gathers, indexing, the scatters (`scatter`, `scatter_add`, `scatter_reduce`,
+`index_put`) and the sorts (`sort`, `topk`), which a host program runs with
+torch where an op's lowering does not apply (a scatter the pipeline keeps for
+torch's deterministic kernel, an `index_put` that assigns, a sort whose rows
+are longer than the target sorts natively). Dimensions, amounts and flags
+are bound at compile time.
 """
 
 from __future__ import annotations
@@ -49,6 +50,29 @@ def _index(op: pt.IndexOp) -> ExternCall:
     return call
 
 
+def _scatter(op: pt.ScatterOp) -> ExternCall:
+    dim = op.dim.value.data
+    return lambda tensors, symbols: (torch.scatter(tensors[0], dim, tensors[1], tensors[2]),)
+
+
+def _sort(op: pt.SortOp) -> ExternCall:
+    dim, descending, stable = op.dim.value.data, op.is_descending, op.stable is not None
+
+    def call(tensors, symbols) -> tuple:
+        return tuple(torch.sort(tensors[0], dim=dim, descending=descending, stable=stable))
+
+    return call
+
+
+def _topk(op: pt.TopkOp) -> ExternCall:
+    k, dim, largest, in_order = op.count, op.dim.value.data, op.is_largest, op.sorted is not None
+
+    def call(tensors, symbols) -> tuple:
+        return tuple(torch.topk(tensors[0], k, dim=dim, largest=largest, sorted=in_order))
+
+    return call
+
+
 def _scatter_add(op: pt.ScatterAddOp) -> ExternCall:
     dim = op.dim.value.data
     return lambda tensors, symbols: (torch.scatter_add(tensors[0], dim, tensors[1], tensors[2]),)
@@ -80,8 +104,11 @@ DATA_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.PadOp: _pad,
     pt.GatherOp: _gather,
     pt.IndexOp: _index,
+    pt.ScatterOp: _scatter,
     pt.ScatterAddOp: _scatter_add,
     pt.ScatterReduceOp: _scatter_reduce,
     pt.IndexPutOp: _index_put,
+    pt.SortOp: _sort,
+    pt.TopkOp: _topk,
 }
-"""The data-movement ops' calls, by op class."""
+"""The data-movement ops' calls (the scatters' and the sorts' among them), by op class."""

@@ -34,7 +34,8 @@ code, `reductions` for accumulators, `kernel` for the module and its entry
 function, `jit` for compilation and the Python side.
 
 Modules: types, codegen, exprs, convert, arith_ops, math_ops, polynomials,
-reductions, plan, body, nest, kernel, jit, target, testing.
+reductions, scans, scatters, sorts, plan, body, nest, kernel, jit, target,
+testing.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ and every stage of the group computes its part of a row in turn. The row
 loop walks the outer parallel indices with an odometer (one division per
 thread, not per row); vectorized loops run full chunks of `lanes` unmasked
 and one masked chunk for the tail. A scan's part of a row is `scans.scan_row`,
-a scatter's points are `scatters.scatter_points` (on one thread);
+a sort's row `sorts.sort_row`, a scatter's points are
+`scatters.scatter_points` (on one thread);
 only a reduction to a single value is split across threads along r0.
 """
 
@@ -25,10 +26,11 @@ from permalloy.dialects.sym import product
 from permalloy.targets.llvm.body import BodyEmitter, Env
 from permalloy.targets.llvm.codegen import CodeGen, lane_mask
 from permalloy.targets.llvm.exprs import emit_expr
-from permalloy.targets.llvm.plan import INNER, POINTWISE, SCATTER, StagePlan
+from permalloy.targets.llvm.plan import INNER, POINTWISE, SCATTER, SORT, StagePlan
 from permalloy.targets.llvm.reductions import Accumulator, Reduction
 from permalloy.targets.llvm.scans import ScanCombine, scan_row
 from permalloy.targets.llvm.scatters import scatter_points
+from permalloy.targets.llvm.sorts import sort_row
 from permalloy.targets.llvm.types import I64, byte_size, is_unsigned
 
 SUM_BLOCK_CHUNKS = 64  # chunks per block of a blocked float sum along a vector loop
@@ -49,7 +51,7 @@ def runs_alone(group: list[StagePlan]) -> bool:
 
 def counts_elements(group: list[StagePlan]) -> bool:
     """Whether a group's work items are output elements (else rows)."""
-    return len(group) == 1 and group[0].mode != INNER
+    return len(group) == 1 and group[0].mode not in (INNER, SORT)
 
 
 def splits_reduction(group: list[StagePlan]) -> bool:
@@ -132,7 +134,10 @@ class StageEmitter:
 
     def row(self, env: Env, xs: ir.Value, xe: ir.Value | None) -> None:
         """Columns [xs, xe) of d_last (pointwise, outer) or one output (inner) of a
-        row; a scan's row, or its columns [xs, xe) (outer)."""
+        row; a scan's row, or its columns [xs, xe) (outer); a sort's row."""
+        if self.stage.mode == SORT:
+            sort_row(self, env)
+            return
         if self.scan is not None:
             scan_row(self, env, xs, xe)
             return

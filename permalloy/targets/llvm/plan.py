@@ -12,6 +12,7 @@ vectorize and nests its loops in *levels*:
                 level m+2: the chunks of the tile, d_last vectorized
     inner scan  level 0: rows (all d's)     level 1: r0, in order, scalar
     outer scan  level 0: rows (outer d's)   level 1: d_last, vectorized   level 2: r0, in order
+    sort        level 0: rows (all d's)     level 1: r0, in order, scalar (`sorts`)
 
 `inner` reduces along the contiguous last dimension (row sums) with vector
 accumulators reduced horizontally at the end; `outer` keeps one accumulator
@@ -59,16 +60,18 @@ from permalloy.analysis.kernel import (
 )
 from permalloy.analysis.rows import same_row
 from permalloy.dialects.buffer import BufferType, KernelOp
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp, ScatterOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp, ScatterOp, SortOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind
 from permalloy.dialects.sym import product, symbol
 from permalloy.targets import kernel_symbols
 
 POINTWISE = "pointwise"
 SCATTER = "scatter"
-MODES = (POINTWISE, INNER, OUTER, SCATTER)
-"""A stage's mode: pointwise, the direction of its reduction, or a scatter's
-(every domain variable in one loop level, nothing vectorized, one thread)."""
+SORT = "sort"
+MODES = (POINTWISE, INNER, OUTER, SCATTER, SORT)
+"""A stage's mode: pointwise, the direction of its reduction, a scatter's
+(every domain variable in one loop level, nothing vectorized, one thread),
+or a sort's (rows, then the sorted dimension in order, nothing vectorized)."""
 
 
 @dataclass(frozen=True)
@@ -126,8 +129,11 @@ class StagePlan:
     @property
     def result_elements(self) -> sympy.Expr:
         """The elements of its result: its parallel points (times its scanned
-        ones); a scatter's points, which combine into its result."""
+        ones, or a sort's kept positions); a scatter's points, which combine
+        into its result."""
         points = product(self.parallel)
+        if isinstance(self.op, SortOp):
+            return points * self.op.count
         return points * product(self.reduction) if isinstance(self.op, ScanOp) else points
 
     @property
@@ -264,6 +270,8 @@ def plan_stage(
     parallel, reduction = space.parallel, space.reduction
     if isinstance(op, ScatterOp):
         return _plan_scatter(facts, space, inputs, outputs)
+    if isinstance(op, SortOp):
+        return _plan_sort(facts, space, inputs, outputs)
     mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
@@ -324,6 +332,20 @@ def _plan_scatter(facts: StageFacts, space: StageSpace, inputs: dict[SSAValue, T
     parallel = space.parallel or (sympy.Integer(1),)
     var_level = {f"d{i}": 0 for i in range(len(parallel))}
     stage = StagePlan(facts.op, SCATTER, parallel, (), var_level, "", -1, 1, inputs, outputs)
+    stage.addresses = space.load_addresses
+    stage.output_addresses = space.output_addresses
+    stage.index_exprs = space.index_exprs
+    _assign_levels(stage)
+    return stage
+
+
+def _plan_sort(facts: StageFacts, space: StageSpace, inputs: dict[SSAValue, Tensor], outputs: list[Tensor]) -> StagePlan:
+    """A sort's loop nest: rows (level 0, across threads), then its sorted
+    variable r0 in order (level 1), scalars (`sorts.sort_row`)."""
+    parallel = space.parallel or (sympy.Integer(1),)  # a single row: d0 unused
+    var_level = {f"d{i}": 0 for i in range(len(parallel))}
+    var_level["r0"] = 1
+    stage = StagePlan(facts.op, SORT, parallel, space.reduction, var_level, "", -1, 1, inputs, outputs)
     stage.addresses = space.load_addresses
     stage.output_addresses = space.output_addresses
     stage.index_exprs = space.index_exprs

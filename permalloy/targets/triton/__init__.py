@@ -3,7 +3,8 @@ The `triton` kernel target: each `buffer.kernel` as a generated Python module
 holding one `@triton.jit` function and its launcher.
 
 - `plan`: stages, groups of stages sharing rows, tiles and temporaries;
-- `stages`, `body`, `arith`, `math_ops`, `reductions`: the kernel's statements;
+- `stages`, `body`, `arith`, `math_ops`, `reductions`, `scans`, `scatters`,
+  `sorts`: the kernel's statements;
 - `compat`: helpers that run on GPUs (libdevice) and in Triton's interpreter;
 - `module`: the module text; `target`: compilation, loading and launching;
 - `configs`, `autotune`: block sizes and warps, benchmarked on first call on
@@ -73,6 +74,7 @@ TARGET = TargetDescriptor(
     buffer_passes=("plan-layouts",),
     fusion_options="instruction-math=true",
     atomic_scatters=True,
+    sort_limits=(4096, 32),
     source_extension="py",
     unsupported_errors=_unsupported_errors,
     options={
@@ -88,7 +90,8 @@ TARGET = TargetDescriptor(
 that elementwise ops read become plain products (`unfuse-bias-add`) and
 reductions with few results split in two for parallelism (`split-reductions`);
 scatters combine with atomics, so that deterministic algorithms keep float
-sums and products of scatters for torch."""
+sums and products of scatters for torch; rows of at most 4096 elements of at
+most 32 bits sort in registers, other sorts run with torch."""
 
 
 def __getattr__(name: str) -> Any:

@@ -9,8 +9,10 @@ from `tl.math` is therefore a helper with two bodies: the GPU one calls
 primitives (the interpreter computes with numpy, so float64 formulas are
 accurate to well below float32 rounding). Helpers also hold the integer
 division semantics of `arith` and the combine functions of reductions and
-scans, which are the same in both modes, and the rounding to bfloat16 (the interpreter
-truncates; the helper rounds to nearest even from the bits).
+scans, which are the same in both modes, the sorts of rows (`tl.sort` and
+`tl.topk` on a GPU, a bitonic network of gathers in the interpreter), and the
+rounding to bfloat16 (the interpreter truncates; the helper rounds to
+nearest even from the bits).
 
 `helper_source(names, interpret)` gives the text of the named helpers and of
 the helpers they call, in a stable order.
@@ -417,7 +419,41 @@ _SCANS: dict[str, Helper] = {
     ),
 }
 
-HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_CONVERSIONS, **_REDUCTION, **_ROWS, **_SCANS}
+# Under the interpreter a row's sort is a bitonic network written with
+# `tl.gather` (the standard library's `tl.sort` and `tl.topk` are
+# `@triton.jit` functions): each step compares every lane with the lane
+# whose position differs in one bit and keeps the smaller or the larger.
+_BITONIC = (
+    "i = tl.arange(0, N)[None, :] + tl.full(x.shape, 0, tl.int32)",
+    "k = 2",
+    "while k <= N:",
+    "    j = k // 2",
+    "    while j >= 1:",
+    "        y = tl.gather(x, i ^ j, 1)",
+    "        keeps_smaller = ((i & j) == 0) == ((i & k) == 0)",
+    "        x = tl.where(keeps_smaller, tl.minimum(x, y), tl.maximum(x, y))",
+    "        j = j // 2",
+    "    k = k * 2",
+    "return x",
+)
+
+_SORTS: dict[str, Helper] = {
+    "sort_rows": Helper(
+        _jit("_sort_rows(x, N: tl.constexpr)", "return tl.sort(x, 1)"),
+        _jit("_sort_rows(x, N: tl.constexpr)", *_BITONIC),
+    ),
+    "smallest_rows": Helper(
+        _jit("_smallest_rows(x, N: tl.constexpr, K: tl.constexpr)", "return tl.topk(x, K, 1, descending=False)"),
+        _jit(
+            "_smallest_rows(x, N: tl.constexpr, K: tl.constexpr)",
+            "first = tl.arange(0, K)[None, :] + tl.full([x.shape[0], K], 0, tl.int32)",
+            "return tl.gather(_sort_rows(x, N), first, 1)",
+        ),
+        needs=("sort_rows",),
+    ),
+}
+
+HELPERS: dict[str, Helper] = {**_MATH, **_INTEGER, **_CONVERSIONS, **_REDUCTION, **_ROWS, **_SCANS, **_SORTS}
 """Every helper, by the name it is called with less its leading underscore."""
 
 LIBDEVICE_MATH = tuple(_MATH)

@@ -7,8 +7,8 @@ The stages of a group share rows: its programs each take a block of rows
 only at their own row) and run every stage on them in turn. Each stage works
 on a 2-D tile `[rows, inner]`: `inner` is the reduction domain of a
 reduction, the scanned dimension of a scan (whose other dimensions are all
-rows), the remaining parallel dimensions of a pointwise op (nothing for
-a per-row value). Groups that cannot share rows run one after the other, as
+rows), the row of a sort, the remaining parallel dimensions of a
+pointwise op (nothing for a per-row value). Groups that cannot share rows run one after the other, as
 separate launches, and pass values through temporaries.
 
 Modes of a group:
@@ -16,7 +16,8 @@ Modes of a group:
     tiled   one pointwise stage, 2-D tiles `[rows, inner]` over a grid of both,
             for transposes (one access contiguous along rows, another along inner)
     rows    reductions and pointwise stages sharing rows (a lone reduction's
-            rows are its whole parallel domain)
+            rows are its whole parallel domain; a sort is always lone, its
+            row in one block, `sorts`)
     scatter one scatter stage, 1-D tiles over its flattened domain, combining
             into its output with atomics (`scatters`)
 
@@ -105,6 +106,16 @@ class Stage:
     @property
     def is_scan(self) -> bool:
         return self.facts.is_scan
+
+    @property
+    def is_sort(self) -> bool:
+        return self.facts.is_sort
+
+    @property
+    def walks_inner(self) -> bool:
+        """Whether its inner axis is a reduction domain (a reduction's, a
+        scan's or a sort's) rather than parallel dimensions."""
+        return self.is_reduce or self.is_scan or self.is_sort
 
     @property
     def is_scatter(self) -> bool:
@@ -269,7 +280,7 @@ def _addresses(stage: Stage) -> list[sympy.Expr]:
 def _plan_group(members: list[Stage], rank: int) -> Group:
     if members[0].is_scatter:
         return _plan_scatter(members[0])
-    if len(members) == 1 and not (members[0].is_reduce or members[0].is_scan):
+    if len(members) == 1 and not members[0].walks_inner:
         return _plan_pointwise(members[0])
     sizes = members[0].op.parallel_sizes
     rows = collapse(
@@ -280,15 +291,16 @@ def _plan_group(members: list[Stage], rank: int) -> Group:
     for stage in members:
         stage.substitution = dict(rows.substitution)
         extra = stage.op.parallel_sizes[rank:]
-        if stage.is_reduce or stage.is_scan:
-            # a reduction's extra dimensions have size 1; a scan has none (rows.scans_rows)
+        if stage.walks_inner:
+            # a reduction's extra dimensions have size 1; a scan has none
+            # (rows.scans_rows), nor a sort (a group of its own)
             stage.substitution.update({parallel_index(i + rank): sympy.Integer(0) for i in range(len(extra))})
             dims = [(reduction_index(j), size) for j, size in enumerate(stage.op.reduction_sizes)]
         else:
             dims = [(parallel_index(i + rank), size) for i, size in enumerate(extra)]
         inner = collapse(dims, _addresses(stage), stage.pinned())
         stage.substitution.update(inner.substitution)
-        if (stage.is_reduce or stage.is_scan) and not inner.dims:
+        if stage.walks_inner and not inner.dims:
             inner = Axis([(reduction_index(0), sympy.Integer(1))], inner.substitution)
         stage.inner = inner
         stage.block = _static_block(inner)

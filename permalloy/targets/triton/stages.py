@@ -8,7 +8,8 @@ in one block of a static power-of-two size when it fits (`persistent`), else
 in chunks of `RBLOCK`; a reduction combines the chunks into an accumulator
 and reduces it to one value per row; a scan scans each chunk and carries
 the running value of each row from one chunk to the next (`scans`); a
-scatter combines each point's value into its output atomically (`scatters`).
+sort sorts each row in one block (`sorts`); a scatter combines each point's
+value into its output atomically (`scatters`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from permalloy.targets.triton.plan import FLAT, SCATTER, TILED, Group, KernelPla
 from permalloy.targets.triton.reductions import FAR_POSITION, Reduction
 from permalloy.targets.triton.scans import Scan
 from permalloy.targets.triton.scatters import write_scatter
+from permalloy.targets.triton.sorts import write_sort
 from permalloy.targets.triton.source import SourceWriter, Value
 from permalloy.targets.triton.types import is_bool_dtype, is_unsigned, value_dtype
 
@@ -117,6 +119,8 @@ class KernelBodyWriter:
             self._reduce(stage, rows)
         elif stage.is_scan:
             self._scan(stage, rows)
+        elif stage.is_sort:
+            self._chunks(stage, rows, lambda tile: write_sort(self.w, stage, tile, self.registers))
         elif stage.inner.dims:
             self._chunks(stage, rows, lambda tile: self._pointwise(stage, tile, "xmask & rmask", {X, R}))
         else:

@@ -123,7 +123,7 @@ def test_parts(backend_check, target_device, dtype):
 
 
 def casts(z, x):
-    constant = torch.tensor([1 + 2j, 3j, -1, 0.5j, 2, 1 - 1j])
+    constant = torch.tensor([1 + 2j, 3j, -1, 0.5j, 2, 1 - 1j], device=z.device)
     return (
         z.to(torch.complex128) * 2, x.to(torch.complex64) + z, (z * 1j).to(torch.complex64),
         torch.where(x > 0, z, 1j), z * constant, z.to(torch.float32),

@@ -443,7 +443,7 @@ _SORTS: dict[str, Helper] = {
         _jit("_sort_rows(x, N: tl.constexpr)", *_BITONIC),
     ),
     "smallest_rows": Helper(
-        _jit("_smallest_rows(x, N: tl.constexpr, K: tl.constexpr)", "return tl.topk(x, K, 1, descending=False)"),
+        _jit("_smallest_rows(x, N: tl.constexpr, K: tl.constexpr)", "return ~tl.topk(~x, K, 1)"),
         _jit(
             "_smallest_rows(x, N: tl.constexpr, K: tl.constexpr)",
             "first = tl.arange(0, K)[None, :] + tl.full([x.shape[0], K], 0, tl.int32)",
@@ -463,6 +463,12 @@ LIBDEVICE_MATH = tuple(_MATH)
 def helper_source(names: Iterable[str], interpret: bool) -> str:
     """The text of the helpers `names` (with a leading underscore or not) and of
     those they call, each once, callees first."""
+    return "\n\n".join(HELPERS[name].body(interpret) for name in _with_callees(names))
+
+
+def _with_callees(names: Iterable[str]) -> list[str]:
+    """The helpers `names` (without their leading underscore) and those they
+    call, each once, callees first."""
     ordered: list[str] = []
 
     def visit(name: str) -> None:
@@ -476,9 +482,9 @@ def helper_source(names: Iterable[str], interpret: bool) -> str:
 
     for name in sorted(n.removeprefix("_") for n in names):
         visit(name)
-    return "\n\n".join(HELPERS[name].body(interpret) for name in ordered)
+    return ordered
 
 
 def uses_libdevice(names: Iterable[str], interpret: bool) -> bool:
-    """Whether the helpers' text calls `libdevice`."""
-    return not interpret and any("libdevice." in HELPERS[n.removeprefix("_")].gpu for n in names)
+    """Whether the text of the helpers, or of a helper they call, calls `libdevice`."""
+    return not interpret and any("libdevice." in HELPERS[name].gpu for name in _with_callees(names))

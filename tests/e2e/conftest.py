@@ -110,13 +110,14 @@ def assert_outputs_match(actual: Any, expected: Any) -> None:
 def to_test_device(value: Any) -> Any:
     """`value` on `TEST_DEVICE`: a tensor keeps its sizes, strides and storage
     offset (a view becomes the same view of a copy of its whole storage); other
-    values are returned as they are."""
+    values are returned as they are. A leaf that requires gradients is moved
+    as a leaf that requires them."""
     if not isinstance(value, torch.Tensor) or value.device.type == TEST_DEVICE:
         return value
     storage = value.untyped_storage()
     flat = torch.empty(0, dtype=value.dtype).set_(storage, 0, (storage.nbytes() // value.element_size(),))
-    moved = flat.to(TEST_DEVICE)
-    return moved.as_strided(value.size(), value.stride(), value.storage_offset())
+    moved = flat.to(TEST_DEVICE).as_strided(value.size(), value.stride(), value.storage_offset())
+    return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
 
 
 def clone_inputs(inputs: Sequence[Any]) -> list[Any]:

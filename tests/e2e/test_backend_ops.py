@@ -1305,9 +1305,6 @@ MAKES_CPU_TENSORS = {
     "tensor_constant", "tril_of_ones_mask",
 }  # fmt: skip
 """Cases that make tensors on torch's default device (`torch.arange(7) + x`)."""
-EXACT_ON_GPU = {"binary_remainder_inexact_quotient"}
-"""Known bugs that do not show on a GPU: Triton contracts `a - floor(a / b) * b`
-into one fused multiply-add, which rounds once and gives these values exactly."""
 
 
 def _triton_params() -> list:
@@ -1315,8 +1312,6 @@ def _triton_params() -> list:
     params = []
     for c in triton_cases():
         bug = c.known_bug or c.triton_bug
-        if TEST_DEVICE != "cpu" and c.name in EXACT_ON_GPU:
-            bug = None
         if TEST_DEVICE != "cpu" and c.name in MAKES_CPU_TENSORS:
             bug = (
                 "the case makes CPU tensors (torch's default device), which eager PyTorch "

@@ -305,7 +305,7 @@ def test_case_triton(case: Case, backend_check, triton_device) -> None:
         "triton",
         case.fallback_ops,
     )
-    assert_zero_signs(actual, case.fn(*case.make_inputs()))
+    assert_zero_signs(actual, case.fn(*[to_test_device(x) for x in case.make_inputs()]))
 
 
 @pytest.mark.parametrize("threads", [1, 2])
@@ -601,7 +601,7 @@ def test_a_compiled_function_called_from_eight_threads_at_once(target, request) 
     if target == "triton":
         request.getfixturevalue("triton_device")
     compiled = torch.compile(_threaded_graph, backend="permalloy", options={"fallback": "raise", "target": target})
-    inputs = [to_test_device((torch.randn(64, 33), torch.randn(64, 33))) for _ in range(8)]
+    inputs = [(to_test_device(torch.randn(64, 33)), to_test_device(torch.randn(64, 33))) for _ in range(8)]
     compiled(*inputs[0])
     start = threading.Barrier(8)
     failures: list[str] = []

@@ -243,16 +243,17 @@ def test_symbolic_sizes(backend_check, target_device):
     compiled = torch.compile(fn, backend="permalloy", options={"target": target_device, "fallback": "raise"}, dynamic=True)
     for rows in (3, 5):
         z, w = crandn(rows, 8, seed=rows), crandn(8, seed=1)
-        backend_check.assert_outputs_match(compiled(to_test_device(z), to_test_device(w)), fn(z, w))
+        z, w = to_test_device(z), to_test_device(w)
+        backend_check.assert_outputs_match(compiled(z, w), fn(z, w))
     assert all(record["compiled"] and record["fallback_ops"] == [] for record in permalloy.stats())
 
 
 # -- blocks of models ------------------------------------------------------------
 
 
-def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0) -> torch.Tensor:
-    """LLaMA's reference code."""
-    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2)[: (dim // 2)].float() / dim))
+def precompute_freqs_cis(dim: int, end: int, theta: float = 10000.0, device: torch.device | None = None) -> torch.Tensor:
+    """LLaMA's reference code (with the device to make the table on)."""
+    freqs = 1.0 / (theta ** (torch.arange(0, dim, 2, device=device)[: (dim // 2)].float() / dim))
     t = torch.arange(end, device=freqs.device)
     freqs = torch.outer(t, freqs).float()
     return torch.polar(torch.ones_like(freqs), freqs)
@@ -276,7 +277,7 @@ def apply_rotary_emb(xq: torch.Tensor, xk: torch.Tensor, freqs_cis: torch.Tensor
 
 def rotary_with_table(xq, xk):
     """The table of rotations computed in the graph, as LLaMA's forward slices it."""
-    freqs_cis = precompute_freqs_cis(xq.shape[-1], 16)[: xq.shape[1]]
+    freqs_cis = precompute_freqs_cis(xq.shape[-1], 16, device=xq.device)[: xq.shape[1]]
     return apply_rotary_emb(xq, xk, freqs_cis)
 
 

@@ -86,7 +86,8 @@ def _compare_and_swap(w: SourceWriter, base: str, pointer: str, value: str, kind
     w.line(f"while _any_lane({todo}):")
     with w.indented():
         w.line(f"{new} = tl.where({todo}, {_combined(kind, old, v)}, {old})")
-        swap = f"tl.atomic_cas({safe}, {old}.to({bits}, bitcast=True), {new}.to({bits}, bitcast=True), sem='relaxed')"
+        words = f"{safe}.to(tl.pointer_type({bits}))"
+        swap = f"tl.atomic_cas({words}, {old}.to({bits}, bitcast=True), {new}.to({bits}, bitcast=True), sem='relaxed')"
         w.line(f"{seen} = {swap}.to({dtype}, bitcast=True)")
         w.line(f"{todo} = {todo} & ({seen}.to({bits}, bitcast=True) != {old}.to({bits}, bitcast=True))")
         w.line(f"{old} = {seen}")

@@ -155,6 +155,10 @@ class CompiledGraph:
     """For each graph output: the program result it is, or its plain value."""
     constants: list[torch.Tensor]
     """Values passed after the graph's inputs (the graph's large constants)."""
+    cpu_outputs: tuple[int, ...] = ()
+    """The graph outputs eager makes on the CPU in a graph computing on a GPU
+    (tensors made from nothing, `torch.ones(3)`), which the program makes on
+    the GPU and the caller receives on the CPU."""
 
 
 def compile_graph(
@@ -229,7 +233,21 @@ def compile_graph(
         compile_times=times,
         cache="off" if cache is None else "hit" if loaded is not None else "miss",
     )
-    return CompiledGraph(program, stats, outputs, list(imported.constants))
+    return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph))
+
+
+def _cpu_outputs(graph: torch.fx.GraphModule) -> tuple[int, ...]:
+    """The positions of the graph's CPU tensor outputs when an input is on a GPU."""
+
+    def device_type(node: Any) -> str | None:
+        value = node.meta.get("val") if isinstance(node, torch.fx.Node) else None
+        return value.device.type if isinstance(value, torch.Tensor) else None
+
+    nodes = list(graph.graph.nodes)
+    if not any(device_type(n) == "cuda" for n in nodes if n.op == "placeholder"):
+        return ()
+    (results,) = [n.args[0] for n in nodes if n.op == "output"]
+    return tuple(i for i, node in enumerate(results) if device_type(node) == "cpu")
 
 
 def _make_target(options: CompileOptions, times: CompileTimes) -> KernelTarget:

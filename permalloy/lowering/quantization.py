@@ -88,7 +88,10 @@ def fake_quantize_per_channel_cachemask(x, scale, zero_point, axis, quant_min, q
     scale32 = _channel_view(x, scale.to(torch.float32), axis)
     inverse = aten.reciprocal.default(scale32)
     zero = _channel_view(x, zero_point.to(torch.float32), axis)
-    return _fake_quantize(x, inverse, scale32, zero, quant_min, quant_max, clamps_infinities=False)
+    # the kernel converts to int64 first: x86 makes what it cannot represent
+    # the lowest value, a GPU saturates (infinities clamp, NaN is the lowest)
+    saturates = x.device.type != "cpu"
+    return _fake_quantize(x, inverse, scale32, zero, quant_min, quant_max, clamps_infinities=saturates)
 
 
 def _quantize(x, inverse_scale, zero_point, quant_min, quant_max, dtype):

@@ -68,6 +68,11 @@ def allocator(tensor: torch.Tensor) -> Any:
     return lambda sizes, strides, dtype: torch.empty_strided(sizes, strides, dtype=dtype, device=device)
 
 
+def first_on_gpu(tensors: Sequence[torch.Tensor]) -> torch.Tensor:
+    """The first of `tensors` on a GPU, else the first."""
+    return next((t for t in tensors if t.is_cuda), tensors[0])
+
+
 def _fast_allocators() -> dict[str, Any]:
     guards = getattr(torch._C, "_dynamo", None)  # noqa: SLF001
     guards = getattr(guards, "guards", None)
@@ -247,11 +252,19 @@ class _Emitter:
         self.lines.append(f"{name} = alloc({sizes}, {strides}, {dtype})")
 
     def _first_tensor(self) -> str | None:
-        """The name of the program's first tensor argument, if any."""
-        for arg in self.function.body.block.args:
-            if isinstance(arg.type, buf.BufferType):
-                return self.name(arg)
-        return None
+        """The name of a tensor argument on the device the program computes on
+        (whose allocations and constants go there), if it has tensor arguments:
+        the first one, or on a GPU target with several, the first on the GPU
+        (a graph may also take CPU tensors, such as 0-d ones or indices it
+        moves to the GPU itself), chosen once per call."""
+        tensors = [self.name(a) for a in self.function.body.block.args if isinstance(a.type, buf.BufferType)]
+        if len(tensors) < 2 or getattr(self.target, "device", "cpu") != "cuda":
+            return tensors[0] if tensors else None
+        if "on_device" not in self.bound:
+            choose = self.constant("first_on_gpu", first_on_gpu)
+            self.lines.append(f"on_device = {tensors[0]} if {tensors[0]}.is_cuda else {choose}(({', '.join(tensors)},))")
+            self.bound.add("on_device")
+        return "on_device"
 
     def _device(self) -> str:
         first = self._first_tensor()

@@ -207,6 +207,18 @@ def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequ
     return run
 
 
+def _moving_to_cpu(runner: Callable, positions: Sequence[int]) -> Callable:
+    """`runner` giving its outputs at `positions` on the CPU, as eager makes them."""
+
+    def run(*args: Any) -> tuple:
+        results = list(runner(*args))
+        for position in positions:
+            results[position] = results[position].cpu()
+        return tuple(results)
+
+    return run
+
+
 DYNAMO_CONTROL_FLOW: tuple[type[Exception], ...] = (RestartAnalysis, SkipFrame)
 """Exceptions Dynamo raises through a backend to steer its own tracing, not
 failures: a restart of the frame's analysis (e.g. once Python float inputs
@@ -296,6 +308,8 @@ def _compile_one(
     with unset_fake_temporarily():
         compiled = compile_graph(graph, resolved) if details is None else compile_graph(graph, resolved, details)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
+    if compiled.cpu_outputs:
+        runner = _moving_to_cpu(runner, compiled.cpu_outputs)
     runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode)
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from conftest import to_test_device
+from conftest import TEST_DEVICE, to_test_device
 
 import permalloy
 
@@ -101,7 +101,25 @@ def test_scan_llvm(op, dtype, backend_check):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "llvm")
 
 
-@pytest.mark.parametrize(("op", "dtype"), op_cases())
+_HALF_CUMSUM = (
+    "torch's CUDA cumsum of float16 differs from its CPU one (which compiled code's float32 "
+    "accumulation matches) by more than float16's tolerance in a few elements"
+)
+
+
+def triton_op_cases() -> list:
+    """`op_cases`, with eager's CUDA differences as strict xfails on a GPU."""
+    if TEST_DEVICE == "cpu":
+        return op_cases()
+    return [
+        pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(strict=True, reason=_HALF_CUMSUM)])
+        if p.values == ("cumsum", torch.float16)
+        else p
+        for p in op_cases()
+    ]
+
+
+@pytest.mark.parametrize(("op", "dtype"), triton_op_cases())
 def test_scan_triton(op, dtype, backend_check, triton_device):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "triton")
 

@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from conftest import to_test_device
+from conftest import TEST_DEVICE, to_test_device
 
 import permalloy
 
@@ -146,7 +146,25 @@ def test_sort_llvm(op, dtype, backend_check):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "llvm")
 
 
-@pytest.mark.parametrize(("op", "dtype"), op_cases())
+_BFLOAT16_NAN_FIRST = (
+    "torch's CUDA sort of bfloat16 rows orders NaN before every number (its float32 and float16 "
+    "sorts and every CPU sort order it after, as torch documents and compiled code does)"
+)
+
+
+def triton_op_cases() -> list:
+    """`op_cases`, with eager's CUDA differences as strict xfails on a GPU."""
+    if TEST_DEVICE == "cpu":
+        return op_cases()
+    return [
+        pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(strict=True, reason=_BFLOAT16_NAN_FIRST)])
+        if p.values[1] == torch.bfloat16 and p.values[0] in ("sort", "argsort", "sort_descending", "argsort_descending")
+        else p
+        for p in op_cases()
+    ]
+
+
+@pytest.mark.parametrize(("op", "dtype"), triton_op_cases())
 def test_sort_triton(op, dtype, backend_check, triton_device):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "triton")
 

@@ -209,7 +209,8 @@ ARITH: dict[str, Translator] = {
     "arith.subf": _binary("-"),
     "arith.mulf": _binary("*"),
     "arith.divf": _binary("/"),
-    "arith.negf": lambda w, op, a: f"-{a[0].text}",
+    # a product, not `-x`: Triton 3.6 negates as `0 - x`, which makes -0.0 of 0.0 positive
+    "arith.negf": lambda w, op, a: f"({a[0].text} * -1.0)",
     "arith.maximumf": lambda w, op, a: _NAN_MAX.format(a[0].text, a[1].text),
     "arith.minimumf": lambda w, op, a: _NAN_MIN.format(a[0].text, a[1].text),
     "arith.maxnumf": lambda w, op, a: f"tl.maximum({a[0].text}, {a[1].text})",

@@ -70,7 +70,10 @@ def float_width(dtype: str) -> int:
 
 def float_constant(value: float, dtype: str) -> str:
     """A typed float constant; non-finite values are spelled `float("-inf")`
-    and the like, which Triton's compiler and its interpreter both read."""
+    and the like, which Triton's compiler and its interpreter both read.
+    Negative zero is a product (Triton 3.6 makes every zero fill positive)."""
+    if value == 0 and math.copysign(1.0, value) < 0:
+        return f"(tl.full([], -1.0, {dtype}) * 0.0)"
     if math.isfinite(value):
         return f"tl.full([], {value!r}, {dtype})"
     return f'tl.full([], float("{value!r}"), {dtype})'

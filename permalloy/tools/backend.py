@@ -213,10 +213,17 @@ def _moving_to_cpu(runner: Callable, positions: Sequence[int]) -> Callable:
     def run(*args: Any) -> tuple:
         results = list(runner(*args))
         for position in positions:
-            results[position] = results[position].cpu()
+            results[position] = _copied_to_cpu(results[position])
         return tuple(results)
 
     return run
+
+
+def _copied_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` on the CPU with its sizes, strides and storage offset (an
+    expanded tensor stays expanded): a view of a copy of its storage."""
+    storage = tensor.untyped_storage().cpu()
+    return torch.empty(0, dtype=tensor.dtype).set_(storage, tensor.storage_offset(), tensor.size(), tensor.stride())
 
 
 DYNAMO_CONTROL_FLOW: tuple[type[Exception], ...] = (RestartAnalysis, SkipFrame)

@@ -48,7 +48,7 @@ from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
-from permalloy.targets.host import HostProgram, build_host_program, python_expr
+from permalloy.targets.host import HostProgram, WrappedProgram, build_host_program, python_expr
 from permalloy.targets.registry import kernel_target, target_descriptor
 
 if TYPE_CHECKING:
@@ -323,7 +323,7 @@ def _host_program(
 
 
 @dataclass
-class SizeOutputProgram:
+class SizeOutputProgram(WrappedProgram):
     """
     A host program followed by the values of size expressions, computed from
     the sizes of each call's arguments: the graph outputs that are sizes (a
@@ -334,18 +334,6 @@ class SizeOutputProgram:
     program: HostProgram
     sizes: Callable[..., tuple[int, ...]]
     """The arguments -> the values of the size outputs."""
-
-    @property
-    def kernel_count(self) -> int:
-        return self.program.kernel_count
-
-    @property
-    def extern_count(self) -> int:
-        return self.program.extern_count
-
-    @property
-    def source(self) -> str:
-        return self.program.source
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         return (*self.program(*args), *self.sizes(*args))

@@ -54,6 +54,7 @@ from permalloy.lowering.complex_structure import STRUCTURE_RULES
 from permalloy.lowering.complex_values import Call, ComplexRuleError, Pair
 from permalloy.lowering.decompositions import decomposition_table
 from permalloy.lowering.import_fx.errors import GraphImportError
+from permalloy.targets.host import WrappedProgram
 
 RULES: dict[Any, Callable[[Call], Any]] = {**POINTWISE_RULES, **STRUCTURE_RULES, **FFT_RULES}
 """Every rule, by ATen overload or overload packet (an overload's wins)."""
@@ -181,7 +182,7 @@ class ComplexBoundary:
         return ComplexProgram(program, self.inputs, tuple(sorted(set(results))))
 
 
-class ComplexProgram:
+class ComplexProgram(WrappedProgram):
     """A host program between the conversions of its complex arguments to
     pairs and of its complex results back, which are views."""
 
@@ -189,18 +190,6 @@ class ComplexProgram:
         self.program = program
         self.inputs = inputs
         self.results = results
-
-    @property
-    def kernel_count(self) -> int:
-        return self.program.kernel_count
-
-    @property
-    def extern_count(self) -> int:
-        return self.program.extern_count
-
-    @property
-    def source(self) -> str:
-        return self.program.source
 
     def __call__(self, *args: Any) -> tuple:
         args = list(args)

@@ -134,6 +134,25 @@ class HostProgram:
         return self.function(*args)
 
 
+class WrappedProgram:
+    """A host program run with more work around each call (`program`): it
+    reports the wrapped program's kernels, extern calls and source."""
+
+    program: Any
+
+    @property
+    def kernel_count(self) -> int:
+        return self.program.kernel_count
+
+    @property
+    def extern_count(self) -> int:
+        return self.program.extern_count
+
+    @property
+    def source(self) -> str:
+        return self.program.source
+
+
 @dataclass
 class _Emitter:
     """The state of generating one host program."""

@@ -120,6 +120,20 @@ def to_test_device(value: Any) -> Any:
     return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
 
 
+def xfail_on_gpu(params: Sequence[Any], reason_of: Callable[..., str | None]) -> list[Any]:
+    """`params` (pytest parameters), those that `reason_of(*values)` gives a
+    reason for as strict xfails where the tests run on a GPU: places where
+    eager's CUDA kernels differ from its CPU ones, which compiled code follows."""
+    if TEST_DEVICE == "cpu":
+        return list(params)
+    marked = []
+    for param in params:
+        reason = reason_of(*param.values)
+        marks = [*param.marks, pytest.mark.xfail(strict=True, reason=reason)] if reason else param.marks
+        marked.append(pytest.param(*param.values, id=param.id, marks=marks))
+    return marked
+
+
 def clone_inputs(inputs: Sequence[Any]) -> list[Any]:
     return [x.clone() if isinstance(x, torch.Tensor) else x for x in inputs]
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from conftest import TEST_DEVICE, to_test_device
+from conftest import to_test_device, xfail_on_gpu
 
 import permalloy
 
@@ -107,19 +107,10 @@ _HALF_CUMSUM = (
 )
 
 
-def triton_op_cases() -> list:
-    """`op_cases`, with eager's CUDA differences as strict xfails on a GPU."""
-    if TEST_DEVICE == "cpu":
-        return op_cases()
-    return [
-        pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(strict=True, reason=_HALF_CUMSUM)])
-        if p.values == ("cumsum", torch.float16)
-        else p
-        for p in op_cases()
-    ]
-
-
-@pytest.mark.parametrize(("op", "dtype"), triton_op_cases())
+@pytest.mark.parametrize(
+    ("op", "dtype"),
+    xfail_on_gpu(op_cases(), lambda op, dtype: _HALF_CUMSUM if (op, dtype) == ("cumsum", torch.float16) else None),
+)
 def test_scan_triton(op, dtype, backend_check, triton_device):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "triton")
 

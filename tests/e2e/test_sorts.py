@@ -29,7 +29,7 @@ from collections.abc import Callable
 
 import pytest
 import torch
-from conftest import TEST_DEVICE, to_test_device
+from conftest import to_test_device, xfail_on_gpu
 
 import permalloy
 
@@ -152,19 +152,12 @@ _BFLOAT16_NAN_FIRST = (
 )
 
 
-def triton_op_cases() -> list:
-    """`op_cases`, with eager's CUDA differences as strict xfails on a GPU."""
-    if TEST_DEVICE == "cpu":
-        return op_cases()
-    return [
-        pytest.param(*p.values, id=p.id, marks=[pytest.mark.xfail(strict=True, reason=_BFLOAT16_NAN_FIRST)])
-        if p.values[1] == torch.bfloat16 and p.values[0] in ("sort", "argsort", "sort_descending", "argsort_descending")
-        else p
-        for p in op_cases()
-    ]
+def _cuda_difference(op: str, dtype: torch.dtype) -> str | None:
+    sorts = ("sort", "argsort", "sort_descending", "argsort_descending")
+    return _BFLOAT16_NAN_FIRST if dtype == torch.bfloat16 and op in sorts else None
 
 
-@pytest.mark.parametrize(("op", "dtype"), triton_op_cases())
+@pytest.mark.parametrize(("op", "dtype"), xfail_on_gpu(op_cases(), _cuda_difference))
 def test_sort_triton(op, dtype, backend_check, triton_device):
     backend_check(every_dim(OPS[op][0]), op_inputs(op, dtype), "triton")
 

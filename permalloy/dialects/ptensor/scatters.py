@@ -65,19 +65,9 @@ def _check_scatter_operands(name: str, target: TensorType, index: TensorType, so
             )
 
 
-@irdl_op_definition
-class ScatterOp(IRDLOperation):
-    """
-    torch.scatter of a source: a copy of `input` where, for `dim = 0`,
-    `result[index[i][j]][j] = source[i][j]`. Where several source elements
-    land on one element, which of them it holds is unspecified (torch's CPU
-    kernel and the LLVM target write them in row-major order, the last one
-    staying); the backward of a sort or a topk scatters a permutation.
-
-    `%y = ptensor.scatter %x, %idx, %src dim 0 : T, I, S -> T`.
-    """
-
-    name = "ptensor.scatter"
+class _ScatterOfSourceOp(IRDLOperation):
+    """Shared structure of `ptensor.scatter` and `ptensor.scatter_add`: a copy
+    of `input` that the elements of `source` land in, at `index` along `dim`."""
 
     input = operand_def(TensorType)
     index = operand_def(TensorType)
@@ -109,7 +99,22 @@ class ScatterOp(IRDLOperation):
 
 
 @irdl_op_definition
-class ScatterAddOp(IRDLOperation):
+class ScatterOp(_ScatterOfSourceOp):
+    """
+    torch.scatter of a source: a copy of `input` where, for `dim = 0`,
+    `result[index[i][j]][j] = source[i][j]`. Where several source elements
+    land on one element, which of them it holds is unspecified (torch's CPU
+    kernel and the LLVM target write them in row-major order, the last one
+    staying); the backward of a sort or a topk scatters a permutation.
+
+    `%y = ptensor.scatter %x, %idx, %src dim 0 : T, I, S -> T`.
+    """
+
+    name = "ptensor.scatter"
+
+
+@irdl_op_definition
+class ScatterAddOp(_ScatterOfSourceOp):
     """
     torch.scatter_add: a copy of `input` where, for `dim = 0`,
     `result[index[i][j]][j] += source[i][j]`.
@@ -118,41 +123,6 @@ class ScatterAddOp(IRDLOperation):
     """
 
     name = "ptensor.scatter_add"
-
-    input = operand_def(TensorType)
-    index = operand_def(TensorType)
-    source = operand_def(TensorType)
-    dim = prop_def(IntegerAttr[I64])
-    result = result_def(TensorType)
-
-    traits = traits_def(Pure())
-
-    assembly_format = (
-        "$input `,` $index `,` $source `dim` $dim attr-dict `:` type($input) `,` "
-        "type($index) `,` type($source) `->` type($result)"
-    )
-
-    def __init__(
-        self,
-        input: SSAValue,
-        index: SSAValue,
-        source: SSAValue,
-        dim: int,
-        result_type: TensorType,
-    ):
-        super().__init__(
-            operands=[input, index, source],
-            result_types=[result_type],
-            properties={"dim": IntegerAttr(dim, 64)},
-        )
-
-    def verify_(self) -> None:
-        target, index, source, result = (
-            tensor_type(v) for v in (self.input, self.index, self.source, self.result)
-        )
-        _check_scatter_operands(self.name, target, index, source, self.dim.value.data)
-        check_same_element_type(self.name, target, source, result)
-        check_shape(self.name, result, target.sizes)
 
 
 @irdl_op_definition

@@ -49,6 +49,7 @@ from torch.utils import _pytree as pytree
 
 from permalloy.complex_layout import COMPLEX_DTYPES, as_complex, as_real, is_complex_tensor
 from permalloy.lowering.complex_fft import FFT_RULES
+from permalloy.lowering.complex_functions import FUNCTION_RULES
 from permalloy.lowering.complex_pointwise import POINTWISE_RULES
 from permalloy.lowering.complex_structure import STRUCTURE_RULES
 from permalloy.lowering.complex_values import Call, ComplexRuleError, Pair
@@ -56,7 +57,7 @@ from permalloy.lowering.decompositions import decomposition_table
 from permalloy.lowering.import_fx.errors import GraphImportError
 from permalloy.targets.host import WrappedProgram
 
-RULES: dict[Any, Callable[[Call], Any]] = {**POINTWISE_RULES, **STRUCTURE_RULES, **FFT_RULES}
+RULES: dict[Any, Callable[[Call], Any]] = {**POINTWISE_RULES, **FUNCTION_RULES, **STRUCTURE_RULES, **FFT_RULES}
 """Every rule, by ATen overload or overload packet (an overload's wins)."""
 
 

@@ -398,7 +398,6 @@ POINTWISE_RULES: dict[Any, Callable[[Call], Any]] = {
     aten.exp: exp,
     aten.log: log,
     aten.sqrt: sqrt,
-    aten.pow.Tensor_Scalar: power,
     aten.eq.Tensor: equal,
     aten.eq.Scalar: equal,
     aten.ne.Tensor: equal,

@@ -2,8 +2,9 @@
 `complex_as_real`'s rules for ops that move, gather, reduce or multiply
 complex tensors: each is the same op on the packed pair with the pair's
 trailing dimension kept last (a dimension of the complex tensor is the same
-dimension of its pair, counted from the front), plus the new tensors of a
-complex dtype and the sizes of complex tensors.
+dimension of its pair, counted from the front), except `gather` and the
+scatters, which take each part with the same index; plus the new tensors of
+a complex dtype and the sizes of complex tensors.
 
 A matrix product is one real product: `a [m, k]` packed is a `[m, 2k]`
 matrix of interleaved parts, and `b` becomes the `[2k, 2n]` block matrix
@@ -193,6 +194,28 @@ def index_put(call: Call) -> Pair:
             packed_of(call["self"], result), call["indices"], packed_of(call["values"], result), call["accumulate"]
         )
     )
+
+
+def gather(call: Call) -> Pair:
+    """gather(self, dim, index): each part gathered with the same index."""
+    value = call["self"]
+    dim = normalized_dim(call["dim"], value.rank)
+    real, imag = value.parts()
+    return make_pair(torch.gather(real, dim, call["index"]), torch.gather(imag, dim, call["index"]), call.result)
+
+
+def scatter(call: Call) -> Pair:
+    """scatter (of a tensor or a number) and scatter_add: each part
+    scattered with the same index; a number's parts are numbers."""
+    result = call.result
+    (real, imag), dim = parts_of(call["self"], result.dtype), call["dim"]
+    source = call["src"] if "src" in call.arguments else call["value"]
+    source_real, source_imag = parts_of(source, result.dtype)
+    op = aten.scatter_add.default if call.node.target.overloadpacket is aten.scatter_add else aten.scatter
+    real, imag = (p if isinstance(p, torch.Tensor) else torch.full(call.example.shape, p, dtype=result.dtype,
+                  device=result.device) for p in (real, imag))  # fmt: skip
+    dim = normalized_dim(dim, real.dim())
+    return make_pair(op(real, dim, call["index"], source_real), op(imag, dim, call["index"], source_imag), result)
 
 
 def slice_scatter(call: Call) -> Pair:
@@ -425,6 +448,10 @@ STRUCTURE_RULES: dict[Any, Callable[[Call], Any]] = {
     aten.index.Tensor: index,
     aten.index_select: index_select,
     aten.index_put: index_put,
+    aten.gather: gather,
+    aten.scatter.src: scatter,
+    aten.scatter.value: scatter,
+    aten.scatter_add: scatter,
     aten.slice_scatter: slice_scatter,
     aten.select_scatter: select_scatter,
     aten.constant_pad_nd: constant_pad,

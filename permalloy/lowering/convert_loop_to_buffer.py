@@ -20,7 +20,7 @@ import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, FunctionType, ModuleOp
-from xdsl.ir import Attribute, Block, Operation, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Operation, OpResult, Region, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     GreedyRewritePatternApplier,
@@ -34,6 +34,7 @@ from xdsl.rewriter import InsertPoint
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
+from permalloy.lowering.import_fx.graph import ALIAS_ATTR
 from permalloy.lowering.view_layouts import view_layout
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
 
@@ -369,7 +370,9 @@ class ReturnBuffers(RewritePattern):
     repeating elements gets a copy of the elements it does not repeat); the
     function's type becomes that of its buffers. A returned view that is
     already dense stays a view (with its offset), aliasing its source as
-    eager's would.
+    eager's would; but a function argument, or a view of one, is returned
+    as a copy unless its result is marked `ptensor.aliases_input` (an
+    imported graph returns new memory there, as `clone` makes it).
     """
 
     @op_type_rewrite_pattern
@@ -387,6 +390,9 @@ class ReturnBuffers(RewritePattern):
                 tuple(wanted.data) != tuple(result_type.strides.data)
                 or result_type.offset.expr != 0
             )
+            if not relayout and _argument_memory(result) and not _aliases_input(function, i):
+                relayout = True
+                wanted = wanted or SymListAttr(buf.contiguous_strides(result_type.sizes))
             if relayout and _broadcast_dims(result_type.sizes, wanted.data):  # type: ignore[union-attr]
                 result = _broadcast_result(result, wanted, rewriter)  # type: ignore[arg-type]
             elif relayout:
@@ -400,6 +406,21 @@ class ReturnBuffers(RewritePattern):
         inputs = [a.type for a in function.body.block.args]
         function.function_type = FunctionType.from_lists(inputs, [v.type for v in values])
         rewriter.notify_op_modified(function)
+
+
+def _argument_memory(value: SSAValue) -> bool:
+    """Whether `value` is a function argument or a view of one."""
+    while isinstance(value, OpResult) and isinstance(value.op, (*VIEW_OPS, buf.ViewOp)):
+        value = value.op.operands[0]
+    return isinstance(value, BlockArgument)
+
+
+def _aliases_input(function: func.FuncOp, position: int) -> bool:
+    attributes = function.res_attrs
+    if attributes is None or position >= len(attributes.data):
+        return False
+    entry = attributes.data[position]
+    return isinstance(entry, DictionaryAttr) and ALIAS_ATTR in entry.data
 
 
 def _broadcast_result(result: SSAValue, wanted: SymListAttr, rewriter: PatternRewriter) -> SSAValue:

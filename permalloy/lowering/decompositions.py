@@ -22,6 +22,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
 from permalloy.lowering.grid_sampling import grid_sampler_2d, grid_sampler_3d
+from permalloy.lowering.masked_assignment import index_put_with_mask
 from permalloy.lowering.pooling import adaptive_avg_pool3d, avg_pool, max_pool_with_indices
 from permalloy.lowering.quantization import quantization_decompositions
 from permalloy.lowering.sorted_search import bucketize, bucketize_scalar, searchsorted, searchsorted_scalar
@@ -377,6 +378,7 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.scatter: scatter_value,
     aten.rrelu_with_noise_functional: rrelu_with_noise_functional,
     aten.searchsorted: searchsorted,
+    aten.index_put: index_put_with_mask,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -404,6 +406,7 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.scatter: ("value",),
     aten.rrelu_with_noise_functional: ("default",),
     aten.searchsorted: ("Tensor",),
+    aten.index_put: ("default",),
 }
 
 

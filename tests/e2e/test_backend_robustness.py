@@ -569,6 +569,34 @@ def test_constants_are_made_once_and_returned_as_copies(target, request, tmp_pat
     assert source.count("constant_") == 1 and ".clone()" in source, source
 
 
+def _copies_and_views(x, y):
+    return x.clone(), y.contiguous(), x.to(x.dtype, copy=True), x[1:].clone(), y.clone(), x.view(-1), y.t(), x[1:]
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_copies_of_inputs_are_new_memory_and_views_stay_views(target, request):
+    """`clone`, `contiguous` of a contiguous input and other copies of an
+    input return new memory, which the caller may write without changing
+    the input, in eager's strides; the graph's views of an input share its
+    memory, as eager's do."""
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+    options = {"fallback": "raise", "target": target}
+    compiled = torch.compile(_copies_and_views, backend="permalloy", options=options)
+    x, y = to_test_device(torch.randn(3, 4)), to_test_device(torch.randn(4, 3).t())
+    before = x.clone(), y.clone()
+    results = compiled(x, y)
+    expected = _copies_and_views(x, y)
+    for result, wanted in zip(results[:5], expected, strict=False):
+        assert result.untyped_storage().data_ptr() not in (x.untyped_storage().data_ptr(), y.untyped_storage().data_ptr())
+        assert result.stride() == wanted.stride()
+        torch.testing.assert_close(result, wanted, rtol=0, atol=0)
+        result.add_(100)
+    torch.testing.assert_close((x, y), before, rtol=0, atol=0)
+    for result, base in zip(results[5:], (x, y, x), strict=True):
+        assert result.untyped_storage().data_ptr() == base.untyped_storage().data_ptr()
+
+
 INTEGER_DIVISIONS = {
     "floor_divide": lambda a, b: a // b,
     "remainder": lambda a, b: a % b,

@@ -1,7 +1,8 @@
 """
 Scatters (scatter_reduce with every reduction, scatter_add, scatter with a
 `reduce` argument, index_reduce, index_add, index_put with accumulation, and
-a bincount written as a scatter_add of ones, embedding_bag) through
+a bincount written as a scatter_add of ones, embedding_bag, index_put with
+a boolean mask) through
 `torch.compile(fn, backend="permalloy")` on both targets, against eager:
 include_self both ways, float32, float16, bfloat16, int64 and uint8
 (whose 8- and 16-bit elements the Triton target combines within their
@@ -148,6 +149,41 @@ def test_index_put_index_add_and_index_reduce(target_device, backend_check):
     rows = torch.tensor([-1, 0, 4, -1, 2, 0])
     cols = torch.tensor([3, -4, 1])
     backend_check(fn, _inputs(x, rows, cols, v, n), target_device)
+    no_externs()
+
+
+def masked_assignments(x, rows, cols, grid, per_row, per_column, per_cell, nowhere, one_row):
+    """x [5, 6]; rows [5], cols [6], grid [5, 6] and nowhere [5] masks."""
+    a = x.clone()
+    a[rows] = one_row  # one value per selected row, broadcast
+    b = x * 2
+    b[:, cols] = per_column  # a value per selected column, in order
+    c = x + 1
+    c[grid] = per_cell  # a 2-d mask, one value per selected element
+    d = x.clone()
+    d[nowhere] = one_row[None, :][:0]  # no selected position, no values
+    return (
+        a, b, c, d, torch.index_put(x, (rows,), per_row, accumulate=True),
+        torch.ops.aten.index_put(x, [None, cols], per_column, True), x.masked_fill(grid, 1.0),
+        torch.index_put(x, (rows,), one_row[2]),
+    )  # fmt: skip
+
+
+@both_targets
+def test_index_put_with_a_boolean_mask(target_device, backend_check):
+    """`x[mask] = v` and its accumulating form: broadcast values, a value per
+    selected position in the mask's row-major order, 1-d and 2-d masks, a
+    mask that selects nothing; a select, with no fallback op."""
+    g = torch.Generator().manual_seed(4)
+    x = torch.randn(5, 6, generator=g)
+    rows = torch.tensor([True, False, True, True, False])
+    cols = torch.tensor([False, True, True, False, False, True])
+    grid = torch.rand(5, 6, generator=g) > 0.5
+    inputs = _inputs(
+        x, rows, cols, grid, torch.randn(3, 6, generator=g), torch.randn(5, 3, generator=g),
+        torch.randn(int(grid.sum()), generator=g), torch.zeros(5, dtype=torch.bool), torch.randn(6, generator=g),
+    )  # fmt: skip
+    backend_check(masked_assignments, inputs, target_device)
     no_externs()
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import sympy
 import torch
 from torch import fx
+from torch.multiprocessing.reductions import StorageWeakRef
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
@@ -35,6 +36,7 @@ from xdsl.dialects.builtin import (
     ModuleOp,
     StringAttr,
     TensorType as BuiltinTensorType,
+    UnitAttr,
 )
 from xdsl.ir import Attribute, Block, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
@@ -49,6 +51,10 @@ from permalloy.lowering.import_fx.fallback import DECLINED, NO_CONVERTER, import
 SYMBOL_ATTR = "ptensor.symbol"
 STRIDES_ATTR = "ptensor.strides"
 CONSTANT_ATTR = "ptensor.constant"
+ALIAS_ATTR = "ptensor.aliases_input"
+"""A result attribute: the graph returns a view of one of its inputs (whose
+memory the result may share); any other result the function returns is
+new memory, never an input's."""
 RUNTIME_ASSERTIONS = frozenset(
     {
         torch.ops.aten._assert_async.msg,
@@ -251,15 +257,28 @@ def _output(ctx: ImportContext, node: fx.Node) -> list[tuple[object, SSAValue | 
     values = node.args[0]
     values = values if isinstance(values, list | tuple) else [values]
     described, results = [], 0
+    inputs = _input_storages(node.graph)
     for value in values:
         imported = ctx.values.get(value) if isinstance(value, fx.Node) else value
         if isinstance(imported, SSAValue):
             described.append((TensorOutput(results), imported))
-            ctx.output_examples.append((ctx.meta(value), _eager_strides(ctx, value)))
+            example = ctx.meta(value)
+            aliases = isinstance(example, torch.Tensor) and _storage(example) in inputs
+            ctx.output_examples.append((example, _eager_strides(ctx, value), aliases))
             results += 1
         else:
             described.append((ValueOutput(ctx.scalar(imported)), None))
     return described
+
+
+def _storage(example: torch.Tensor) -> StorageWeakRef:
+    return StorageWeakRef(example.untyped_storage())
+
+
+def _input_storages(graph: fx.Graph) -> set[StorageWeakRef]:
+    """The memory of the graph's tensor inputs, as their example values share it."""
+    examples = [n.meta.get("val") for n in graph.nodes if n.op == "placeholder"]
+    return {_storage(e) for e in examples if isinstance(e, torch.Tensor)}
 
 
 def _eager_strides(ctx: ImportContext, value: Any) -> tuple | None:
@@ -313,8 +332,10 @@ def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> Mo
     returned = [v for _, v in outputs if v is not None]
     ctx.block.add_op(func.ReturnOp(*returned))
     result_layouts = [
-        _layout(ctx, example, strides) if isinstance(example, torch.Tensor) else {}
-        for example, strides in ctx.output_examples
+        _layout(ctx, example, strides) | ({ALIAS_ATTR: UnitAttr()} if aliases else {})
+        if isinstance(example, torch.Tensor)
+        else {}
+        for example, strides, aliases in ctx.output_examples
     ]
     function = func.FuncOp(
         name,

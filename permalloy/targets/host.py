@@ -29,6 +29,7 @@ from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
 from permalloy.targets.externs import extern_call
 
 SYMBOL_ATTR = "ptensor.symbol"
+ON_CPU_ATTR = "ptensor.on_cpu"
 
 
 def python_expr(expr: sympy.Expr) -> str:
@@ -213,21 +214,33 @@ class _Emitter:
                     if size.is_Symbol and size.name not in self.bound:
                         self.lines.append(f"{size.name} = {self.name(arg)}.shape[{dim}]")
                         self.bound.add(size.name)
-        for arg in args:
+        for position, arg in enumerate(args):
             if isinstance(arg.type, buf.BufferType):
+                self._move_to_gpu_for_kernels(position, arg)
                 self._conform_argument(arg)
                 self.roots[arg] = self.name(arg)
 
-    def _symbol_of_index_argument(self, position: int) -> str | None:
+    def _argument_attribute(self, position: int, name: str) -> Any:
         attrs = self.function.arg_attrs
         if attrs is None:
             return None
         entry = attrs.data[position]
-        if isinstance(entry, DictionaryAttr):
-            symbol = entry.data.get(SYMBOL_ATTR)
-            if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
-                return symbol.expr.name
+        return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
+
+    def _symbol_of_index_argument(self, position: int) -> str | None:
+        symbol = self._argument_attribute(position, SYMBOL_ATTR)
+        if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
+            return symbol.expr.name
         return None
+
+    def _move_to_gpu_for_kernels(self, position: int, arg: SSAValue) -> None:
+        """A CPU tensor argument of a GPU graph that a kernel reads is moved
+        to the program's GPU first, as eager's GPU kernels take CPU indices."""
+        if getattr(self.target, "device", "cpu") != "cuda" or self._argument_attribute(position, ON_CPU_ATTR) is None:
+            return
+        if _launched(arg):
+            name = self.name(arg)
+            self.lines.append(f"{name} = {name}.to({self._device()})")
 
     def _conform_argument(self, arg: SSAValue) -> None:
         """Give an input the layout the program expects, copying if it differs."""
@@ -392,6 +405,16 @@ class _Emitter:
             f"{name} = {view}({root}, {_tuple(layout.sizes)}, {_tuple(layout.strides.data)}, "
             f"{python_expr(layout.offset.expr)})"
         )
+
+
+def _launched(value: SSAValue) -> bool:
+    """Whether a kernel launch reads `value` or a view of it."""
+    for use in value.uses:
+        if isinstance(use.operation, buf.LaunchOp):
+            return True
+        if isinstance(use.operation, buf.ViewOp) and _launched(use.operation.result):
+            return True
+    return False
 
 
 def _returned(value: SSAValue) -> bool:

@@ -51,6 +51,10 @@ from permalloy.lowering.import_fx.fallback import DECLINED, NO_CONVERTER, import
 SYMBOL_ATTR = "ptensor.symbol"
 STRIDES_ATTR = "ptensor.strides"
 CONSTANT_ATTR = "ptensor.constant"
+ON_CPU_ATTR = "ptensor.on_cpu"
+"""An argument attribute: the graph takes this tensor on the CPU while other
+tensors of it are on a GPU (an index or a 0-d tensor, which eager's GPU
+kernels accept); the program moves it to the GPU for its kernels."""
 ALIAS_ATTR = "ptensor.aliases_input"
 """A result attribute: the graph returns a view of one of its inputs (whose
 memory the result may share); any other result the function returns is
@@ -127,6 +131,7 @@ def import_graph(gm: fx.GraphModule, name: str = "forward", label_values: bool =
     """
     ctx = ImportContext(Block())
     signature = _Signature()
+    on_gpu = any(_device_type(n) == "cuda" for n in gm.graph.nodes if n.op == "placeholder")
     outputs: list = []
     labels: dict[str, tuple[str, str]] = {}
     for position, node in enumerate(gm.graph.nodes):
@@ -137,7 +142,7 @@ def import_graph(gm: fx.GraphModule, name: str = "forward", label_values: bool =
             labels.update(_label_new_ops(ctx.block, last, position, node))
             continue
         if node.op == "placeholder":
-            ctx.values[node] = _placeholder(ctx, signature, node)
+            ctx.values[node] = _placeholder(ctx, signature, node, on_gpu)
         elif node.op == "get_attr":
             ctx.values[node] = _get_attr(ctx, signature, gm, node)
         elif node.op == "call_function":
@@ -179,10 +184,20 @@ def _label_new_ops(block: Block, last, position: int, node: fx.Node) -> dict[str
     return {label: (node.name, str(node.target))} if named else {}
 
 
-def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node):
+def _device_type(node: fx.Node) -> str | None:
+    example = node.meta.get("val")
+    return example.device.type if isinstance(example, torch.Tensor) else None
+
+
+def _placeholder(ctx: ImportContext, signature: _Signature, node: fx.Node, on_gpu: bool):
+    """A graph input: a tensor argument with its layout (and `ptensor.on_cpu`
+    for a CPU tensor of a GPU graph), or a size."""
     example = node.meta.get("val")
     if isinstance(example, torch.Tensor):
-        return signature.add(ctx.block, ctx.type_of(example), _layout(ctx, example))
+        attributes = _layout(ctx, example)
+        if on_gpu and example.device.type == "cpu":
+            attributes[ON_CPU_ATTR] = UnitAttr()
+        return signature.add(ctx.block, ctx.type_of(example), attributes)
     if isinstance(example, torch.SymInt | int) and not isinstance(example, bool):
         expr = ctx.symbols.convert(example)
         signature.add(ctx.block, IndexType(), {SYMBOL_ATTR: SymExprAttr(expr)})

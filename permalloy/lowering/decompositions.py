@@ -354,6 +354,26 @@ def scatter_src(x, dim, index, src):
     return aten.where.self(mask, values, x)
 
 
+def as_strided_scatter(x, src, size, stride, storage_offset=None):
+    """`src` written over the strided view of a contiguous `x`: a scatter
+    into x's elements at `offset + sum(i_d * stride_d)` for each position
+    `i` of the view (a view that repeats an element writes it once per
+    repeat, in some order, as torch leaves unspecified)."""
+    if not x.is_contiguous() or len(size) != len(stride):
+        return NotImplemented
+    offset = 0 if storage_offset is None else storage_offset
+    positions = aten.full.default([1] * len(size), offset, dtype=torch.int64, device=x.device)
+    for d, (extent, step) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = extent
+        along = aten.arange.default(extent, dtype=torch.int64, device=x.device)
+        positions = aten.add.Tensor(positions, aten.view.default(aten.mul.Tensor(along, step), shape))
+    positions = aten.view.default(aten.expand.default(positions, list(size)), [-1])
+    flat = aten.view.default(x, [-1])
+    values = aten.reshape.default(aten.expand.default(src, list(size)), [-1])
+    return aten.view.default(aten.scatter.src(flat, 0, positions, values), list(x.shape))
+
+
 OWN: dict[OpOverloadPacket, Callable] = {
     aten.mean: mean,
     aten.var_mean: var_mean,
@@ -379,6 +399,7 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.rrelu_with_noise_functional: rrelu_with_noise_functional,
     aten.searchsorted: searchsorted,
     aten.index_put: index_put_with_mask,
+    aten.as_strided_scatter: as_strided_scatter,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -407,6 +428,7 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.rrelu_with_noise_functional: ("default",),
     aten.searchsorted: ("Tensor",),
     aten.index_put: ("default",),
+    aten.as_strided_scatter: ("default",),
 }
 
 

@@ -3,10 +3,12 @@ Windows and strided views compiled natively on both targets, against eager:
 `Tensor.unfold` of inputs and intermediates (permuted, sliced, channels-last,
 overlapping and gapped windows), `F.unfold`/`F.fold` (im2col and col2im) with
 padding, stride and dilation, and `as_strided` of views of intermediates
-(after broadcasts, expands, slices and permutes), which read the storage of
+(after broadcasts, expands, slices and permutes) and `as_strided_scatter`
+(a scatter at the view's positions), which read the storage of
 the nearest dense node up the chain of views; an `as_strided` reading outside
 every node of the graph (of an input that is a view into a larger storage)
-runs with torch. Training through unfold and fold, gradients against eager's.
+runs with torch. Training through unfold, fold and as_strided, gradients
+against eager's.
 """
 
 from __future__ import annotations
@@ -57,10 +59,18 @@ CASES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     ),
     "as_strided_of_input_view": (lambda x: torch.as_strided(x[1:], (3, 4), (1, 3), 120) + 1, [_input(2, 3, 5, 7)]),
     "as_strided_copy": (lambda x: torch.ops.aten.as_strided_copy(x * 3, (4, 2), (1, 4), 2), [_input(4, 5)]),
+    "as_strided_scatter": (
+        lambda x, s: torch.as_strided_scatter(x * 2, s, (2, 2), (1, 2), 1), [_input(3, 4), _input(2, 2, seed=1)]
+    ),
+    "as_strided_scatter_of_transposed_source": (
+        lambda x, s: torch.as_strided_scatter(x + 1, s.t() * 2, (3, 2), (2, 5), 3), [_input(4, 5), _input(2, 3, seed=1)]
+    ),
 }
 """Each case: the function and its inputs."""
 
-TRITON_CASES = ["unfold_last_dim_overlapping", "unfold_of_permute", "im2col", "col2im", "as_strided_of_expand"]
+TRITON_CASES = [
+    "unfold_last_dim_overlapping", "unfold_of_permute", "im2col", "col2im", "as_strided_of_expand", "as_strided_scatter",
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -117,7 +127,8 @@ def test_training_through_unfold_and_fold_matches_eager(target, request):
         mixed = torch.einsum("bkl,k->bkl", patches, w)
         folded = F.fold(mixed, (6, 5), 3, padding=1)
         windows = folded.unfold(3, 2, 1)
-        return (windows * windows).mean()
+        strided = torch.as_strided(folded * 2, (2, 3, 4), (30, 1, 5), 1)  # its gradient: as_strided_scatter
+        return (windows * windows).mean() + strided.sin().sum()
 
     x, w = _input(2, 3, 6, 5), _input(27, seed=1)
     expected_inputs = [x.clone().requires_grad_(), w.clone().requires_grad_()]

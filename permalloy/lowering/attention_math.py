@@ -5,14 +5,16 @@ Inference graphs keep attention whole: it becomes `ptensor.attention`, a library
 call. In a training graph, AOTAutograd would differentiate torch's fused
 attention into its fused backward (`_scaled_dot_product_*_backward`), an op
 with no ptensor form, run by torch as a fallback. `rewrite_attention_as_math`
-replaces each attention call of Dynamo's graph with `attention_math`, before
-AOTAutograd traces it: the forward becomes two matrix products around a
+replaces each attention call of Dynamo's graph with `attention_math` (and each
+call of `nn.MultiheadAttention`'s function with `multi_head_attention_math`),
+before AOTAutograd traces it: the forward becomes two matrix products around a
 softmax, and the backward the matrix products and the softmax backward that
 the rest of the pipeline lowers and fuses.
 """
 
 from __future__ import annotations
 
+import inspect
 import math
 
 import torch
@@ -22,6 +24,9 @@ _LOW_PRECISION = (torch.float16, torch.bfloat16)
 
 ATTENTION_CALLS = (F.scaled_dot_product_attention, torch._C._nn.scaled_dot_product_attention)  # noqa: SLF001
 """The callables by which Dynamo's graphs call attention."""
+
+MULTI_HEAD_ATTENTION_CALLS = (F.multi_head_attention_forward,)
+"""`nn.MultiheadAttention`'s function, which Dynamo's graphs call whole."""
 
 
 def attention_math(
@@ -67,3 +72,16 @@ def attention_math(
     if dropout_p > 0.0:
         probabilities = F.dropout(probabilities, dropout_p)
     return torch.matmul(probabilities, value)
+
+
+def multi_head_attention_math(*args, **kwargs):
+    """`F.multi_head_attention_forward` through its explicit path: with
+    `need_weights` it computes attention as products around a softmax of the
+    scores (the mask it merges from the padding and attention masks added),
+    where without it calls the fused attention; the weights are dropped
+    again where the caller did not ask for them."""
+    bound = inspect.signature(F.multi_head_attention_forward).bind(*args, **kwargs)
+    asked = bound.arguments.get("need_weights", True)
+    bound.arguments["need_weights"] = True
+    output, weights = F.multi_head_attention_forward(*bound.args, **bound.kwargs)
+    return output, weights if asked else None

@@ -20,11 +20,17 @@ from collections.abc import Callable, Iterator
 import torch
 from torch import fx
 
-from permalloy.lowering.attention_math import ATTENTION_CALLS, attention_math
+from permalloy.lowering.attention_math import (
+    ATTENTION_CALLS,
+    MULTI_HEAD_ATTENTION_CALLS,
+    attention_math,
+    multi_head_attention_math,
+)
 from permalloy.lowering.grid_sampling import GRID_SAMPLE_CALLS, grid_sample_math
 
 MATH_FOR_TRAINING: dict[Callable, Callable] = {
     **dict.fromkeys(ATTENTION_CALLS, attention_math),
+    **dict.fromkeys(MULTI_HEAD_ATTENTION_CALLS, multi_head_attention_math),
     **dict.fromkeys(GRID_SAMPLE_CALLS, grid_sample_math),
 }
 """Each callable of Dynamo's graphs rewritten in training graphs, and its math."""

@@ -523,6 +523,34 @@ def test_grouped_query_attention_gradients() -> None:
     assert len(records) == 2 and all(r["compiled"] and not r["fallback_ops"] for r in records)
 
 
+@pytest.mark.parametrize("need_weights", [False, True])
+def test_multihead_attention_gradients_with_a_padding_mask(need_weights) -> None:
+    """`nn.MultiheadAttention`'s function, which Dynamo's graphs call whole,
+    trains as math (its explicit path of products and softmax): no fused
+    attention backward, gradients of eager's, weights returned only when
+    asked for."""
+    torch.manual_seed(0)
+    attention = torch.nn.MultiheadAttention(16, 4, batch_first=True)
+    padding = torch.zeros(2, 5, dtype=torch.bool)
+    padding[0, 3:] = True
+
+    def fn(x):
+        output, weights = attention(x, x, x, key_padding_mask=padding, need_weights=need_weights)
+        return output if weights is None else output + weights.sum(-1, keepdim=True)
+
+    def run(function) -> list[torch.Tensor]:
+        attention.zero_grad(set_to_none=True)
+        results = _gradients(function, [_seeded(2, 5, 16)()])
+        return results + [p.grad.clone() for p in attention.parameters()]
+
+    compiled = torch.compile(fn, backend="permalloy", options={"fallback": "raise"})
+    actual, expected = run(compiled), run(fn)
+    for a, e in zip(actual, expected, strict=True):
+        torch.testing.assert_close(a, e, rtol=1e-4, atol=1e-5)
+    records = permalloy.stats()
+    assert len(records) == 2 and all(r["compiled"] and not r["fallback_ops"] for r in records)
+
+
 @pytest.mark.parametrize("value", [5, ["dumps"], True])
 def test_dump_dir_of_the_wrong_type_is_a_clear_error(value, tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)

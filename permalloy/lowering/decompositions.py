@@ -374,6 +374,28 @@ def as_strided_scatter(x, src, size, stride, storage_offset=None):
     return aten.view.default(aten.scatter.src(flat, 0, positions, values), list(x.shape))
 
 
+def bernoulli_of_probability(x, p=0.5, *, generator=None):
+    """bernoulli.p (drop-path masks): `rand_like(x) < p` in x's dtype, with
+    torch's random numbers but not eager's draws (as for dropout)."""
+    if generator is not None:
+        return NotImplemented
+    return aten._to_copy.default(aten.lt.Scalar(aten.rand_like.default(x), p), dtype=x.dtype)
+
+
+def weight_norm_interface_backward(grad_w, saved_v, saved_g, saved_norms, dim):
+    """The gradients of `w = g * v / ||v||` (norms over every dimension but
+    `dim`, all of them for -1), as torch's differentiable formula gives them:
+    `grad_g = sum(grad_w * v) / norms`, `grad_v = (g / norms) * (grad_w - v *
+    grad_g / norms)`."""
+    dims = list(range(saved_v.dim())) if dim == -1 else [d for d in range(saved_v.dim()) if d != dim % saved_v.dim()]
+    norms = aten.view.default(saved_norms, list(saved_g.shape))
+    projected = aten.sum.dim_IntList(aten.mul.Tensor(grad_w, saved_v), dims, True)
+    grad_g = aten.div.Tensor(projected, norms)
+    along = aten.mul.Tensor(saved_v, aten.div.Tensor(grad_g, norms))
+    grad_v = aten.mul.Tensor(aten.div.Tensor(saved_g, norms), aten.sub.Tensor(grad_w, along))
+    return grad_v, aten.view.default(grad_g, list(saved_g.shape))
+
+
 OWN: dict[OpOverloadPacket, Callable] = {
     aten.mean: mean,
     aten.var_mean: var_mean,
@@ -400,6 +422,8 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.searchsorted: searchsorted,
     aten.index_put: index_put_with_mask,
     aten.as_strided_scatter: as_strided_scatter,
+    aten.bernoulli: bernoulli_of_probability,
+    aten._weight_norm_interface_backward: weight_norm_interface_backward,
 }
 """permalloy's own decompositions, written with ATen ops only."""
 
@@ -429,6 +453,8 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.searchsorted: ("Tensor",),
     aten.index_put: ("default",),
     aten.as_strided_scatter: ("default",),
+    aten.bernoulli: ("p",),
+    aten._weight_norm_interface_backward: ("default",),
 }
 
 

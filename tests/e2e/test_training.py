@@ -203,6 +203,8 @@ GRAD_CASES = [
     GradCase("mse_loss", lambda x, y: F.mse_loss(x, y), lambda: [_randn(4, 8), _randn(4, 8, seed=1)]),
     GradCase("attention_causal", _attention, lambda: [_randn(2, 2, 5, 8), _randn(2, 2, 5, 8, seed=1), _randn(2, 2, 5, 8, seed=2)]),
     GradCase("attention_float_mask", _attention_float_mask, lambda: [_randn(1, 2, 4, 8), _randn(1, 2, 6, 8, seed=1), _randn(1, 2, 6, 8, seed=2)]),
+    GradCase("weight_norm_dim0", lambda v, g, x: F.linear(x, torch._weight_norm(v, g, 0)), lambda: [_randn(6, 4), _randn(6, 1, seed=1), _randn(3, 4, seed=2)]),
+    GradCase("weight_norm_last_dim", lambda v, g, x: F.linear(x, torch._weight_norm(v, g, 1)), lambda: [_randn(6, 4), _randn(1, 4, seed=1), _randn(3, 4, seed=2)]),
     GradCase("attention_bool_mask", _attention_bool_mask, lambda: [_randn(1, 2, 4, 8), _randn(1, 2, 6, 8, seed=1), _randn(1, 2, 6, 8, seed=2)]),
 ]
 
@@ -214,6 +216,24 @@ def test_op_gradients_match_eager(case: GradCase) -> None:
     actual_output, actual = run_and_differentiate(compile_for_training(case.fn), inputs)
     assert_gradients_match([actual_output], [expected_output], ["output"])
     assert_gradients_match(actual, expected, [f"input {i}" for i in range(len(expected))])
+    assert_compiled_without_fallbacks("llvm")
+
+
+def _drop_path(x):
+    keep = x.new_empty(x.shape[0], 1).bernoulli_(0.7)
+    return x * keep / 0.7
+
+
+def test_drop_path_masks_keep_rows_with_their_probability() -> None:
+    """A drop-path mask (`bernoulli_` of a probability) compiles with the
+    graph: each row is kept (scaled by 1 / 0.7) or dropped whole, about 70%
+    kept, and the gradient is the same mask."""
+    x = torch.ones(4000, 3)
+    output, (gradient,) = run_and_differentiate(compile_for_training(_drop_path), [x])
+    kept = output[:, 0] > 0
+    torch.testing.assert_close(output, kept[:, None].float().expand(4000, 3) / 0.7)
+    assert abs(kept.float().mean().item() - 0.7) < 0.03
+    torch.testing.assert_close(gradient, _output_weights(output) * output)
     assert_compiled_without_fallbacks("llvm")
 
 

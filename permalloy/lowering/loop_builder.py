@@ -131,12 +131,23 @@ class LoopBuilder:
         return self.body.int_to_index(entry)
 
     def wrap_negative(self, entry: SSAValue, size: sympy.Expr) -> SSAValue:
-        """An index entry with Python's negative positions counted from the end of `size`."""
+        """An index entry with Python's negative positions counted from the
+        end of `size`, kept within the dimension (`within`)."""
         body = self.body
         zero = body.constant(0, IndexType())
         negative = body.add(arith.CmpiOp(entry, zero, "slt"))
         wrapped = body.add(arith.AddiOp(entry, self.index(size)))
-        return body.select(negative, wrapped, entry)
+        return self.within(body.select(negative, wrapped, entry), size)
+
+    def within(self, entry: SSAValue, size: sympy.Expr) -> SSAValue:
+        """An index entry clamped to the positions of a dimension of `size`:
+        an entry out of range, which eager reports as an error, reads or
+        writes the nearest end, never memory outside the tensor."""
+        body = self.body
+        zero = body.constant(0, IndexType())
+        last = body.add(arith.SubiOp(self.index(size), body.constant(1, IndexType())))
+        below = body.select(body.add(arith.CmpiOp(entry, last, "sgt")), last, entry)
+        return body.select(body.add(arith.CmpiOp(below, zero, "slt")), zero, below)
 
     # -- finishing --------------------------------------------------------------
 

@@ -264,7 +264,7 @@ def lower_gather(op: pt.GatherOp) -> Operation:
     builder = LoopBuilder(_result_type(op))
     dim = op.dim.value.data
     here = builder.parallel_indices
-    position = builder.index_entry(op.index, here)
+    position = builder.within(builder.index_entry(op.index, here), pt.tensor_type(op.input).sizes[dim])
     index = list(here)
     index[dim] = index_value(0)
     return builder.pointwise(builder.read(op.input, index, [position]))

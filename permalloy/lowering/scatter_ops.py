@@ -91,7 +91,8 @@ def _dim_scatter(op: pt.ScatterOp | pt.ScatterAddOp | pt.ScatterReduceOp, kind: 
     position: list[sympy.Expr] = list(here)
     entries = []
     if position:  # a 0-d scatter's index is 0: its one value lands on the one element
-        entries.append(builder.index_entry(op.index, here))
+        target = pt.tensor_type(init)
+        entries.append(builder.within(builder.index_entry(op.index, here), target.sizes[dim]))
         position[dim] = index_value(0)
     if identity:
         value = builder.body.constant(_identity(kind, result_type.element_type), compute_type(result_type.element_type))

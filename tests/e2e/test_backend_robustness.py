@@ -653,6 +653,39 @@ def test_cpu_indices_into_a_table_on_the_test_device(target, request):
     assert all(r["compiled"] and not r["fallback_ops"] for r in permalloy.stats())
 
 
+def _indexed(x, rows, scattered):
+    y = x * 2
+    return (
+        torch.gather(y, 0, rows), y.scatter_add(0, rows, scattered), y[rows[:, 0]] + 1,
+        torch.index_put(y, (rows[:, 0],), scattered[:, 0], accumulate=True),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_out_of_range_indices_stay_inside_the_tensor(target, request):
+    """Eager raises for an index out of range; compiled code does not check,
+    but clamps each index to its dimension, so a gather reads and a scatter
+    writes the nearest end and never memory outside the tensor."""
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+    move = to_test_device if target == "triton" else (lambda t: t)
+    x = move(torch.randn(5, 3, generator=torch.Generator().manual_seed(2)))
+    rows = move(torch.tensor([[0, 9, 2], [1_000_000, 4, 5], [3, 3, 7]]))
+    scattered = move(torch.ones(3, 3))
+    with pytest.raises((RuntimeError, IndexError)):
+        _indexed(x, rows, scattered)
+    compiled = torch.compile(_indexed, backend="permalloy", options={"fallback": "raise", "target": target})
+    results = compiled(x, rows, scattered)
+    clamped = rows.clamp(0, 4)
+    clamped_first = torch.where(rows[:, 0] < 0, rows[:, 0] + 5, rows[:, 0]).clamp(0, 4)
+    expected = _indexed(x, clamped, scattered)[:2] + (
+        (x * 2)[clamped_first] + 1,
+        torch.index_put(x * 2, (clamped_first,), scattered[:, 0], accumulate=True),
+    )
+    for result, wanted in zip(results, expected, strict=True):
+        torch.testing.assert_close(result, wanted)
+
+
 INTEGER_DIVISIONS = {
     "floor_divide": lambda a, b: a // b,
     "remainder": lambda a, b: a % b,

@@ -229,14 +229,24 @@ func.func @split_heads(%x: !ptensor.tensor<[s0, s1, 16], f32>) -> !ptensor.tenso
 // CHECK:         %g = loop.pointwise ins(%[[I:.+]] = %i : !ptensor.tensor<[2, 3], i64>, %[[A:.+]] = %a : !ptensor.tensor<[2, 4], f32>)
 // CHECK-NEXT:      %[[IV:.+]] = loop.load %[[I]][d0, d1] : i64
 // CHECK-NEXT:      %[[POS:.+]] = arith.index_cast %[[IV]] : i64 to index
-// CHECK-NEXT:      loop.load %[[A]][d0, v0] (%[[POS]]) : f32
+// A position out of range (an error in eager) is clamped to the dimension.
+// CHECK:           %[[LAST:.+]] = arith.subi %{{.+}}, %{{.+}} : index
+// CHECK-NEXT:      %[[ABOVE:.+]] = arith.cmpi sgt, %[[POS]], %[[LAST]] : index
+// CHECK-NEXT:      %[[LOW:.+]] = arith.select %[[ABOVE]], %[[LAST]], %[[POS]] : index
+// CHECK-NEXT:      %[[BELOW:.+]] = arith.cmpi slt, %[[LOW]], %{{.+}} : index
+// CHECK-NEXT:      %[[KEPT:.+]] = arith.select %[[BELOW]], %{{.+}}, %[[LOW]] : index
+// CHECK-NEXT:      loop.load %[[A]][d0, v0] (%[[KEPT]]) : f32
 // Negative positions of an index count from the end.
 // CHECK:         %x = loop.pointwise ins(%[[J:.+]] = %j : !ptensor.tensor<[5], i64>, %[[B:.+]] = %b : !ptensor.tensor<[s0, 4], f32>)
 // CHECK:           %[[NEG:.+]] = arith.cmpi slt, %[[POS:.+]], %{{.+}} : index
 // CHECK-NEXT:      %[[SIZE:.+]] = loop.index s0
 // CHECK-NEXT:      %[[WRAP:.+]] = arith.addi %[[POS]], %[[SIZE]] : index
 // CHECK-NEXT:      %[[FIXED:.+]] = arith.select %[[NEG]], %[[WRAP]], %[[POS]] : index
-// CHECK-NEXT:      loop.load %[[B]][v0, d1] (%[[FIXED]]) : f32
+// CHECK:           %[[OVER:.+]] = arith.cmpi sgt, %[[FIXED]], %{{.+}} : index
+// CHECK-NEXT:      %[[LOWER:.+]] = arith.select %[[OVER]], %{{.+}}, %[[FIXED]] : index
+// CHECK-NEXT:      %[[UNDER:.+]] = arith.cmpi slt, %[[LOWER]], %{{.+}} : index
+// CHECK-NEXT:      %[[CLAMPED:.+]] = arith.select %[[UNDER]], %{{.+}}, %[[LOWER]] : index
+// CHECK-NEXT:      loop.load %[[B]][v0, d1] (%[[CLAMPED]]) : f32
 func.func @data_movement(%a: !ptensor.tensor<[2, 4], f32>, %b: !ptensor.tensor<[s0, 4], f32>, %i: !ptensor.tensor<[2, 3], i64>, %j: !ptensor.tensor<[5], i64>) -> (!ptensor.tensor<[s0 + 2, 4], f32>, !ptensor.tensor<[2, 7], f32>, !ptensor.tensor<[2, 6], f32>, !ptensor.tensor<[2, 3], f32>, !ptensor.tensor<[5, 4], f32>) {
   %c = ptensor.cat %a, %b dim 0 : !ptensor.tensor<[2, 4], f32>, !ptensor.tensor<[s0, 4], f32> -> !ptensor.tensor<[s0 + 2, 4], f32>
   %p = ptensor.pad %a constant 0.5 low [0, 1] high [0, 2] : !ptensor.tensor<[2, 4], f32> -> !ptensor.tensor<[2, 7], f32>

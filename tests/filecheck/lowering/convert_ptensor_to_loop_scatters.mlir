@@ -43,7 +43,10 @@ func.func @scatter_add(%x: !ptensor.tensor<[5, 4], f32>, %i: !ptensor.tensor<[3,
 // CHECK:         loop.scatter sum init(%d : !ptensor.tensor<[5, 4], i64>) ins({{.+}}) over [6, 4] -> !ptensor.tensor<[5, 4], i64> {
 // CHECK:           %[[NEG:.+]] = arith.cmpi slt
 // CHECK:           %[[POS:.+]] = arith.select %[[NEG]]
-// CHECK:           loop.scatter_yield %{{.+}} at [v0, d1] (%[[POS]]) : i64
+// CHECK:           %[[ABOVE:.+]] = arith.cmpi sgt, %[[POS]]
+// CHECK:           %[[BELOW:.+]] = arith.cmpi slt
+// CHECK-NEXT:      %[[KEPT:.+]] = arith.select %[[BELOW]]
+// CHECK:           loop.scatter_yield %{{.+}} at [v0, d1] (%[[KEPT]]) : i64
 // DETERMINISTIC-LABEL: func.func @index_put
 // DETERMINISTIC:         loop.scatter sum
 // BUFFER-LABEL: func.func @index_put

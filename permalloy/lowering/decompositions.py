@@ -23,7 +23,13 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
 from permalloy.lowering.grid_sampling import grid_sampler_2d, grid_sampler_3d
 from permalloy.lowering.masked_assignment import index_put_with_mask
-from permalloy.lowering.pooling import adaptive_avg_pool3d, avg_pool, max_pool_with_indices
+from permalloy.lowering.pooling import (
+    adaptive_avg_pool3d,
+    avg_pool,
+    avg_pool_backward,
+    max_pool_backward,
+    max_pool_with_indices,
+)
 from permalloy.lowering.quantization import quantization_decompositions
 from permalloy.lowering.sorted_search import bucketize, bucketize_scalar, searchsorted, searchsorted_scalar
 
@@ -464,9 +470,13 @@ POOLING: dict[OpOverload, Callable] = {
     aten.avg_pool2d.default: functools.partial(avg_pool, n_dim=2),
     aten.avg_pool3d.default: functools.partial(avg_pool, n_dim=3),
     aten._adaptive_avg_pool3d.default: adaptive_avg_pool3d,
+    aten.max_pool2d_with_indices_backward.default: functools.partial(max_pool_backward, n_dim=2),
+    aten.max_pool3d_with_indices_backward.default: functools.partial(max_pool_backward, n_dim=3),
+    aten.avg_pool2d_backward.default: functools.partial(avg_pool_backward, n_dim=2),
+    aten.avg_pool3d_backward.default: functools.partial(avg_pool_backward, n_dim=3),
 }
-"""Pooling as slices of the padded input (`lowering/pooling.py`); 1-d pooling
-reaches the 2-d ops as a view."""
+"""Pooling as slices of the padded input, and its backward as the scatters
+of them (`lowering/pooling.py`); 1-d pooling reaches the 2-d ops as a view."""
 
 
 def _has_complex(values) -> bool:

@@ -93,6 +93,20 @@ class _Windows:
             view = aten.slice.Tensor(view, dim, start, end, self.stride[d])
         return view
 
+    def placed(self, values: torch.Tensor, offset: Sequence[int], padded_shape: Sequence) -> torch.Tensor:
+        """A tensor of the padded input's shape holding `values` (one per
+        window) at window position `offset` of every window and zeros
+        elsewhere: `at`'s strided slice, scattered."""
+        placed = values
+        for d in reversed(range(self.n_dim)):
+            dim = len(padded_shape) - self.n_dim + d
+            shape = [*placed.shape[:dim], padded_shape[dim], *placed.shape[dim + 1 :]]
+            start = offset[d] * self.dilation[d]
+            end = start + (self.outputs[d] - 1) * self.stride[d] + 1
+            zeros = aten.full.default(shape, 0, dtype=values.dtype, device=values.device)
+            placed = aten.slice_scatter.default(zeros, placed, dim, start, end, self.stride[d])
+        return placed
+
     def starts(self, d: int, like: torch.Tensor) -> torch.Tensor:
         """Each window's first position along pooled dimension `d` (in input
         coordinates, before padding), shaped to broadcast against the output."""
@@ -261,6 +275,27 @@ def _tiled_mean(x, kernel, stride, padding, divisor_override, n_dim):
     return _in_eager_layout(aten.mean.dim(aten.view.default(x.contiguous(), shape), reduced), x)
 
 
+def _tiled_mean_backward(grad_output, x, kernel, stride, padding, divisor_override, n_dim):
+    """The backward of `_tiled_mean`: each window's gradient over its size,
+    spread over the window (the whole input for one covering window)."""
+    sizes = list(x.shape[-n_dim:])
+    if divisor_override or not all(isinstance(n, int) and n > 0 for n in sizes):
+        return NotImplemented
+    if all(p == 0 and k >= n and (n - k) // s + 1 <= 1 for n, k, s, p in zip(sizes, kernel, stride, padding)):
+        spread = aten.expand.default(grad_output / math.prod(sizes), list(x.shape))
+        return _in_eager_layout(aten.clone.default(spread), x)
+    if not all(s == k and p == 0 and n % k == 0 for n, k, s, p in zip(sizes, kernel, stride, padding)):
+        return NotImplemented
+    leading = list(x.shape[:-n_dim])
+    tiled, spread = list(leading), list(leading)
+    for n, k in zip(sizes, kernel):
+        tiled += [n // k, 1]
+        spread += [n // k, k]
+    share = aten.view.default((grad_output / math.prod(kernel)).contiguous(), tiled)
+    result = aten.reshape.default(aten.expand.default(share, spread), list(x.shape))
+    return _in_eager_layout(result, x)
+
+
 def adaptive_avg_pool3d(x, output_size):
     """Adaptive average pooling over the last three dimensions as two adaptive
     2-d poolings (torch's decomposition of `_adaptive_avg_pool2d`), since the
@@ -279,3 +314,51 @@ def adaptive_avg_pool3d(x, output_size):
     )
     # contiguous whatever the input's layout, as torch's kernel writes it
     return aten.view.default(pooled, [*leading, out_depth, out_height, out_width])
+
+
+def max_pool_backward(grad_output, x, kernel_size, stride, padding, dilation, ceil_mode, indices, *, n_dim: int):
+    """`max_pool{n}d_with_indices_backward`: each output's gradient added at
+    the input position its index names (a scatter_add over the flattened
+    pooled dimensions; half-precision gradients sum in float32). Under
+    torch's deterministic algorithms torch's kernel runs instead."""
+    if torch.are_deterministic_algorithms_enabled():
+        return NotImplemented
+    batch = list(x.shape[: x.dim() - n_dim])
+    accumulate = torch.float32 if grad_output.dtype in _LOW_PRECISION else grad_output.dtype
+    gradient = aten.reshape.default(grad_output, [*batch, -1])
+    if accumulate != gradient.dtype:
+        gradient = aten._to_copy.default(gradient, dtype=accumulate)
+    positions = aten.reshape.default(indices, [*batch, -1])
+    zeros = aten.full.default([*batch, math.prod(x.shape[x.dim() - n_dim :])], 0, dtype=accumulate, device=x.device)
+    summed = aten.scatter_add.default(zeros, len(batch), positions, gradient)
+    result = aten.view.default(summed, list(x.shape)).to(grad_output.dtype)
+    return _in_eager_layout(result, x)
+
+
+def avg_pool_backward(
+    grad_output, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, *, n_dim: int
+):
+    """`avg_pool{n}d_backward`: each output's gradient over its divisor, added
+    back at every position of its window (one strided slice-scatter into the
+    padded input per window position, as the forward reads one strided
+    slice), then the padding cut off; NotImplemented where the forward is."""
+    kernel = _expand(kernel_size, n_dim)
+    stride = _expand(stride, n_dim, kernel)
+    padding = _expand(padding, n_dim)
+    if not x.dtype.is_floating_point:
+        return NotImplemented
+    if math.prod(kernel) > MAX_UNROLLED_WINDOW:
+        return _tiled_mean_backward(grad_output, x, kernel, stride, padding, divisor_override, n_dim)
+    windows = _Windows(x, kernel, stride, padding, [1] * n_dim, ceil_mode, n_dim)
+    accumulate = torch.float32 if grad_output.dtype in _LOW_PRECISION else grad_output.dtype
+    gradient = grad_output.to(accumulate) if accumulate != grad_output.dtype else grad_output
+    share = gradient / _divisor(windows, gradient, count_include_pad, divisor_override)
+    padded_shape = list(windows.padded(aten.empty_like.default(x, dtype=accumulate), 0).shape)
+    total = None
+    for offset in windows.offsets():
+        placed = windows.placed(share, offset, padded_shape)
+        total = placed if total is None else total + placed
+    for d in range(n_dim):
+        dim = x.dim() - n_dim + d
+        total = aten.slice.Tensor(total, dim, padding[d], padding[d] + windows.sizes[d])
+    return _in_eager_layout(total.to(grad_output.dtype), x)

@@ -2,7 +2,8 @@
 Pooling compiled natively on both targets: max and average pooling in 1 to 3
 dimensions, with indices, padding, dilation, ceil_mode, count_include_pad and
 divisor_override, adaptive and global pooling, against eager with no fallback
-op; max pooling without indices is one kernel; training through max pooling.
+op; max pooling without indices is one kernel; training through pooling, whose
+backward ops compile natively too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import permalloy
+from conftest import to_test_device
 
 CASES = {
     "max2d": (lambda x: F.max_pool2d(x, 3, 2, 1), (2, 4, 15, 16)),
@@ -26,6 +28,7 @@ CASES = {
     "avg1d": (lambda x: F.avg_pool1d(x, 5, 3, 2, ceil_mode=True), (2, 3, 17)),
     "avg3d": (lambda x: F.avg_pool3d(x, (2, 3, 3), (1, 2, 2), (1, 1, 1)), (1, 2, 4, 7, 7)),
     "global_avg": (lambda x: F.avg_pool2d(x, 7), (2, 8, 7, 7)),
+    "tiled_avg": (lambda x: F.avg_pool2d(x, 6), (2, 3, 12, 18)),
     "adaptive_max": (lambda x: F.adaptive_max_pool2d(x, (4, 4), return_indices=True), (2, 3, 8, 8)),
     "adaptive_avg": (lambda x: F.adaptive_avg_pool2d(x, 1), (2, 3, 8, 8)),
     "adaptive_avg3d": (lambda x: F.adaptive_avg_pool3d(x, (2, 3, 4)), (1, 2, 5, 7, 6)),
@@ -96,3 +99,45 @@ def test_training_through_pooling_matches_eager():
         torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
     forward = permalloy.stats()[0]
     assert not any("pool2d_with_indices.default" in op or "avg_pool2d.default" in op for op in forward["fallback_ops"])
+    assert all(not record["fallback_ops"] for record in permalloy.stats())
+
+
+GRADIENT_CASES = [
+    pytest.param(name, layout, id=f"{name}-{layout}")
+    for name in sorted(CASES)
+    if not name.startswith("adaptive")
+    for layout in (["contiguous", "channels_last"] if len(CASES[name][1]) == 4 else ["contiguous"])
+]
+
+
+@pytest.mark.usefixtures("fresh_backend")
+@pytest.mark.parametrize(("name", "layout"), GRADIENT_CASES)
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_pooling_gradients_compile_natively(target, name, layout, request):
+    """The backward of max pooling (a scatter_add of the gradient at the
+    indices) and of average pooling (the gradient over each divisor added
+    back over its window), against eager, with no fallback op forward or
+    backward, in eager's strides."""
+    if target == "triton":
+        request.getfixturevalue("triton_device")
+    fn, shape = CASES[name]
+    x = torch.randn(shape, generator=torch.Generator().manual_seed(1))
+    if layout == "channels_last":
+        x = x.to(memory_format=torch.channels_last)
+    if target == "triton":
+        x = to_test_device(x)
+
+    def loss(x):
+        pooled = fn(x)
+        pooled = pooled[0] if isinstance(pooled, tuple) else pooled
+        weights = torch.linspace(-1, 1, pooled.numel(), device=x.device).view(pooled.shape)
+        return (pooled * weights).sum()
+
+    compiled = torch.compile(loss, backend="permalloy", options={"fallback": "raise", "target": target})
+    actual_input, expected_input = x.clone().requires_grad_(), x.clone().requires_grad_()
+    (actual,) = torch.autograd.grad(compiled(actual_input), actual_input)
+    (expected,) = torch.autograd.grad(loss(expected_input), expected_input)
+    torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    assert actual.stride() == expected.stride()
+    records = permalloy.stats()
+    assert len(records) == 2 and all(not r["fallback_ops"] for r in records), records

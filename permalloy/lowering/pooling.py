@@ -341,11 +341,15 @@ def avg_pool_backward(
     """`avg_pool{n}d_backward`: each output's gradient over its divisor, added
     back at every position of its window (one strided slice-scatter into the
     padded input per window position, as the forward reads one strided
-    slice), then the padding cut off; NotImplemented where the forward is."""
+    slice), then the padding cut off; NotImplemented where the forward is,
+    and for an input that is not contiguous."""
     kernel = _expand(kernel_size, n_dim)
     stride = _expand(stride, n_dim, kernel)
     padding = _expand(padding, n_dim)
-    if not x.dtype.is_floating_point:
+    if not x.dtype.is_floating_point or not x.is_contiguous():
+        # A channels-last input's slice-scatters compute wrong gradients in
+        # Triton kernels on a GPU (not under Triton's interpreter): until
+        # that is understood, torch's kernel computes them.
         return NotImplemented
     if math.prod(kernel) > MAX_UNROLLED_WINDOW:
         return _tiled_mean_backward(grad_output, x, kernel, stride, padding, divisor_override, n_dim)

@@ -117,7 +117,9 @@ def test_pooling_gradients_compile_natively(target, name, layout, request):
     """The backward of max pooling (a scatter_add of the gradient at the
     indices) and of average pooling (the gradient over each divisor added
     back over its window), against eager, with no fallback op forward or
-    backward, in eager's strides."""
+    backward, in eager's strides; average pooling's gradient of a
+    channels-last input is torch's kernel (native, it is wrong in Triton
+    kernels on a GPU)."""
     if target == "triton":
         request.getfixturevalue("triton_device")
     fn, shape = CASES[name]
@@ -140,4 +142,10 @@ def test_pooling_gradients_compile_natively(target, name, layout, request):
     torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
     assert actual.stride() == expected.stride()
     records = permalloy.stats()
-    assert len(records) == 2 and all(not r["fallback_ops"] for r in records), records
+    assert len(records) == 2, records
+    fallbacks = [op for record in records for op in record["fallback_ops"]]
+    if layout == "channels_last" and name.startswith(("avg", "tiled", "global")):
+        # torch's kernel computes average pooling's gradient of a channels-last input
+        assert fallbacks == ["aten.avg_pool2d_backward.default"], fallbacks
+    else:
+        assert fallbacks == [], fallbacks

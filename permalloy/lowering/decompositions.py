@@ -27,6 +27,7 @@ from permalloy.lowering.pooling import (
     adaptive_avg_pool3d,
     avg_pool,
     avg_pool_backward,
+    max_pool_backward,
     max_pool_with_indices,
 )
 from permalloy.lowering.quantization import quantization_decompositions
@@ -469,6 +470,8 @@ POOLING: dict[OpOverload, Callable] = {
     aten.avg_pool2d.default: functools.partial(avg_pool, n_dim=2),
     aten.avg_pool3d.default: functools.partial(avg_pool, n_dim=3),
     aten._adaptive_avg_pool3d.default: adaptive_avg_pool3d,
+    aten.max_pool2d_with_indices_backward.default: functools.partial(max_pool_backward, n_dim=2),
+    aten.max_pool3d_with_indices_backward.default: functools.partial(max_pool_backward, n_dim=3),
     aten.avg_pool2d_backward.default: functools.partial(avg_pool_backward, n_dim=2),
     aten.avg_pool3d_backward.default: functools.partial(avg_pool_backward, n_dim=3),
 }

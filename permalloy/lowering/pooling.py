@@ -316,21 +316,36 @@ def adaptive_avg_pool3d(x, output_size):
     return aten.view.default(pooled, [*leading, out_depth, out_height, out_width])
 
 
+def max_pool_backward(grad_output, x, kernel_size, stride, padding, dilation, ceil_mode, indices, *, n_dim: int):
+    """`max_pool{n}d_with_indices_backward`: each output's gradient added at
+    the input position its index names (a scatter_add over the flattened
+    pooled dimensions; half-precision gradients sum in float32). Under
+    torch's deterministic algorithms torch's kernel runs instead."""
+    if torch.are_deterministic_algorithms_enabled():
+        return NotImplemented
+    batch = list(x.shape[: x.dim() - n_dim])
+    accumulate = torch.float32 if grad_output.dtype in _LOW_PRECISION else grad_output.dtype
+    gradient = aten.reshape.default(grad_output, [*batch, -1])
+    if accumulate != gradient.dtype:
+        gradient = aten._to_copy.default(gradient, dtype=accumulate)
+    positions = aten.reshape.default(indices, [*batch, -1])
+    zeros = aten.full.default([*batch, math.prod(x.shape[x.dim() - n_dim :])], 0, dtype=accumulate, device=x.device)
+    summed = aten.scatter_add.default(zeros, len(batch), positions, gradient)
+    result = aten.view.default(summed, list(x.shape)).to(grad_output.dtype)
+    return _in_eager_layout(result, x)
+
+
 def avg_pool_backward(
     grad_output, x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override, *, n_dim: int
 ):
     """`avg_pool{n}d_backward`: each output's gradient over its divisor, added
     back at every position of its window (one strided slice-scatter into the
     padded input per window position, as the forward reads one strided
-    slice), then the padding cut off; NotImplemented where the forward is,
-    and for an input that is not contiguous."""
+    slice), then the padding cut off; NotImplemented where the forward is."""
     kernel = _expand(kernel_size, n_dim)
     stride = _expand(stride, n_dim, kernel)
     padding = _expand(padding, n_dim)
-    if not x.dtype.is_floating_point or not x.is_contiguous():
-        # A channels-last input's slice-scatters compute wrong gradients in
-        # Triton kernels on a GPU (not under Triton's interpreter): until
-        # that is understood, torch's kernel computes them.
+    if not x.dtype.is_floating_point:
         return NotImplemented
     if math.prod(kernel) > MAX_UNROLLED_WINDOW:
         return _tiled_mean_backward(grad_output, x, kernel, stride, padding, divisor_override, n_dim)

@@ -201,6 +201,20 @@ def test_collapse_merges_walked_dimensions_and_keeps_read_ones():
     assert transposed.sizes == [4, 3]
 
 
+def test_operands_of_division_are_whole_products():
+    """A product whose first factor is parenthesized is still wrapped as an
+    operand: `xindex // (s0 // 2) * (s1 // 2)` would divide by one factor
+    and multiply by the other."""
+    d0, s0, s1 = symbol("d0"), symbol("s0"), symbol("s1")
+    expr = TritonExpr({"d0": "d0", "s0": "s0", "s1": "s1"}, set())
+    halves = FloorDiv(s0, 2) * FloorDiv(s1, 2)
+    assert expr.atom(halves) == "((s0 // 2) * (s1 // 2))"
+    assert expr.atom((s0 + 1) * FloorDiv(s1, 2)) == "((s0 + 1) * (s1 // 2))"
+    assert expr.text(sympy.Mod(d0, (s0 + 1) * s1)) == "(d0 % (s1 * (s0 + 1)))"
+    assert expr.atom(sympy.Max(s0, s1)) == "tl.maximum(s0, s1)"
+    assert expr.atom(FloorDiv(s0, 2)) == "(s0 // 2)"
+
+
 def test_index_expressions_use_truncating_division_only_where_it_floors():
     d0, s0, v0 = symbol("d0"), symbol("s0"), symbol("v0")
     helpers: set[str] = set()

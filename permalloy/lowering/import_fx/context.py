@@ -18,6 +18,7 @@ from xdsl.ir import Attribute, Block, Operation, SSAValue
 from permalloy import dtypes
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import TensorType
+from permalloy.dialects.sym import CeilDiv, FloorDiv
 from permalloy.lowering.import_fx.errors import GraphImportError
 from permalloy.lowering.index_algebra import always_nonnegative, row_major_strides
 from permalloy.lowering.import_fx.symbols import SymbolTable
@@ -251,4 +252,51 @@ def _never_negative(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]) -> 
     if not shifted:
         return False
     moved = sympy.expand(expr.xreplace(shifted))
-    return bool(moved.is_nonnegative) or always_nonnegative(moved, {})
+    if bool(moved.is_nonnegative) or always_nonnegative(moved, {}):
+        return True
+    low = _lower_bound(expr, lower_bounds)
+    return low is not None and low >= 0
+
+
+def _lower_bound(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]):
+    """A lower bound of a size expression over symbols at or above their
+    lower bounds (a size symbol's is 0 where none is given), by interval
+    arithmetic: sums, products, floor and ceiling divisions by positive
+    constants, and min and max; None where it finds none. It knows that
+    `s floordiv 2 - 1` is non-negative for `s >= 2`, which rewriting `s` as
+    `1 + s'` does not show."""
+    interval = _interval(sympy.sympify(expr), lower_bounds)
+    return None if interval is None else interval[0]
+
+
+_INFINITY = sympy.oo
+
+
+def _interval(e: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]):
+    """`(low, high)` bounding `e`, with `sympy.oo` for no bound; None where the
+    expression is not one `_lower_bound` knows."""
+    if e.is_Integer:
+        return (int(e), int(e))
+    if e.is_Symbol:
+        return (lower_bounds.get(e, 0), _INFINITY) if e.is_nonnegative else None
+    parts = [_interval(a, lower_bounds) for a in e.args]
+    if any(p is None for p in parts):
+        return None
+    if e.is_Add:
+        return (sum(p[0] for p in parts), sum(p[1] for p in parts))
+    if e.is_Mul:
+        # a constant coefficient of either sign, times non-negative factors
+        coefficient, factors = (int(e.args[0]), parts[1:]) if e.args[0].is_Integer else (1, parts)
+        if any(low < 0 for low, _ in factors):
+            return None
+        low = sympy.prod([low for low, _ in factors])
+        high = 0 if any(high == 0 for _, high in factors) else sympy.prod([high for _, high in factors])
+        return (coefficient * low, coefficient * high) if coefficient >= 0 else (coefficient * high, coefficient * low)
+    if isinstance(e, sympy.Min | sympy.Max):
+        pick = min if isinstance(e, sympy.Min) else max
+        return (pick(p[0] for p in parts), pick(p[1] for p in parts))
+    if isinstance(e, FloorDiv | CeilDiv) and e.args[1].is_Integer and int(e.args[1]) > 0:
+        divide = sympy.floor if isinstance(e, FloorDiv) else sympy.ceiling
+        (low, high), divisor = parts[0], int(e.args[1])
+        return tuple(b if b in (_INFINITY, -_INFINITY) else int(divide(sympy.Rational(b, divisor))) for b in (low, high))
+    return None

@@ -67,7 +67,7 @@ class TritonExpr:
 
     def _atom(self, e: sympy.Expr) -> str:
         text = self._emit(e)
-        return text if e.is_Symbol or (e.is_Integer and int(e) >= 0) or text.startswith("(") else f"({text})"
+        return text if e.is_Symbol or (e.is_Integer and int(e) >= 0) or _enclosed(text) else f"({text})"
 
     def _sum(self, e: sympy.Expr) -> str:
         terms = sorted(e.args, key=lambda t: (bool(t.as_coeff_Mul()[0].is_negative), t.is_Number, sympy.default_sort_key(t)))
@@ -99,3 +99,20 @@ class TritonExpr:
         helper = "_floordiv" if isinstance(e, FloorDiv) else "_floormod"
         self.helpers.add(helper)
         return f"{helper}({self._emit(num)}, {self._emit(den)})"
+
+
+def _enclosed(text: str) -> bool:
+    """Whether `text` is one parenthesized group or one call, `(...)` or
+    `f(...)`, whose first opening parenthesis closes at its end: then no
+    operator binds into it (`(a // 2) * (b // 2)` starts and ends with a
+    parenthesis, yet is a product)."""
+    start = text.find("(")
+    if start < 0 or not text.endswith(")") or not all(c.isalnum() or c in "_." for c in text[:start]):
+        return False
+    depth = 0
+    for position in range(start, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[position], 0)
+        if depth == 0:
+            return position == len(text) - 1
+    return False
+

@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+HOST_TIMED_CALLS = 10
+"""How many calls after the first `GraphStats.host_us_per_call` is the median of."""
+
 KERNEL_STAGES = ("kernel_emission", "kernel_compilation", "kernel_loading", "autotuning")
 """The stages of `CompileTimes` spent on kernels, which a target records."""
 
@@ -117,6 +120,13 @@ class GraphStats:
     size_symbols: dict[str, int] = field(default_factory=dict)
     """The values of the size symbols (`s0`, ...) at compilation, the first
     call's sizes: empty for a graph of constant sizes."""
+    host_us_per_call: float | None = None
+    """The median wall time of the compiled program's calls 2 to
+    `HOST_TIMED_CALLS + 1` in microseconds (the first call compiles and
+    tunes kernels), measured around the host program alone: on a GPU,
+    whose kernels run asynchronously, the host's own time per call
+    (allocation, launches, library calls), unless the device's queue is
+    full; on the CPU, kernels included. None until those calls ran."""
     compiled: bool = True
     """False when the graph fell back to eager as a whole."""
     reason: str = ""

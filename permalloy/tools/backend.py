@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import statistics
 import time
 import traceback
 import warnings
@@ -57,7 +58,7 @@ from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
 from permalloy.lowering.capture import aten_backend
 from permalloy.passes.fusion_decisions import FusionDecisions
-from permalloy.stats import STATS_LOG, GraphStats
+from permalloy.stats import HOST_TIMED_CALLS, STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
 
@@ -219,6 +220,27 @@ def _moving_to_cpu(runner: Callable, positions: Sequence[int]) -> Callable:
     return run
 
 
+def _timing_host_calls(runner: Callable, record: GraphStats) -> Callable:
+    """`runner`, timing its calls 2 to `HOST_TIMED_CALLS + 1` into the record's
+    `host_us_per_call`; later calls only count."""
+    times: list[float] = []
+    calls = 0
+
+    def run(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1 or calls > HOST_TIMED_CALLS + 1:
+            return runner(*args)
+        start = time.perf_counter()
+        results = runner(*args)
+        times.append(time.perf_counter() - start)
+        if len(times) == HOST_TIMED_CALLS:
+            record.host_us_per_call = statistics.median(times) * 1e6
+        return results
+
+    return run
+
+
 def _copied_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
     """`tensor` on the CPU with its sizes, strides and storage offset (an
     expanded tensor stays expanded): a view of a copy of its storage."""
@@ -318,6 +340,7 @@ def _compile_one(
     if compiled.cpu_outputs:
         runner = _moving_to_cpu(runner, compiled.cpu_outputs)
     runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode)
+    runner = _timing_host_calls(runner, compiled.stats)
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)
     logs.log_compiled_graph(compiled.stats, details)

@@ -279,6 +279,21 @@ def test_stats_describe_each_graph() -> None:
     assert 0 < record["compile_seconds"] < 60
 
 
+def test_stats_give_the_host_time_per_call_after_the_first_calls() -> None:
+    """`host_us_per_call`: the median time of calls 2 to 11 around the host
+    program, None before they ran."""
+    from permalloy.stats import HOST_TIMED_CALLS
+
+    x = torch.randn(1024)
+    compiled = _compile(_pointwise)
+    for call in range(HOST_TIMED_CALLS + 2):
+        torch.testing.assert_close(compiled(x), _pointwise(x))
+        (record,) = permalloy.stats()
+        if call < HOST_TIMED_CALLS:
+            assert record["host_us_per_call"] is None, call
+    assert 0 < record["host_us_per_call"] < 1e6
+
+
 def test_stats_accumulate_and_reset() -> None:
     x = torch.randn(8)
     _compile(_pointwise)(x)

@@ -64,3 +64,40 @@ def test_reduce_overhead_mode_compiles_to_replayed_graphs():
         torch.testing.assert_close(out, torch.softmax(x, -1) * 2)
     (record,) = permalloy.stats()
     assert record["compiled"] and record["target"] == "triton"
+
+
+def test_a_replay_is_admitted_only_for_arguments_the_graph_was_captured_for():
+    """The fast check before a replay: parameters at their addresses, copied
+    inputs of the captured sizes, strides and dtype, other values equal."""
+    from permalloy.targets.cuda_graph import _Capture
+
+    weight, x = torch.randn(8), torch.randn(3, 8)
+    state = _Capture(addresses=[None, weight.data_ptr(), None], fixed=[False, True, False])
+    state.inputs = [x.clone(), weight, 2]
+    state.captured(graph=object(), args=[x, weight, 2])
+    assert (state.fixed_positions, state.copied_positions, state.value_positions) == ([1], [0], [2])
+    assert state.admits((torch.randn(3, 8), weight, 2))
+    assert not state.admits((torch.randn(3, 8), weight.clone(), 2))  # the parameter moved
+    assert not state.admits((torch.randn(4, 8), weight, 2))
+    assert not state.admits((torch.randn(8, 3).t(), weight, 2))
+    assert not state.admits((torch.randn(3, 8, dtype=torch.float64), weight, 2))
+    assert not state.admits((torch.randn(3, 8), weight, 3))
+    assert not state.admits((torch.randn(3, 8), weight))
+    assert not _Capture().admits((x, weight, 2))  # nothing captured yet
+
+
+@needs_cuda
+def test_replays_follow_the_arguments_signatures_and_moved_parameters():
+    weight = torch.randn(8, device="cuda")
+    runner = CudaGraphRunner(lambda x, w: (x * w, x + 1), warmup=1)
+    for rows in (3, 3, 5, 5, 3):
+        x = torch.randn(rows, 8, device="cuda")
+        scaled, shifted = runner(x, weight)
+        torch.testing.assert_close(scaled, x * weight)
+        torch.testing.assert_close(shifted, x + 1)
+    assert len(runner.captures) == 2 and runner.replays == 3
+    moved = weight.clone()
+    for _ in range(3):
+        x = torch.randn(3, 8, device="cuda")
+        (scaled, _shifted) = runner(x, moved)
+        torch.testing.assert_close(scaled, x * moved)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 import sympy
@@ -26,10 +27,14 @@ from permalloy.dialects import ptensor as pt
 from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
 from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
-from permalloy.targets.externs import extern_call
+from permalloy.targets.externs import extern_call, extern_into_call
 
 SYMBOL_ATTR = "ptensor.symbol"
 ON_CPU_ATTR = "ptensor.on_cpu"
+
+
+NO_SYMBOLS = MappingProxyType({})
+"""The symbol values passed to a library call whose sizes are constant."""
 
 
 def python_expr(expr: sympy.Expr) -> str:
@@ -280,10 +285,13 @@ class _Emitter:
             raise ValueError(f"the host program cannot run {op.name}")
 
     def _emit_alloc(self, op: buf.AllocOp) -> None:
-        layout = buf.buffer_type(op.result)
-        dtype = self.constant("dtype", torch_dtype(layout.element_type))
         name = self.name(op.result)
         self.roots[op.result] = name
+        self._allocate(name, buf.buffer_type(op.result))
+
+    def _allocate(self, name: str, layout: buf.BufferType) -> None:
+        """The line allocating a tensor of `layout` called `name`."""
+        dtype = self.constant("dtype", torch_dtype(layout.element_type))
         sizes, strides = _tuple(layout.sizes), _tuple(layout.strides.data)
         first = self._first_tensor()
         if first is None:
@@ -346,6 +354,8 @@ class _Emitter:
         if isinstance(op.library_op, pt.ConstantOp):
             self._emit_device_constant(op)
             return
+        if self._emit_extern_into(op):
+            return
         call = self.constant("extern", extern_call(op))
         symbols = sorted(
             {
@@ -358,9 +368,11 @@ class _Emitter:
             },
             key=lambda s: s.name,
         )
-        symbol_map = self.constant("symbols", symbols)
-        values = ", ".join(s.name for s in symbols)
-        bindings = f"dict(zip({symbol_map}, ({values}{',' if symbols else ''})))"
+        if symbols:
+            symbol_map = self.constant("symbols", symbols)
+            bindings = f"dict(zip({symbol_map}, ({', '.join(s.name for s in symbols)},)))"
+        else:
+            bindings = self.constant("no_symbols", NO_SYMBOLS)
         inputs = "".join(f"{self.name(v)}, " for v in op.inputs)
         results = "".join(f"{self.name(r)}, " for r in op.results)
         self.lines.append(f"{results}= {call}(({inputs}), {bindings})")
@@ -371,6 +383,22 @@ class _Emitter:
                 self.lines.append(f"{name} = {name}.to({self._device()})")
             self._conform_extern_result(result)
         self.extern_count += 1
+
+    def _emit_extern_into(self, op: buf.ExternOp) -> bool:
+        """A library op with a form writing into a given tensor (the matrix
+        products), whose dense result the program allocates itself; False
+        where the op has no such form or its result another layout."""
+        into = extern_into_call(op)
+        if into is None or not op.inputs or not buf.buffer_type(op.results[0]).is_contiguous():
+            return False
+        (result,) = op.results
+        name = self.name(result)
+        self.roots[result] = name
+        self._allocate(name, buf.buffer_type(result))
+        inputs = "".join(f"{self.name(v)}, " for v in op.inputs)
+        self.lines.append(f"{self.constant('extern', into)}(({inputs}), {name})")
+        self.extern_count += 1
+        return True
 
     def _emit_device_constant(self, op: buf.ExternOp) -> None:
         """A constant: made on the program's device on the first call, then kept

@@ -330,3 +330,21 @@ def test_backend_works_by_name_without_importing_permalloy() -> None:
     assert result.returncode == 0, result.stderr
     assert "compiled by name" in result.stdout
     assert "could not compile" not in result.stderr
+
+
+def test_matrix_products_write_into_results_the_program_allocates(tmp_path: Path) -> None:
+    """`mm`, `bmm` and `addmm` are called with `out=` on tensors the host
+    program allocates (no layout fix after), and match eager."""
+
+    def products(a, b, c, bias):
+        return (a @ b).relu(), torch.bmm(c, c.transpose(1, 2)), torch.addmm(bias, a, b, beta=0.5, alpha=2.0)
+
+    inputs = [torch.randn(4, 6), torch.randn(6, 5), torch.randn(3, 4, 7), torch.randn(5)]
+    compiled = _compile(products, options={"dump_dir": str(tmp_path), "fallback": "raise"})
+    for got, want in zip(compiled(*inputs), products(*inputs), strict=True):
+        torch.testing.assert_close(got, want)
+    (host,) = tmp_path.glob("graph_000/*host.py")
+    source = host.read_text()
+    calls = [line.strip() for line in source.splitlines() if line.strip().startswith("extern_")]
+    assert len(calls) == 3 and all(call.endswith(")") and "), v" in call for call in calls), calls
+    assert ".contiguous()" not in source

@@ -22,11 +22,11 @@ from xdsl.ir import Operation
 
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.buffer import ExternOp
-from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors
+from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors
 from permalloy.targets.externs.data import DATA_CALLS
 from permalloy.targets.externs.elementwise import ELEMENTWISE_CALLS
 from permalloy.targets.externs.fallback import fallback_call
-from permalloy.targets.externs.library import LIBRARY_CALLS
+from permalloy.targets.externs.library import LIBRARY_CALLS, LIBRARY_INTO_CALLS
 
 DIRECT_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     **LIBRARY_CALLS,
@@ -55,6 +55,21 @@ def extern_call(extern: ExternOp) -> ExternCall:
     return _on_operands(call, positions)
 
 
+def extern_into_call(extern: ExternOp) -> ExternIntoCall | None:
+    """The form of an extern's op that writes its one result into a given
+    tensor, taking the extern's inputs; None where the op has none."""
+    op = extern.library_op
+    make = LIBRARY_INTO_CALLS.get(type(op))
+    if make is None or len(extern.results) != 1:
+        return None
+    call = make(op)
+    arguments = list(extern.body.block.args)
+    positions = tuple(arguments.index(operand) for operand in op.operands)
+    if positions == tuple(range(len(arguments))):
+        return call
+    return lambda tensors, out: call([tensors[p] for p in positions], out)
+
+
 def _on_operands(call: ExternCall, positions: tuple[int, ...]) -> ExternCall:
     """`call`, which takes the op's operands, given the extern's inputs instead:
     an input the op reads twice (`mm(x, x)`) is passed to the extern once."""
@@ -65,4 +80,4 @@ def _on_operands(call: ExternCall, positions: tuple[int, ...]) -> ExternCall:
     return reordered
 
 
-__all__ = ["DIRECT_CALLS", "ExternCall", "NoDirectCallError", "extern_call"]
+__all__ = ["DIRECT_CALLS", "ExternCall", "ExternIntoCall", "NoDirectCallError", "extern_call", "extern_into_call"]

@@ -4,7 +4,8 @@ expressions under one call's symbol values.
 
 An extern call is `call(tensors, symbols) -> results`: the op's operands, and
 the values of the size symbols the host program has read off its arguments,
-by symbol.
+by symbol. A library op of one result may also have a form that writes
+into a tensor the host program allocated (`ExternIntoCall`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import torch
 Tensors = Sequence[torch.Tensor]
 Symbols = Mapping[sympy.Symbol, int]
 ExternCall = Callable[[Tensors, Symbols], tuple]
+ExternIntoCall = Callable[[Tensors, torch.Tensor], object]
+"""`call(tensors, out)`: a library op of one result writing it into `out`."""
 
 
 def size_function(expr: sympy.Expr) -> Callable[[Symbols], int]:

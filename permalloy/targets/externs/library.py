@@ -16,7 +16,7 @@ from xdsl.ir import Operation
 
 from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor as pt
-from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors, size_function
+from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors, size_function
 
 
 def _matmul(op: pt.MatmulOp) -> ExternCall:
@@ -33,6 +33,22 @@ def _addmm(op: pt.AddmmOp) -> ExternCall:
     if beta == 1.0 and alpha == 1.0:
         return lambda tensors, symbols: (torch.addmm(*tensors),)
     return lambda tensors, symbols: (torch.addmm(*tensors, beta=beta, alpha=alpha),)
+
+
+def _matmul_into(op: pt.MatmulOp) -> ExternIntoCall:
+    return lambda tensors, out: torch.mm(*tensors, out=out)
+
+
+def _batch_matmul_into(op: pt.BatchMatmulOp) -> ExternIntoCall:
+    return lambda tensors, out: torch.bmm(*tensors, out=out)
+
+
+def _addmm_into(op: pt.AddmmOp) -> ExternIntoCall:
+    beta = 1.0 if op.beta is None else op.beta.value.data
+    alpha = 1.0 if op.alpha is None else op.alpha.value.data
+    if beta == 1.0 and alpha == 1.0:
+        return lambda tensors, out: torch.addmm(*tensors, out=out)
+    return lambda tensors, out: torch.addmm(*tensors, beta=beta, alpha=alpha, out=out)
 
 
 def _convolution(op: pt.ConvolutionOp) -> ExternCall:
@@ -112,3 +128,13 @@ LIBRARY_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.FftOp: _fft,
 }
 """The library ops' calls, by op class."""
+
+LIBRARY_INTO_CALLS: dict[type[Operation], Callable[[Any], ExternIntoCall]] = {
+    pt.MatmulOp: _matmul_into,
+    pt.BatchMatmulOp: _batch_matmul_into,
+    pt.AddmmOp: _addmm_into,
+}
+"""The library ops that also write into a given tensor (torch's `out=`), by op
+class: the host program allocates their dense results itself, with the
+allocator it uses for kernels, which costs less per call than the library's
+own allocation and needs no layout check after."""

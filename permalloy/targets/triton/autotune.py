@@ -25,13 +25,15 @@ Timer = Callable[[Callable[[], Any]], float]
 """Median milliseconds of a callable."""
 
 
-def gpu_timer(warmup_ms: int = 2, repeat_ms: int = 10) -> Timer:
+def gpu_timer(warmup_ms: int = 1, repeat_ms: int = 4) -> Timer:
     """Times a callable on the GPU with `triton.testing.do_bench` (median).
 
-    Ten milliseconds of runs give a kernel of tens of microseconds, most of a
-    model's, hundreds of samples (each after an L2 flush); a model's first
-    call benchmarks several hundred configurations, so these budgets are a
-    good part of its compile time."""
+    Each sample runs after an L2 flush (a 256 MiB write, about 0.1 ms on an
+    H100), so four milliseconds give a kernel of tens of microseconds, most
+    of a model's, some thirty samples: enough to rank configurations whose
+    times differ by a few percent. A model's first call benchmarks several
+    hundred configurations, so these budgets are a good part of its compile
+    time."""
 
     def time(fn: Callable[[], Any]) -> float:
         from triton.testing import do_bench

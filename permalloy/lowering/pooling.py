@@ -47,6 +47,13 @@ def _expand(value: int | Sequence[int], n_dim: int, default: Sequence[int] | Non
     return list(value) * n_dim if len(value) == 1 else list(value)
 
 
+def _average_geometry(kernel_size, stride, padding, n_dim: int) -> tuple[list[int], list[int], list[int]]:
+    """Average pooling's window, stride (the window where none is given) and
+    padding for each pooled dimension."""
+    kernel = _expand(kernel_size, n_dim)
+    return kernel, _expand(stride, n_dim, kernel), _expand(padding, n_dim)
+
+
 def output_size(size, kernel: int, stride: int, padding: int, dilation: int, ceil_mode: bool):
     """torch's output length of one pooled dimension: windows that start inside
     the input or its left padding."""
@@ -213,9 +220,7 @@ def avg_pool(
     """`avg_pool{n}d`: unrolled over windows of at most `MAX_UNROLLED_WINDOW`
     elements, or a reshape and a mean where the windows tile the input;
     NotImplemented (torch runs it) otherwise."""
-    kernel = _expand(kernel_size, n_dim)
-    stride = _expand(stride, n_dim, kernel)
-    padding = _expand(padding, n_dim)
+    kernel, stride, padding = _average_geometry(kernel_size, stride, padding, n_dim)
     if not x.dtype.is_floating_point:
         return NotImplemented
     if math.prod(kernel) > MAX_UNROLLED_WINDOW:
@@ -342,9 +347,7 @@ def avg_pool_backward(
     back at every position of its window (one strided slice-scatter into the
     padded input per window position, as the forward reads one strided
     slice), then the padding cut off; NotImplemented where the forward is."""
-    kernel = _expand(kernel_size, n_dim)
-    stride = _expand(stride, n_dim, kernel)
-    padding = _expand(padding, n_dim)
+    kernel, stride, padding = _average_geometry(kernel_size, stride, padding, n_dim)
     if not x.dtype.is_floating_point:
         return NotImplemented
     if math.prod(kernel) > MAX_UNROLLED_WINDOW:

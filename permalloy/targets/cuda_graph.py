@@ -174,9 +174,14 @@ class CudaGraphRunner:
         return True
 
 
+def _empty_like(t: torch.Tensor) -> torch.Tensor:
+    """An uninitialized tensor with `t`'s sizes, strides, dtype and device."""
+    return torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+
+
 def _like(t: torch.Tensor) -> torch.Tensor:
     """A copy of `t` with the same sizes and strides."""
-    copy = torch.empty_strided(t.size(), t.stride(), dtype=t.dtype, device=t.device)
+    copy = _empty_like(t)
     copy.copy_(t)
     return copy
 
@@ -190,7 +195,7 @@ def _clone(outputs: Any) -> Any:
         return outputs
     if not all(isinstance(o, torch.Tensor) for o in outputs):
         return type(outputs)(_clone(o) for o in outputs)
-    copies = [torch.empty_strided(o.size(), o.stride(), dtype=o.dtype, device=o.device) for o in outputs]
+    copies = [_empty_like(o) for o in outputs]
     if copies:
         torch._foreach_copy_(copies, list(outputs))  # noqa: SLF001
     return type(outputs)(copies)

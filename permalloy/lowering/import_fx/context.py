@@ -258,7 +258,7 @@ def _never_negative(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]) -> 
     return low is not None and low >= 0
 
 
-def _lower_bound(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]):
+def _lower_bound(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]) -> sympy.Expr | int | None:
     """A lower bound of a size expression over symbols at or above their
     lower bounds (a size symbol's is 0 where none is given), by interval
     arithmetic: sums, products, floor and ceiling divisions by positive
@@ -272,7 +272,7 @@ def _lower_bound(expr: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]):
 _INFINITY = sympy.oo
 
 
-def _interval(e: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]):
+def _interval(e: sympy.Expr, lower_bounds: dict[sympy.Symbol, int]) -> tuple[Any, Any] | None:
     """`(low, high)` bounding `e`, with `sympy.oo` for no bound; None where the
     expression is not one `_lower_bound` knows."""
     if e.is_Integer:

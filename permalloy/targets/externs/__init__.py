@@ -48,11 +48,8 @@ def extern_call(extern: ExternOp) -> ExternCall:
     if make is None:
         raise NoDirectCallError(f"the host program cannot call {op.name} into torch")
     call = make(op)
-    arguments = list(extern.body.block.args)
-    positions = tuple(arguments.index(operand) for operand in op.operands)
-    if positions == tuple(range(len(arguments))):
-        return call
-    return _on_operands(call, positions)
+    positions = _operand_positions(extern)
+    return call if positions is None else _on_operands(call, positions)
 
 
 def extern_into_call(extern: ExternOp) -> ExternIntoCall | None:
@@ -63,11 +60,18 @@ def extern_into_call(extern: ExternOp) -> ExternIntoCall | None:
     if make is None or len(extern.results) != 1:
         return None
     call = make(op)
-    arguments = list(extern.body.block.args)
-    positions = tuple(arguments.index(operand) for operand in op.operands)
-    if positions == tuple(range(len(arguments))):
+    positions = _operand_positions(extern)
+    if positions is None:
         return call
     return lambda tensors, out: call([tensors[p] for p in positions], out)
+
+
+def _operand_positions(extern: ExternOp) -> tuple[int, ...] | None:
+    """The position among the extern's inputs of each operand of its op, or
+    None where they are the inputs in order."""
+    arguments = list(extern.body.block.args)
+    positions = tuple(arguments.index(operand) for operand in extern.library_op.operands)
+    return None if positions == tuple(range(len(arguments))) else positions
 
 
 def _on_operands(call: ExternCall, positions: tuple[int, ...]) -> ExternCall:

@@ -27,9 +27,15 @@ def _batch_matmul(op: pt.BatchMatmulOp) -> ExternCall:
     return lambda tensors, symbols: (torch.bmm(*tensors),)
 
 
-def _addmm(op: pt.AddmmOp) -> ExternCall:
+def _addmm_scales(op: pt.AddmmOp) -> tuple[float, float]:
+    """`addmm`'s `beta` and `alpha`."""
     beta = 1.0 if op.beta is None else op.beta.value.data
     alpha = 1.0 if op.alpha is None else op.alpha.value.data
+    return beta, alpha
+
+
+def _addmm(op: pt.AddmmOp) -> ExternCall:
+    beta, alpha = _addmm_scales(op)
     if beta == 1.0 and alpha == 1.0:
         return lambda tensors, symbols: (torch.addmm(*tensors),)
     return lambda tensors, symbols: (torch.addmm(*tensors, beta=beta, alpha=alpha),)
@@ -44,8 +50,7 @@ def _batch_matmul_into(op: pt.BatchMatmulOp) -> ExternIntoCall:
 
 
 def _addmm_into(op: pt.AddmmOp) -> ExternIntoCall:
-    beta = 1.0 if op.beta is None else op.beta.value.data
-    alpha = 1.0 if op.alpha is None else op.alpha.value.data
+    beta, alpha = _addmm_scales(op)
     if beta == 1.0 and alpha == 1.0:
         return lambda tensors, out: torch.addmm(*tensors, out=out)
     return lambda tensors, out: torch.addmm(*tensors, beta=beta, alpha=alpha, out=out)

@@ -25,6 +25,7 @@ from xdsl.pattern_rewriter import (
 )
 
 from permalloy.dialects.ptensor import VIEW_OPS, FullOp
+from permalloy.lowering.contraction_ops import CONTRACTION_LOWERINGS, stays_library
 from permalloy.lowering.ptensor_to_loop_ops import LOWERINGS
 from permalloy.lowering.scalar_ops import UnsupportedScalarOp
 from permalloy.lowering.scatter_ops import SCATTER_LOWERINGS, order_dependent
@@ -70,12 +71,16 @@ class EraseDeadView(RewritePattern):
 
 
 def lowering_patterns(
-    fills: bool, deterministic_scatters: bool = False, sort_limits: SortLimits = SortLimits()
+    fills: bool,
+    deterministic_scatters: bool = False,
+    sort_limits: SortLimits = SortLimits(),
+    matmul_templates: bool = False,
 ) -> list[RewritePattern]:
     """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other
     op (leaving the scatters whose result depends on the order their values
     combine in to the host with `deterministic_scatters`, and the sorts of
-    rows outside `sort_limits`)."""
+    rows outside `sort_limits`; with `matmul_templates`, the matrix products
+    of float32 and half-precision tensors as contractions)."""
 
     def keep(op_type: type[Operation]) -> Callable[[Operation], bool] | None:
         if op_type in SORT_LOWERINGS:
@@ -84,11 +89,14 @@ def lowering_patterns(
             return order_dependent
         return None
 
-    return [
+    patterns: list[RewritePattern] = [
         LowerToLoop(op_type, lowering, keep(op_type))
         for op_type, lowering in LOWERINGS.items()
         if (op_type is FullOp) == fills
     ]
+    if matmul_templates and not fills:
+        patterns += [LowerToLoop(op_type, lowering, stays_library) for op_type, lowering in CONTRACTION_LOWERINGS.items()]
+    return patterns
 
 
 @dataclass(frozen=True)
@@ -116,6 +124,10 @@ class ConvertPtensorToLoopPass(ModulePass):
     (the pipeline of a target whose scatters use atomics sets it when
     `torch.use_deterministic_algorithms` is on), and so does a scatter of a
     source, which keeps the last of the values landing on an element.
+    With `matmul-templates` (set by the pipeline of a target with a
+    matrix-product template), `ptensor.mm` and `ptensor.bmm` of float32 and
+    half-precision tensors become contractions (`contraction_ops`), a
+    `loop.reduce` of products that fusion gives prologues and epilogues.
 
     Before:
     ```
@@ -137,14 +149,17 @@ class ConvertPtensorToLoopPass(ModulePass):
     deterministic_scatters: bool = False
     sort_max_length: int = SortLimits.max_length
     sort_max_bits: int = SortLimits.max_bits
+    matmul_templates: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limits = SortLimits(self.sort_max_length, self.sort_max_bits)
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
-            _lower_function(function, self.deterministic_scatters, limits)
+            _lower_function(function, self.deterministic_scatters, limits, self.matmul_templates)
 
 
-def _lower_function(function: func.FuncOp, deterministic_scatters: bool, sort_limits: SortLimits) -> None:
+def _lower_function(
+    function: func.FuncOp, deterministic_scatters: bool, sort_limits: SortLimits, matmul_templates: bool = False
+) -> None:
     """
     Computing ops in order, each reading its operands through views; then,
     walking back, the views no one reads any more and the fills, whose readers
@@ -152,7 +167,7 @@ def _lower_function(function: func.FuncOp, deterministic_scatters: bool, sort_li
     then. Walking back, a view's readers are erased before it, and a fill's
     dead views before the fill.
     """
-    computing = lowering_patterns(False, deterministic_scatters, sort_limits)
+    computing = lowering_patterns(False, deterministic_scatters, sort_limits, matmul_templates)
     _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
     cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
     _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)

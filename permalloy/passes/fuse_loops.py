@@ -14,6 +14,7 @@ from permalloy.passes.diagnostics import check_loop_level, defined_functions
 from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
 from permalloy.passes.fusion_inlining import InliningCost
+from permalloy.passes.fusion_product_rows import split_product_rows
 from permalloy.passes.fusion_worklist import InliningWorklist
 
 
@@ -93,6 +94,7 @@ class FuseLoopsPass(ModulePass):
             if self.inline:
                 InliningWorklist(function, cost, decisions).run()
             if self.group:
+                split_product_rows(function)
                 sink_views(function)
                 groups = find_groups(function, self.max_group_size, decisions)
             else:

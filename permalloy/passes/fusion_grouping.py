@@ -9,7 +9,10 @@ expressions: a member joins a group when it reads the group's results only at
 its own row (the leading index of each such load is its own `d0` over the same
 size) or shares an input with a member over the same rows; a group of
 pointwise ops only when they have one shape (a group runs a program per row).
-Row locality is the kernel analysis's (`permalloy.analysis.rows`), which the
+A matrix product (a contraction, `analysis.contraction`) starts a group and
+takes only its epilogue: pointwise ops of its result's shape that read the
+group at their own element, which the product's template computes on its
+output tiles. Row locality is the kernel analysis's (`permalloy.analysis.rows`), which the
 targets use to run a kernel's loop ops row by row. A reduction to
 one element shares its kernel only when every member is short enough for
 one program: a longer one is split across threads or programs.
@@ -24,6 +27,7 @@ import sympy
 from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
+from permalloy.analysis.contraction import contraction
 from permalloy.analysis.rows import leading_rows, reads_at_own_row
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, shapes_equal, sizes_equal
@@ -86,6 +90,8 @@ def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | 
         return "reduction-to-one-element" if any(map(_reduces_everything, rowless)) else "no-rows"
     if any(not sizes_equal(leading_rows(m), rows) for m in group):
         return "different-rows"
+    if not _joins_matrix_product(group, candidate):
+        return "matrix-product-epilogue"
     if _splits_a_reduction((*group, candidate)):
         return "long-reduction-to-one-element"
     if _parallel_only_over_rows((*group, candidate)):
@@ -100,6 +106,23 @@ def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | 
         return None if all(_reads_row_locally(candidate, m) for m in reads_members) else "not-row-local"
     shared = {v for m in group for v in m.inputs}
     return None if any(v in shared for v in candidate.inputs) else "no-shared-input"
+
+
+def _joins_matrix_product(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
+    """Whether `candidate` may join `group` as far as matrix products go: a
+    product joins no group, and a group with one takes only pointwise ops of
+    the product's shape reading the group's results at their own element."""
+    if contraction(candidate) is not None:
+        return False
+    product = next((m for m in group if contraction(m) is not None), None)
+    if product is None:
+        return True
+    if not isinstance(candidate, loop.PointwiseOp):
+        return False
+    if not shapes_equal(candidate.result.type.sizes, product.result.type.sizes):  # type: ignore[union-attr]
+        return False
+    rank = product.parallel_rank
+    return all(reads_at_own_row(candidate, m.result, rank) for m in group if m.result in candidate.inputs)
 
 
 def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:

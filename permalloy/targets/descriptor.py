@@ -104,6 +104,11 @@ class TargetDescriptor:
     its pipeline lowers only those sorts to loops
     (`convert-ptensor-to-loop{sort-max-length=... sort-max-bits=...}`), the
     others run with torch; None takes the pass's defaults."""
+    matmul_templates: bool = False
+    """Whether its kernels tile matrix products (`analysis.contraction`): its
+    fused pipelines lower float32 and half-precision products to contractions
+    (`convert-ptensor-to-loop{matmul-templates=true}`), which fusion gives
+    their prologues and epilogues; otherwise products are library calls."""
     source_extension: str | None = None
     """The extension of the source it emits for a kernel (`ll`, `py`); None for a
     target that emits no source of its own, which `permalloy-opt -t` cannot name."""
@@ -138,6 +143,8 @@ class TargetDescriptor:
             lowering_options.append("deterministic-scatters=true")
         if self.sort_limits is not None:
             lowering_options += [f"sort-max-length={self.sort_limits[0]}", f"sort-max-bits={self.sort_limits[1]}"]
+        if fusion and self.matmul_templates:
+            lowering_options.append("matmul-templates=true")
         if lowering_options:
             options = " ".join(lowering_options)
             loop_level = [

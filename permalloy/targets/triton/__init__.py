@@ -75,6 +75,7 @@ TARGET = TargetDescriptor(
     fusion_options="instruction-math=true",
     atomic_scatters=True,
     sort_limits=(4096, 32),
+    matmul_templates=True,
     source_extension="py",
     unsupported_errors=_unsupported_errors,
     options={
@@ -91,7 +92,9 @@ that elementwise ops read become plain products (`unfuse-bias-add`) and
 reductions with few results split in two for parallelism (`split-reductions`);
 scatters combine with atomics, so that deterministic algorithms keep float
 sums and products of scatters for torch; rows of at most 4096 elements of at
-most 32 bits sort in registers, other sorts run with torch."""
+most 32 bits sort in registers, other sorts run with torch; float32 and
+half-precision matrix products are contractions, run by a tiled template with
+their fused prologues and epilogues or by the library, whichever is faster."""
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,7 @@ where a load's address varies along fewer axes than its mask.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import sympy
@@ -55,6 +55,12 @@ class BodyWriter:
                 return self.values[op.value]
             self.values[op.results[0]] = self._translate(op)
         raise UnsupportedKernelError("a loop body without loop.yield")
+
+    def emit_ops(self, ops: Iterable[Operation]) -> None:
+        """Translate some of the body's ops, in order (a factor of a matrix
+        product), leaving their values in `values`."""
+        for op in ops:
+            self.values[op.results[0]] = self._translate(op)
 
     # -- expressions --------------------------------------------------------------
 

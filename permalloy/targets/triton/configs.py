@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import sympy
 
 from permalloy.dialects.sym import symbol
-from permalloy.targets.triton.plan import FLAT, SCATTER, TILED, KernelPlan
+from permalloy.targets.triton.plan import FLAT, MATMUL, SCATTER, TILED, KernelPlan
 
 TILE_ELEMENTS = 4096
 """Elements of one program's `[XBLOCK, inner]` tile that fit registers comfortably."""
@@ -25,19 +25,33 @@ INTERPRETER_TILE = 1 << 14
 
 @dataclass(frozen=True)
 class Config:
-    """One launch configuration of a kernel."""
+    """One launch configuration of a kernel. A matrix product's tile is
+    `[XBLOCK, YBLOCK]` over `RBLOCK` reduction positions at a time; `LIBRARY`
+    runs its product with the library instead (`matmul`)."""
 
     XBLOCK: int
     RBLOCK: int = 0
     num_warps: int = 4
     num_stages: int = 1
+    YBLOCK: int = 0
+    LIBRARY: int = 0
 
     def as_dict(self) -> dict[str, int]:
-        return {"XBLOCK": self.XBLOCK, "RBLOCK": self.RBLOCK, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        values = {"XBLOCK": self.XBLOCK, "RBLOCK": self.RBLOCK, "num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.YBLOCK or self.LIBRARY:
+            values.update(YBLOCK=self.YBLOCK, LIBRARY=self.LIBRARY)
+        return values
 
     @staticmethod
     def from_dict(values: dict[str, int]) -> Config:
-        return Config(values["XBLOCK"], values.get("RBLOCK", 0), values["num_warps"], values["num_stages"])
+        return Config(
+            values["XBLOCK"],
+            values.get("RBLOCK", 0),
+            values["num_warps"],
+            values["num_stages"],
+            values.get("YBLOCK", 0),
+            values.get("LIBRARY", 0),
+        )
 
 
 @dataclass(frozen=True)
@@ -79,6 +93,10 @@ def _warps(tile: int) -> int:
 
 def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False) -> list[Config]:
     """The configurations to try for `plan` at `sizes`, the default first."""
+    if plan.groups and plan.groups[0].mode == MATMUL:
+        from permalloy.targets.triton.matmul import matmul_candidates
+
+        return matmul_candidates(plan, sizes, mode, interpret)
     extents = Extents.of(plan, sizes)
     if interpret:
         return [_interpreter_config(plan, extents)]

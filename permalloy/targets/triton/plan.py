@@ -20,6 +20,9 @@ Modes of a group:
             row in one block, `sorts`)
     scatter one scatter stage, 1-D tiles over its flattened domain, combining
             into its output with atomics (`scatters`)
+    matmul  a matrix product (`analysis.contraction`) and its pointwise
+            epilogue, the whole kernel: 2-D output tiles `[BLOCK_M, BLOCK_N]`,
+            the factors computed over tiles of the reduction (`matmul`)
 
 A stage whose result is one value per row (a reduction, a per-row pointwise
 op) and that later stages of its group read at their own row keeps that value
@@ -41,17 +44,18 @@ import sympy
 from xdsl.ir import SSAValue
 
 from permalloy.analysis.affine import unit_stride
+from permalloy.analysis.contraction import Contraction, contraction
 from permalloy.analysis.collapse import Axis, collapse, memory_order
 from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
-from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, ScatterOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ScatterOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind, TensorType
 from permalloy.dialects.sym import parallel_index, reduction_index
 from permalloy.targets import kernel_symbols
 from permalloy.targets.triton.types import memory_dtype
 
-FLAT, TILED, ROWS, SCATTER = "flat", "tiled", "rows", "scatter"
+FLAT, TILED, ROWS, SCATTER, MATMUL = "flat", "tiled", "rows", "scatter", "matmul"
 PERSISTENT_LIMIT = 4096
 """The largest inner extent a stage holds in one block (a persistent reduction).
 On an H100, softmax and layer norm over rows of 4096 move 2.45 TB/s looped in
@@ -155,6 +159,8 @@ class Group:
     rows: Axis
     stages: list[Stage]
     row_rank: int
+    contraction: Contraction | None = None
+    """The matrix product of a `matmul` group (its first stage)."""
 
     @property
     def looped(self) -> bool:
@@ -222,7 +228,8 @@ def plan_kernel(kernel: KernelOp, layouts: Sequence[BufferType], name: str) -> K
     temporaries: list[TensorRef] = []
     for members, _ in partition:
         _bind_sources(members, stages, inputs, temporaries)
-    groups = [_plan_group(members, rank) for members, rank in partition]
+    template = _matmul_group(partition)
+    groups = [template] if template is not None else [_plan_group(members, rank) for members, rank in partition]
     plan = KernelPlan(kernel, name, inputs, outputs, temporaries, kernel_symbols(kernel, layouts), groups, 32, [])
     _index_width(plan)
     return plan
@@ -275,6 +282,27 @@ def _memory_of(producer: Stage, temporaries: list[TensorRef]) -> TensorRef:
 def _addresses(stage: Stage) -> list[sympy.Expr]:
     loads = [stage.load_address(load) for load in stage.memory_loads()]
     return loads + [stage.output_address(t) for t in stage.outputs]
+
+
+def _matmul_group(partition: list[tuple[list[Stage], int]]) -> Group | None:
+    """The kernel as one `matmul` group: a contraction at full rank followed by
+    pointwise stages of its shape reading the group only through registers;
+    None for any other kernel."""
+    if len(partition) != 1:
+        return None
+    members, rank = partition[0]
+    product = contraction(members[0].op)
+    if product is None or rank != product.rank:
+        return None
+    sizes = members[0].op.parallel_sizes
+    for stage in members[1:]:
+        if not isinstance(stage.op, PointwiseOp) or stage.barrier or len(stage.op.parallel_sizes) != len(sizes):
+            return None
+        if any(sympy.expand(a - b) != 0 for a, b in zip(stage.op.parallel_sizes, sizes)):
+            return None
+    if members[0].barrier:
+        return None
+    return Group(MATMUL, Axis([]), members, rank, product)
 
 
 def _plan_group(members: list[Stage], rank: int) -> Group:

@@ -1,0 +1,664 @@
+"""
+The matrix-product template: the module of a kernel planned as one `matmul`
+group (a contraction and its pointwise epilogue, `analysis.contraction`).
+
+Two ways to run it, chosen per size by timing like any configuration:
+
+- the *template* (`XBLOCK`, `YBLOCK`, `RBLOCK` tiles): each program computes
+  a `[XBLOCK, YBLOCK]` tile of the product (tiles in groups of 8 rows, for
+  the cache), walking the reduction in `RBLOCK` chunks: each factor is
+  computed over its chunk tile (its prologue: whatever fusion inlined into
+  it) and the tiles are multiplied with `tl.dot` (float32 accumulation;
+  TF32 where torch allows it for float32, half-precision tensor cores for
+  f16 and bf16); then the epilogue stages run on the tile in registers and
+  store the kernel's outputs;
+- the *library* (`LIBRARY`): the factors are views of the inputs (or, when
+  a prologue computes them, a flat kernel writes each to a scratch tensor),
+  torch's `mm`/`bmm` computes the product in the factors' type, and a flat
+  kernel runs the epilogue on it (none when the kernel only returns the
+  product, which the library then writes in place).
+
+    def launch(tensors, symbols, config):
+        in0, in1, out0, = tensors
+        if config["LIBRARY"]:
+            ...  # torch.mm(left, right, out=product); epilogue kernel
+        grid = triton.cdiv(128, config["XBLOCK"]) * triton.cdiv(64, config["YBLOCK"])
+        ...
+
+`matmul_candidates` lists the configurations: the library first, then
+templates where one can win (something to fuse, or tensor cores the library
+would also use); `max-autotune` adds more tiles and times the template even
+for a bare product.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import sympy
+from xdsl.dialects import arith
+from xdsl.dialects.builtin import BFloat16Type, Float16Type
+from xdsl.ir import Operation, SSAValue
+
+from permalloy.analysis.affine import split_affine
+from permalloy.analysis.contraction import Contraction, cone
+from permalloy.dialects.loop import LoadOp, YieldOp
+from permalloy.dialects.sym import parallel_index, reduction_index
+from permalloy.targets.host import python_expr
+from permalloy.targets.triton.body import BodyWriter, Tile, store
+from permalloy.targets.triton.configs import Config
+from permalloy.targets.triton.exprs import TritonExpr
+from permalloy.targets.triton.plan import Group, KernelPlan, Stage
+from permalloy.targets.triton.source import SourceWriter, Value
+from permalloy.targets.triton.types import TORCH_DTYPES, value_dtype
+
+X, R = "x", "r"
+GROUP_ROWS = 8
+"""Tiles of the product are taken in groups of this many tile rows, so that
+programs running together read the same columns of the right factor."""
+LIBRARY_CONFIG = Config(XBLOCK=1024, num_warps=4, LIBRARY=1)
+"""The library's product, with a flat epilogue of 1024 elements per program."""
+
+
+@dataclass(frozen=True)
+class Factor:
+    """One operand of the product: the body value it multiplies, computed over
+    a tile by `ops`, and how the library reads it."""
+
+    name: str
+    """`left` or `right`."""
+    value: SSAValue
+    """The operand as the product takes it (a half-precision value before its
+    widening, so that tensor cores multiply it)."""
+    ops: list[Operation]
+    view: tuple[str, list[sympy.Expr], sympy.Expr] | None
+    """For an operand that is one affine load of an input: the input's name,
+    the strides of its batch, row and column positions, and the offset."""
+
+    @property
+    def dtype(self) -> str:
+        return value_dtype(self.value.type)
+
+
+def _operand(value: SSAValue) -> SSAValue:
+    """The value a product multiplies: a widened half-precision value's own."""
+    owner = value.owner
+    if isinstance(owner, arith.ExtFOp) and isinstance(owner.input.type, Float16Type | BFloat16Type):
+        return owner.input
+    return value
+
+
+def _factor(name: str, stage: Stage, product: Contraction, value: SSAValue, variables: list[sympy.Symbol]) -> Factor:
+    operand = _operand(value)
+    ops = cone(stage.op, operand)
+    view = None
+    load = operand.owner
+    if isinstance(load, LoadOp) and not load.index_values and load.mask is None and load not in stage.register_reads:
+        source = stage.sources[load.source]
+        address = stage.load_address(load)
+        strides, rest = [], address
+        for var in variables:
+            split = split_affine(rest, var)
+            if split is None:
+                break
+            rest, coefficient = split
+            strides.append(coefficient)
+        else:
+            nonnegative = all(not bool(s.is_negative) for s in strides)
+            if nonnegative and not any(s.name[0] in "drv" for s in rest.free_symbols) and not isinstance(source, int):
+                view = (source.name, strides, rest)
+    return Factor(name, operand, ops, view)
+
+
+class MatmulWriter:
+    """Writes the module of a `matmul` plan."""
+
+    def __init__(self, plan: KernelPlan, interpret: bool, tf32: bool):
+        self.plan = plan
+        self.group: Group = plan.groups[0]
+        assert self.group.contraction is not None
+        self.product: Contraction = self.group.contraction
+        self.stage: Stage = self.group.stages[0]
+        self.interpret = interpret
+        self.tf32 = tf32
+        self.helpers: set[str] = set()
+        product = self.product
+        self.batch_vars = product.batch_indices
+        self.row_vars = product.row_indices
+        self.column, self.position = product.column_index, reduction_index(0)
+        self.batch_sizes, self.row_sizes, self.n, self.k = product.sizes
+        self.m = sympy.expand(sympy.Mul(*self.row_sizes))
+        self.left = _factor("left", self.stage, product, product.left, [*self.batch_vars, *self.row_vars, self.position])
+        self.right = _factor("right", self.stage, product, product.right, [*self.batch_vars, self.position, self.column])
+        same = self.left.dtype == self.right.dtype and not interpret
+        self.dot_dtype = self.left.dtype if same else "tl.float32"
+        """The type the product multiplies in (float32 under the interpreter,
+        whose `tl.dot` mishandles bf16)."""
+        self.library_dtype = self.left.dtype if self.left.dtype == self.right.dtype else "tl.float32"
+
+    # -- sizes -------------------------------------------------------------------
+
+    def size(self, expr: sympy.Expr) -> str:
+        return TritonExpr(lambda name: name, self.helpers).text(sympy.sympify(expr))
+
+    def operand(self, expr: sympy.Expr) -> str:
+        return TritonExpr(lambda name: name, self.helpers).atom(sympy.sympify(expr))
+
+    @property
+    def batch_total(self) -> sympy.Expr:
+        return sympy.Mul(*self.batch_sizes) if self.batch_sizes else sympy.Integer(1)
+
+    @property
+    def idx64(self) -> bool | None:
+        return {64: True, 32: False}.get(self.plan.index_bits)  # type: ignore[arg-type]
+
+    def constexprs(self, *names: str) -> list[str]:
+        return [*names, *(["IDX64"] if self.plan.index_bits is None else [])]
+
+    # -- kernel functions ----------------------------------------------------------
+
+    def _prologue(self, w: SourceWriter) -> None:
+        w.line("pid = tl.program_id(0)")
+        if self.plan.index_bits == 64:
+            w.line("pid = pid.to(tl.int64)")
+        elif self.plan.index_bits is None:
+            w.line("if IDX64:")
+            with w.indented():
+                w.line("pid = pid.to(tl.int64)")
+
+    def _signature(self, w: SourceWriter, name: str, extra: Sequence[str], constexprs: Sequence[str]) -> None:
+        parameters = [t.name for t in self.plan.tensors] + list(extra) + list(self.plan.symbols)
+        parameters += [f"{c}: tl.constexpr" for c in constexprs]
+        w.line("@triton.jit")
+        w.line(f"def {name}({', '.join(parameters)}):")
+
+    def _batch_variables(self, w: SourceWriter, flat: str) -> dict[str, Value]:
+        """The batch indices from their flat position `flat`."""
+        variables: dict[str, Value] = {}
+        for i, (var, size) in enumerate(zip(self.batch_vars, self.batch_sizes)):
+            later = sympy.Mul(*self.batch_sizes[i + 1 :]) if i + 1 < len(self.batch_sizes) else sympy.Integer(1)
+            text = flat if later == 1 else f"({flat} // {self.operand(later)})"
+            if i > 0:
+                text = f"{text} % {self.operand(size)}"
+            w.line(f"{var.name} = {text}")
+            variables[var.name] = Value(var.name, "tl.int64", frozenset())
+        return variables
+
+    def _row_variables(self, w: SourceWriter, flat: str, deps: frozenset[str]) -> dict[str, Value]:
+        """The row indices from the product's row position `flat` (row-major
+        over several row dimensions)."""
+        if len(self.row_vars) == 1:
+            return {self.row_vars[0].name: Value(flat, "tl.int64", deps)}
+        variables = {}
+        for i, (var, size) in enumerate(zip(self.row_vars, self.row_sizes)):
+            later = sympy.expand(sympy.Mul(*self.row_sizes[i + 1 :]))
+            text = flat if later == 1 else f"({flat} // {self.operand(later)})"
+            if i > 0:
+                text = f"{text} % {self.operand(size)}"
+            w.line(f"{var.name} = {text}")
+            variables[var.name] = Value(var.name, "tl.int64", deps)
+        return variables
+
+    def _compute_factor(self, w: SourceWriter, factor: Factor, tile: Tile) -> Value:
+        writer = BodyWriter(w, self.stage, tile, {})
+        writer.emit_ops(factor.ops)
+        return writer.values[factor.value]
+
+    def _epilogue(self, w: SourceWriter, tile: Tile, product: Value, mask: str, axes: set[str]) -> None:
+        """The epilogue stages on `product` (float32), and every store."""
+        registers: dict[int, Value] = {self.stage.position: product}
+        for tensor in self.stage.outputs:
+            address = BodyWriter(w, self.stage, tile, registers).expr(self.stage.output_address(tensor))
+            store(w, tensor, address, product, mask, axes)
+        for stage in self.group.stages[1:]:
+            w.comment(f"stage {stage.position}:")
+            w.comment(str(stage.op))
+            writer = BodyWriter(w, stage, tile, registers)
+            value = writer.emit()
+            if stage.keeps_register:
+                registers[stage.position] = w.assign(value.text, value.dtype, value.deps, stem="st")
+            for tensor in stage.outputs:
+                store(w, tensor, writer.expr(stage.output_address(tensor)), value, mask, axes)
+
+    def template_function(self) -> str:
+        w = self._writer()
+        self._signature(w, self.plan.name, [], self.constexprs("XBLOCK", "YBLOCK", "RBLOCK"))
+        with w.indented():
+            w.comment(f"matrix product [{self.size(self.m)}, {self.size(self.k)}] x [{self.size(self.k)}, {self.size(self.n)}]"
+                      f"{', batch ' + self.size(self.batch_total) if self.batch_vars else ''}, with its epilogue")  # fmt: skip
+            for tensor in self.plan.tensors:
+                w.comment(f"{tensor.name}: {tensor.dtype.removeprefix('tl.')}")
+            self._prologue(w)
+            m, n, k = self.size(self.m), self.size(self.n), self.size(self.k)
+            w.line(f"tiles_m = ({m} + XBLOCK - 1) // XBLOCK")
+            w.line(f"tiles_n = ({n} + YBLOCK - 1) // YBLOCK")
+            variables = {}
+            if self.batch_vars:
+                w.line("tiles = tiles_m * tiles_n")
+                variables.update(self._batch_variables(w, "(pid // tiles)"))
+                w.line("pid = pid % tiles")
+            w.line(f"width = {GROUP_ROWS} * tiles_n")
+            w.line(f"first = (pid // width) * {GROUP_ROWS}")
+            w.line(f"height = tl.minimum(tiles_m - first, {GROUP_ROWS})")
+            w.line("pid_m = first + (pid % width) % height")
+            w.line("pid_n = (pid % width) // height")
+            w.line("rows = (pid_m * XBLOCK + tl.arange(0, XBLOCK))[:, None]")
+            w.line("columns = (pid_n * YBLOCK + tl.arange(0, YBLOCK))[None, :]")
+            w.line(f"row_mask = rows < {m}")
+            w.line(f"column_mask = columns < {n}")
+            variables.update(self._row_variables(w, "rows", frozenset({X})))
+            w.line("acc = tl.full([XBLOCK, YBLOCK], 0, tl.float32)")
+            w.line(f"for k0 in range(0, {k}, RBLOCK):")
+            with w.indented():
+                w.line("k_row = (k0 + tl.arange(0, RBLOCK))[None, :]")
+                w.line("k_column = (k0 + tl.arange(0, RBLOCK))[:, None]")
+                w.line(f"k_row_mask = k_row < {k}")
+                w.line(f"k_column_mask = k_column < {k}")
+                left_tile = Tile(
+                    {**variables, self.position.name: Value("k_row", "tl.int64", frozenset({R}))},
+                    {X: "row_mask", R: "k_row_mask"},
+                )  # fmt: skip
+                right_tile = Tile(
+                    {**variables, self.column.name: Value("columns", "tl.int64", frozenset({X})),
+                     self.position.name: Value("k_column", "tl.int64", frozenset({R}))},
+                    {X: "column_mask", R: "k_column_mask"},
+                )  # fmt: skip
+                w.comment("left factor")
+                a = self._dot_operand(w, self.left, left_tile, "k_row_mask", "[XBLOCK, RBLOCK]")
+                w.comment("right factor")
+                b = self._dot_operand(w, self.right, right_tile, "k_column_mask", "[RBLOCK, YBLOCK]")
+                precision = "tf32" if self.tf32 and self.dot_dtype == "tl.float32" and not self.interpret else "ieee"
+                w.line(f'acc += tl.dot({a}, {b}, input_precision="{precision}")')
+            tile = Tile(
+                {**variables, self.column.name: Value("columns", "tl.int64", frozenset({R}))},
+                {X: "row_mask", R: "column_mask"},
+            )  # fmt: skip
+            self._epilogue(w, tile, Value("acc", "tl.float32", frozenset({X, R})), "row_mask & column_mask", {X, R})
+        return w.text()
+
+    def _dot_operand(self, w: SourceWriter, factor: Factor, tile: Tile, k_mask: str, shape: str) -> str:
+        value = self._compute_factor(w, factor, tile)
+        text = value.text
+        if factor.view is None or R not in value.deps:
+            # a computed factor, or one constant along the reduction, is 0 past its end
+            text = w.assign(f"tl.where({k_mask}, {text}, 0)", value.dtype, value.deps | {R}).text
+            value = Value(text, value.dtype, value.deps | {R})
+        if value.deps != frozenset({X, R}):
+            text = w.assign(f"tl.broadcast_to({text}, {shape})", value.dtype, frozenset({X, R})).text
+        if value.dtype != self.dot_dtype:
+            text = w.assign(f"{text}.to({self.dot_dtype})", self.dot_dtype, frozenset({X, R})).text
+        return text
+
+    def _flat_function(self, name: str, extra: str, dims: list[tuple[sympy.Symbol, sympy.Expr]], body) -> str:
+        """A flat kernel over the batch and `dims` (row-major), `body(w, tile)`
+        writing its work at `xindex`."""
+        w = self._writer()
+        self._signature(w, name, [extra], self.constexprs("XBLOCK"))
+        with w.indented():
+            self._prologue(w)
+            total = sympy.expand(self.batch_total * sympy.Mul(*[size for _, size in dims]))
+            w.line("xindex = pid * XBLOCK + tl.arange(0, XBLOCK)")
+            w.line(f"xmask = xindex < {self.size(total)}")
+            inner = sympy.Mul(*[size for _, size in dims])
+            variables = self._batch_variables(w, f"(xindex // {self.operand(sympy.expand(inner))})") if self.batch_vars else {}
+            for i, (var, size) in enumerate(dims):
+                later = sympy.Mul(*[s for _, s in dims[i + 1 :]]) if i + 1 < len(dims) else sympy.Integer(1)
+                text = "xindex" if later == 1 else f"(xindex // {self.operand(sympy.expand(later))})"
+                w.line(f"{var.name} = {text} % {self.operand(size)}")
+                variables[var.name] = Value(var.name, "tl.int64", frozenset({X}))
+            body(w, Tile(variables, {X: "xmask"}))
+        return w.text()
+
+    def factor_function(self, factor: Factor) -> str:
+        """The flat kernel writing a computed factor to a contiguous scratch tensor."""
+        rows = list(zip(self.row_vars, self.row_sizes))
+        dims = [*rows, (self.position, self.k)] if factor.name == "left" else [(self.position, self.k), (self.column, self.n)]
+
+        def body(w: SourceWriter, tile: Tile) -> None:
+            value = self._compute_factor(w, factor, tile)
+            text = value.text if value.dtype == self.library_dtype else f"{value.text}.to({self.library_dtype})"
+            w.line(f"tl.store(scratch + xindex, tl.broadcast_to({text}, [XBLOCK]), mask=xmask)")
+
+        return self._flat_function(f"{self.plan.name}_{factor.name}", "scratch", dims, body)
+
+    def epilogue_function(self) -> str:
+        """The flat kernel running the epilogue on the library's product."""
+
+        def body(w: SourceWriter, tile: Tile) -> None:
+            loaded = w.assign("tl.load(product + xindex, mask=xmask, other=0).to(tl.float32)", "tl.float32", frozenset({X}))
+            self._epilogue(w, tile, loaded, "xmask", {X})
+
+        dims = [*zip(self.row_vars, self.row_sizes), (self.column, self.n)]
+        return self._flat_function(f"{self.plan.name}_epilogue", "product", dims, body)
+
+    # -- the library's path --------------------------------------------------------
+
+    @property
+    def writes_product_in_place(self) -> str | None:
+        """The output the library's product can be written into directly: the
+        product's own output when nothing else is computed, or the rounding of
+        a half-precision product to its type; None when an epilogue runs."""
+        stages = self.group.stages
+        if len(stages) == 1 and len(self.stage.outputs) == 1 and self.library_dtype == "tl.float32":
+            output = self.stage.outputs[0]
+            return output.name if self._merged_strides(output) is not None else None
+        if len(stages) != 2 or self.stage.outputs or len(stages[1].outputs) != 1:
+            return None
+        ops = list(stages[1].op.body.block.ops)
+        rounds = (
+            len(ops) == 3
+            and isinstance(ops[0], LoadOp)
+            and isinstance(ops[1], arith.TruncFOp)
+            and isinstance(ops[2], YieldOp)
+            and ops[0] in stages[1].register_reads
+        )
+        output = stages[1].outputs[0]
+        merges = self._merged_strides(output) is not None
+        return output.name if rounds and merges and output.dtype == self.library_dtype else None
+
+    def _library_shape(self) -> tuple[str, str, str]:
+        """The shapes of the library's left and right factors and product."""
+        batch = [python_expr(s) for s in self.batch_sizes]
+        m, n, k = python_expr(self.m), python_expr(self.n), python_expr(self.k)
+        return (
+            f"({', '.join([*batch, m, k])},)",
+            f"({', '.join([*batch, k, n])},)",
+            f"({', '.join([*batch, m, n])},)",
+        )
+
+    def _library_operand(self, w: SourceWriter, factor: Factor, shape: str, device: str, launches: list[str]) -> str:
+        """A line binding the factor's tensor for the library; `launches` gets
+        the materializing launch's arguments when it is computed."""
+        if factor.view is not None:
+            name, strides, offset = factor.view
+            sizes = [*self.batch_sizes, *self.row_sizes, self.k] if factor.name == "left" else [*self.batch_sizes, self.k, self.n]
+            text = (
+                f"{name}.as_strided(({''.join(python_expr(s) + ', ' for s in sizes)}), "
+                f"({''.join(python_expr(s) + ', ' for s in strides)}), {name}.storage_offset() + {python_expr(offset)})"
+            )
+            if len(sizes) != len(self.batch_sizes) + 2:
+                text += f".reshape({shape})"
+            if factor.dtype != self.library_dtype:
+                text += f".to({TORCH_DTYPES[self.library_dtype]})"
+            w.line(f"{factor.name} = {text}")
+            return factor.name
+        w.line(f"{factor.name} = torch.empty({shape}, dtype={TORCH_DTYPES[self.library_dtype]}, device={device}.device)")
+        launches.append(factor.name)
+        return factor.name
+
+    def _merged_strides(self, output) -> list[sympy.Expr] | None:
+        """The output's strides with its row dimensions as one, when they merge."""
+        batch = len(self.batch_sizes)
+        strides = list(output.strides)
+        rows = strides[batch:-1]
+        for i in range(len(rows) - 1):
+            if sympy.expand(rows[i] - rows[i + 1] * self.row_sizes[i + 1]) != 0:
+                return None
+        return [*strides[:batch], rows[-1], strides[-1]]
+
+    def _library_product(self, w: SourceWriter, device: str) -> str:
+        """Lines computing the library's product; the name of its tensor."""
+        rank = len(self.batch_vars) + 2
+        call = {2: "torch.mm", 3: "torch.bmm"}.get(rank, "torch.matmul")
+        left_shape, right_shape, product_shape = self._library_shape()
+        in_place = self.writes_product_in_place
+        if in_place is not None:
+            output = next(t for t in self.plan.outputs if t.name == in_place)
+            strides = ", ".join(python_expr(s) for s in self._merged_strides(output) or [])
+            w.line(f"product = {in_place}.as_strided({product_shape}, ({strides},), {in_place}.storage_offset())")
+        else:
+            w.line(f"product = torch.empty({product_shape}, dtype={TORCH_DTYPES[self.library_dtype]}, device={device}.device)")
+        w.line(f"{call}(left, right, out=product)")
+        return "product"
+
+    def _flat_grid(self, dims: Sequence[sympy.Expr]) -> str:
+        total = sympy.expand(self.batch_total * sympy.Mul(*dims))
+        return f"triton.cdiv({python_expr(total)}, config['XBLOCK'])"
+
+    def library_launches(self) -> list[tuple[str, str, str]]:
+        """The flat launches of the library's path, in order: (function, extra
+        argument, grid)."""
+        launches = []
+        for factor, dims in ((self.left, (self.m, self.k)), (self.right, (self.k, self.n))):
+            if factor.view is None:
+                launches.append((f"{self.plan.name}_{factor.name}", factor.name, self._flat_grid(dims)))
+        if self.writes_product_in_place is None:
+            launches.append((f"{self.plan.name}_epilogue", "product", self._flat_grid((self.m, self.n))))
+        return launches
+
+    # -- the module ------------------------------------------------------------------
+
+    def _bind(self, w: SourceWriter, tensors: bool = True) -> None:
+        if tensors:
+            names = [t.name for t in (*self.plan.inputs, *self.plan.outputs)]
+            w.line(f"{''.join(n + ', ' for n in names)}= tensors")
+        if self.plan.symbols:
+            w.line(f"{''.join(s + ', ' for s in self.plan.symbols)}= symbols")
+        if self.plan.index_bits is None:
+            extents = ", ".join(python_expr(e) for e in self.plan.extents)
+            w.line(f"idx64 = max({extents}, 0) >= 2**31")
+
+    def _idx64_option(self) -> list[str]:
+        return ["IDX64=idx64"] if self.plan.index_bits is None else []
+
+    def _template_grid(self) -> str:
+        return (
+            f"triton.cdiv({python_expr(self.m)}, config['XBLOCK']) * triton.cdiv({python_expr(self.n)}, config['YBLOCK'])"
+            f" * {python_expr(self.batch_total)}"
+        )
+
+    def _device(self) -> str:
+        return self.plan.outputs[0].name if self.plan.outputs else self.plan.inputs[0].name
+
+    def launch(self) -> str:
+        w = SourceWriter()
+        w.line("def launch(tensors, symbols, config):")
+        with w.indented():
+            w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`: the')
+            w.line('template, or the library\'s product and flat kernels; return the compiled kernels."""')
+            self._bind(w)
+            arguments = [t.name for t in self.plan.tensors]
+            symbols = list(self.plan.symbols)
+            w.line("kernels = []")
+            w.line("if config.get('LIBRARY'):")
+            with w.indented():
+                self._library_body(w, arguments, symbols, jit=True)
+                w.line("return kernels")
+            w.line(f"grid = {self._template_grid()}")
+            w.line("if grid > 0:")
+            with w.indented():
+                options = ["XBLOCK=config['XBLOCK']", "YBLOCK=config['YBLOCK']", "RBLOCK=config['RBLOCK']"]
+                options += self._idx64_option() + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                w.line(f"kernels.append({self.plan.name}[(grid,)]({', '.join(arguments + symbols + options)}))")
+            w.line("return kernels")
+        return w.text()
+
+    def _library_body(self, w: SourceWriter, arguments: list[str], symbols: list[str], jit: bool) -> None:
+        """The library's path: with `jit`, launches through Triton's JIT
+        appending to `kernels`; else through the bound direct launchers."""
+        device = self._device()
+        left_shape, right_shape, _ = self._library_shape()
+        computed: list[str] = []
+        self._library_operand(w, self.left, left_shape, device, computed)
+        self._library_operand(w, self.right, right_shape, device, computed)
+        launches = self.library_launches()
+        for position, (function, extra, grid) in enumerate(launches):
+            if extra == "product":
+                self._library_product(w, device)
+            self._flat_launch(w, position, function, arguments + [extra] + symbols, grid, jit)
+        if not launches or launches[-1][1] != "product":
+            self._library_product(w, device)
+
+    def _flat_launch(self, w: SourceWriter, position: int, function: str, values: list[str], grid: str, jit: bool) -> None:
+        if jit:
+            w.line(f"grid = {grid}")
+            w.line("if grid > 0:")
+            with w.indented():
+                options = ["XBLOCK=config['XBLOCK']", *self._idx64_option(), "num_warps=config['num_warps']", "num_stages=1"]
+                w.line(f"kernels.append({function}[(grid,)]({', '.join(values + options)}))")
+            return
+        constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
+        w.line(f"if grid{position} > 0:")
+        with w.indented():
+            w.line(
+                f"run{position}(grid{position}, 1, 1, stream, function{position}, metadata{position}, "
+                f"None, None, None, {', '.join(values + constexprs)})"
+            )
+
+    def launcher(self) -> str:
+        """`launcher(symbols, config, kernels)`: the direct path at fixed sizes."""
+        w = SourceWriter()
+        w.line("def launcher(symbols, config, kernels):")
+        with w.indented():
+            w.line('"""A function `run(tensors, stream)` launching the kernel at the sizes `symbols` with')
+            w.line('`config` through `kernels`, the compiled kernels `launch` returned for them."""')
+            self._bind(w, tensors=False)
+            w.line("compiled = iter(kernels)")
+            arguments = [t.name for t in self.plan.tensors]
+            symbols = list(self.plan.symbols)
+            w.line("if config.get('LIBRARY'):")
+            with w.indented():
+                w.line("XBLOCK = config['XBLOCK']")
+                launches = self.library_launches()
+                for position, (_, _, grid) in enumerate(launches):
+                    w.line(f"grid{position} = {grid}")
+                    w.line(
+                        f"run{position}, function{position}, metadata{position} = "
+                        f"next(compiled) if grid{position} > 0 else (None, None, None)"
+                    )
+                w.line("")
+                w.line("def run_library(tensors, stream):")
+                with w.indented():
+                    names = [t.name for t in (*self.plan.inputs, *self.plan.outputs)]
+                    w.line(f"{''.join(n + ', ' for n in names)}= tensors")
+                    self._library_body(w, arguments, symbols, jit=False)
+                w.line("")
+                w.line("return run_library")
+            w.line("grid = " + self._template_grid())
+            w.line("run0, function0, metadata0 = next(compiled) if grid > 0 else (None, None, None)")
+            constexprs = ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']"]
+            constexprs += ["idx64"] if self.plan.index_bits is None else []
+            w.line(f"constants = ({', '.join(constexprs)},)")
+            w.line("")
+            w.line("def run(tensors, stream):")
+            with w.indented():
+                names = [t.name for t in (*self.plan.inputs, *self.plan.outputs)]
+                w.line(f"{''.join(n + ', ' for n in names)}= tensors")
+                w.line("if grid > 0:")
+                with w.indented():
+                    w.line(
+                        f"run0(grid, 1, 1, stream, function0, metadata0, None, None, None, "
+                        f"{', '.join(arguments + symbols)}, *constants)"
+                    )
+            w.line("")
+            w.line("return run")
+        return w.text()
+
+    def warmup(self) -> str:
+        w = SourceWriter()
+        w.line("def warmup(symbols, config):")
+        with w.indented():
+            w.line('"""Compile the kernel for the sizes `symbols` and `config` into Triton\'s cache."""')
+            self._bind(w, tensors=False)
+            dtypes = [TORCH_DTYPES[t.dtype] for t in self.plan.tensors]
+            symbols = list(self.plan.symbols)
+            w.line("if config.get('LIBRARY'):")
+            with w.indented():
+                for function, extra, grid in self.library_launches():
+                    w.line(f"if {grid} > 0:")
+                    with w.indented():
+                        options = ["XBLOCK=config['XBLOCK']", *self._idx64_option(), "num_warps=config['num_warps']", "num_stages=1"]
+                        extra_dtype = TORCH_DTYPES[self.library_dtype]
+                        w.line(f"{function}.warmup({', '.join(dtypes + [extra_dtype] + symbols)}, grid=(1,), {', '.join(options)})")
+                w.line("return")
+            w.line(f"if {self._template_grid()} > 0:")
+            with w.indented():
+                options = ["XBLOCK=config['XBLOCK']", "YBLOCK=config['YBLOCK']", "RBLOCK=config['RBLOCK']"]
+                options += self._idx64_option() + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                w.line(f"{self.plan.name}.warmup({', '.join(dtypes + symbols)}, grid=(1,), {', '.join(options)})")
+        return w.text()
+
+    def functions(self) -> list[str]:
+        """Every `@triton.jit` function of the module: the template, the
+        library path's factor kernels and its epilogue."""
+        texts = [self.template_function()]
+        for factor in (self.left, self.right):
+            if factor.view is None:
+                texts.append(self.factor_function(factor))
+        if self.writes_product_in_place is None:
+            texts.append(self.epilogue_function())
+        return texts
+
+    def _writer(self) -> SourceWriter:
+        """A writer of one function, sharing the module's helpers."""
+        return SourceWriter(helpers=self.helpers)
+
+
+def tf32_allowed() -> bool:
+    """Whether torch lets float32 products use TF32 tensor cores."""
+    import torch
+
+    return bool(torch.backends.cuda.matmul.allow_tf32)
+
+
+# -- configurations ------------------------------------------------------------------
+
+HALF_TILES = [(128, 128, 64, 8, 3), (64, 128, 64, 4, 4), (128, 64, 64, 4, 4), (64, 64, 64, 4, 4)]
+"""Template tiles (XBLOCK, YBLOCK, RBLOCK, warps, stages) of half-precision
+products, the most promising first."""
+FLOAT_TILES = [(128, 128, 32, 8, 3), (64, 128, 32, 4, 4), (128, 64, 32, 4, 4), (64, 64, 32, 4, 4)]
+"""Template tiles of float32 products (TF32 or exact)."""
+WIDE_TILES = [(128, 256, 64, 8, 3), (256, 128, 64, 8, 3), (64, 32, 32, 2, 5), (32, 64, 32, 2, 5), (16, 64, 128, 2, 3)]
+"""Tiles `max-autotune` adds (RBLOCK halved for float32)."""
+DEFAULT_TEMPLATES = 2
+"""Template tiles the default mode times against the library."""
+
+
+def _pow2_at_least_16(n: int) -> int:
+    return max(16, 1 << (max(n, 1) - 1).bit_length())
+
+
+def matmul_candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str, interpret: bool) -> list[Config]:
+    """The configurations of a `matmul` plan at `sizes`: under the interpreter
+    the template alone, on one tile; on a GPU the library first, then the
+    template tiles worth timing against it."""
+    from permalloy.dialects.sym import symbol
+
+    group = plan.groups[0]
+    product = group.contraction
+    assert product is not None
+    values = {symbol(name): value for name, value in sizes.items()}
+    _, rows, columns, reduced = product.sizes
+    m, n, k = (int(sympy.sympify(e).xreplace(values)) for e in (sympy.Mul(*rows), columns, reduced))
+    if interpret:
+        return [Config(_pow2_at_least_16(min(m, 32)), _pow2_at_least_16(min(k, 32)), 1, 1, _pow2_at_least_16(min(n, 32)))]
+    wide = mode.startswith("max-autotune")
+    writer_stage = group.stages[0]
+    half = _half_factors(writer_stage, product)
+    fused = len(group.stages) > 1 or _has_prologue(writer_stage, product)
+    tensor_cores = half or tf32_allowed()
+    configs = [LIBRARY_CONFIG]
+    if not (wide or (fused and tensor_cores)):
+        return configs
+    tiles = list(HALF_TILES if half else FLOAT_TILES)
+    tiles = tiles + [(x, y, r if half else r // 2, w, s) for x, y, r, w, s in WIDE_TILES] if wide else tiles[:DEFAULT_TEMPLATES]
+    for xblock, yblock, rblock, warps, stages in tiles:
+        config = Config(
+            min(xblock, _pow2_at_least_16(m)), min(rblock, _pow2_at_least_16(k)), warps, stages, min(yblock, _pow2_at_least_16(n))
+        )
+        if config not in configs:
+            configs.append(config)
+    return configs
+
+
+def _half_factors(stage: Stage, product: Contraction) -> bool:
+    return all(_operand(v) is not v for v in (product.left, product.right))
+
+
+def _has_prologue(stage: Stage, product: Contraction) -> bool:
+    """Whether a factor is computed (fusion inlined work into it), not read."""
+    return any(not isinstance(_operand(v).owner, LoadOp) for v in (product.left, product.right))
+
+
+__all__ = ["LIBRARY_CONFIG", "MatmulWriter", "matmul_candidates", "tf32_allowed", "parallel_index"]

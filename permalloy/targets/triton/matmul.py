@@ -343,16 +343,9 @@ class MatmulWriter:
         if len(stages) == 1 and len(self.stage.outputs) == 1 and self.library_dtype == "tl.float32":
             output = self.stage.outputs[0]
             return output.name if self._merged_strides(output) is not None else None
-        if len(stages) != 2 or self.stage.outputs or len(stages[1].outputs) != 1:
+        if len(stages) != 2 or len(stages[1].outputs) != 1:
             return None
-        ops = list(stages[1].op.body.block.ops)
-        rounds = (
-            len(ops) == 3
-            and isinstance(ops[0], LoadOp)
-            and isinstance(ops[1], arith.TruncFOp)
-            and isinstance(ops[2], YieldOp)
-            and ops[0] in stages[1].register_reads
-        )
+        rounds = _only_rounds(self.group)
         output = stages[1].outputs[0]
         merges = self._merged_strides(output) is not None
         return output.name if rounds and merges and output.dtype == self.library_dtype else None
@@ -636,7 +629,8 @@ def matmul_candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str, int
     wide = mode.startswith("max-autotune")
     writer_stage = group.stages[0]
     half = _half_factors(writer_stage, product)
-    fused = len(group.stages) > 1 or _has_prologue(writer_stage, product)
+    epilogue = len(group.stages) > 2 or (len(group.stages) == 2 and not _only_rounds(group))
+    fused = epilogue or _has_prologue(writer_stage, product)
     tensor_cores = half or tf32_allowed()
     configs = [LIBRARY_CONFIG]
     if not (wide or (fused and tensor_cores)):
@@ -650,6 +644,21 @@ def matmul_candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str, int
         if config not in configs:
             configs.append(config)
     return configs
+
+
+def _only_rounds(group: Group) -> bool:
+    """Whether the group's one epilogue stage only rounds the product to its
+    half-precision type (the library's product in that type is the same)."""
+    stage = group.stages[1]
+    ops = list(stage.op.body.block.ops)
+    return (
+        not group.stages[0].outputs
+        and len(ops) == 3
+        and isinstance(ops[0], LoadOp)
+        and ops[0] in stage.register_reads
+        and isinstance(ops[1], arith.TruncFOp)
+        and isinstance(ops[2], YieldOp)
+    )
 
 
 def _half_factors(stage: Stage, product: Contraction) -> bool:

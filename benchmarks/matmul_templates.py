@@ -4,8 +4,8 @@ timed under eager PyTorch, Inductor (default, and max-autotune where asked)
 and permalloy (default and max-autotune) side by side, in float32 and bf16.
 
 Each case is compiled by each backend, checked against eager (float32:
-relative error 1e-4 without TF32, bf16: 2e-2), and timed with
-`triton.testing.do_bench` (medians of calls after an L2 flush). The floor of
+relative error 1e-4 without TF32, bf16: 2e-2), and timed in interleaved
+rounds of back-to-back calls (`interleaved_times`, medians). The floor of
 a product is its FLOPs at the device's dense peak, of an epilogue the bytes
 it moves at the copy bandwidth measured here.
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 import time
 
@@ -60,8 +61,27 @@ def copy_bandwidth() -> float:
     return 2 * source.numel() * 4 / (ms * 1e-3)
 
 
+def interleaved_times(runs: dict, arguments: tuple, rounds: int = 15, calls: int = 20) -> dict[str, float]:
+    """Median milliseconds per call of each backend: rounds of back-to-back
+    calls ended by a device synchronization, the backends taking turns, so
+    that every backend sees the same machine (a GPU-bound product's time is
+    its kernels'; a small one's includes the host's launches)."""
+    samples: dict[str, list[float]] = {name: [] for name in runs}
+    for name, run_fn in runs.items():
+        for _ in range(3):
+            run_fn(*arguments)
+    for _ in range(rounds):
+        for name, run_fn in runs.items():
+            torch.cuda.synchronize()
+            begin = time.perf_counter()
+            for _ in range(calls):
+                run_fn(*arguments)
+            torch.cuda.synchronize()
+            samples[name].append((time.perf_counter() - begin) * 1e3 / calls)
+    return {name: statistics.median(values) for name, values in samples.items()}
+
+
 def run(args) -> list[dict]:
-    from triton.testing import do_bench
 
     torch.backends.cuda.matmul.allow_tf32 = args.tf32
     torch.backends.cudnn.allow_tf32 = args.tf32
@@ -86,6 +106,7 @@ def run(args) -> list[dict]:
             epilogue_bytes = {"none": 0, "bias_gelu": 2 * m * n * element, "residual": 3 * m * n * element}[epilogue]
             row = {"size": size, "epilogue": epilogue, "dtype": args.dtype, "tf32": args.tf32,
                    "epilogue_floor_ms": epilogue_bytes / bandwidth * 1e3, "results": {}}  # fmt: skip
+            runs = {}
             for backend in args.backends.split(","):
                 try:
                     run_fn = compiled(fn, backend)
@@ -94,12 +115,13 @@ def run(args) -> list[dict]:
                     torch.cuda.synchronize()
                     compile_s = time.perf_counter() - begin
                     error = relative_error(actual, expected)
-                    ms = do_bench(lambda: run_fn(x, w, b, r), warmup=25, rep=100, return_mode="median")
-                    row["results"][backend] = {"ms": ms, "tflops": 2 * m * n * k / (ms * 1e-3) / 1e12,
-                                               "compile_s": compile_s, "relative_error": error,
+                    runs[backend] = run_fn
+                    row["results"][backend] = {"compile_s": compile_s, "relative_error": error,
                                                "accurate": error <= TOLERANCE[dtype] or (args.tf32 and error <= 1e-2)}  # fmt: skip
                 except Exception as exc:  # noqa: BLE001 - a backend's failure is a row, not the end of the sweep
                     row["results"][backend] = {"error": f"{type(exc).__name__}: {exc}"[:300]}
+            for backend, ms in interleaved_times(runs, (x, w, b, r)).items():
+                row["results"][backend].update(ms=ms, tflops=2 * m * n * k / (ms * 1e-3) / 1e12)
             rows.append(row)
             print(_line(row), flush=True)
             if args.json:

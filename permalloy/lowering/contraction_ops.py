@@ -4,13 +4,15 @@ the `loop.reduce` form that a target with a matrix-product template tiles
 (`analysis.contraction`), so that fusion takes their prologues and epilogues
 into the product's kernel.
 
-A product of float32 operands is one `loop.reduce sum` of the products of
-its operands' elements. A half-precision product (f16, bf16) accumulates in
-float32, as the library does, and rounds once: a float32 `loop.reduce` and a
-`loop.pointwise` casting it to the result's type, which fusion inlines into
-the product's readers (the rounding eager does between the product and its
-epilogue). Other element types (f64) and matrix-vector products (one row
-or one column) stay library calls. A product read
+A half-precision product (f16, bf16) accumulates in float32, as the library
+does, and rounds once: a float32 `loop.reduce sum` of the products of its
+operands' elements and a `loop.pointwise` casting it to the result's type,
+which fusion inlines into the product's readers (the rounding eager does
+between the product and its epilogue). Float32 products are contractions
+only when asked (`matmul-float32`): without TF32 a template multiplies
+float32 tiles with FMAs, which never beats the library, whose product the
+compiled graph then calls directly. Other element types (f64) and
+matrix-vector products (one row or one column) stay library calls. A product read
 only through a reshape that splits its leading dimension (a linear layer on
 `[B, T, C]` inputs computes `[B * T, N]` and reads it as `[B, T, N]`) is a
 contraction over the reshaped domain, so that its epilogue, written over
@@ -42,11 +44,12 @@ from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor import sizes_equal
 from permalloy.lowering.loop_builder import LoopBuilder
 
-TEMPLATE_ELEMENTS = ("f32", "f16", "bf16")
-"""The element types whose products become contractions."""
+HALF_ELEMENTS = ("f16", "bf16")
+"""The element types whose products become contractions; float32 ones too
+when asked (`matmul-float32`)."""
 
 
-def stays_library(op: Operation) -> bool:
+def stays_library(op: Operation, float32: bool = False) -> bool:
     """Whether a product stays a library call: its element type has no
     template, or it has one row or one column (a matrix-vector product, which
     the library runs as one, and which is no contraction once the size-1
@@ -54,7 +57,8 @@ def stays_library(op: Operation) -> bool:
     result_type = op.results[0].type
     assert isinstance(result_type, pt.TensorType)
     vector = any(size == 1 for size in result_type.sizes[-2:])
-    return vector or result_type.element_type.name not in TEMPLATE_ELEMENTS
+    elements = (*HALF_ELEMENTS, "f32") if float32 else HALF_ELEMENTS
+    return vector or result_type.element_type.name not in elements
 
 
 def _domain(op: pt.MatmulOp | pt.BatchMatmulOp) -> list[sympy.Expr]:

@@ -9,6 +9,7 @@ function: the computing ops forwards, then the views and fills backwards.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -75,12 +76,14 @@ def lowering_patterns(
     deterministic_scatters: bool = False,
     sort_limits: SortLimits = SortLimits(),
     matmul_templates: bool = False,
+    matmul_float32: bool = False,
 ) -> list[RewritePattern]:
     """The `LowerToLoop` patterns of `ptensor.full` alone, or of every other
     op (leaving the scatters whose result depends on the order their values
     combine in to the host with `deterministic_scatters`, and the sorts of
     rows outside `sort_limits`; with `matmul_templates`, the matrix products
-    of float32 and half-precision tensors as contractions)."""
+    of half-precision tensors as contractions, and of float32 ones with
+    `matmul_float32`)."""
 
     def keep(op_type: type[Operation]) -> Callable[[Operation], bool] | None:
         if op_type in SORT_LOWERINGS:
@@ -95,7 +98,8 @@ def lowering_patterns(
         if (op_type is FullOp) == fills
     ]
     if matmul_templates and not fills:
-        patterns += [LowerToLoop(op_type, lowering, stays_library) for op_type, lowering in CONTRACTION_LOWERINGS.items()]
+        keep = functools.partial(stays_library, float32=matmul_float32)
+        patterns += [LowerToLoop(op_type, lowering, keep) for op_type, lowering in CONTRACTION_LOWERINGS.items()]
     return patterns
 
 
@@ -125,9 +129,10 @@ class ConvertPtensorToLoopPass(ModulePass):
     `torch.use_deterministic_algorithms` is on), and so does a scatter of a
     source, which keeps the last of the values landing on an element.
     With `matmul-templates` (set by the pipeline of a target with a
-    matrix-product template), `ptensor.mm` and `ptensor.bmm` of float32 and
+    matrix-product template), `ptensor.mm` and `ptensor.bmm` of
     half-precision tensors become contractions (`contraction_ops`), a
-    `loop.reduce` of products that fusion gives prologues and epilogues.
+    `loop.reduce` of products that fusion gives prologues and epilogues;
+    with `matmul-float32` too, float32 ones.
 
     Before:
     ```
@@ -150,15 +155,20 @@ class ConvertPtensorToLoopPass(ModulePass):
     sort_max_length: int = SortLimits.max_length
     sort_max_bits: int = SortLimits.max_bits
     matmul_templates: bool = False
+    matmul_float32: bool = False
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         limits = SortLimits(self.sort_max_length, self.sort_max_bits)
         for function in [f for f in op.walk() if isinstance(f, func.FuncOp)]:
-            _lower_function(function, self.deterministic_scatters, limits, self.matmul_templates)
+            _lower_function(function, self.deterministic_scatters, limits, self.matmul_templates, self.matmul_float32)
 
 
 def _lower_function(
-    function: func.FuncOp, deterministic_scatters: bool, sort_limits: SortLimits, matmul_templates: bool = False
+    function: func.FuncOp,
+    deterministic_scatters: bool,
+    sort_limits: SortLimits,
+    matmul_templates: bool = False,
+    matmul_float32: bool = False,
 ) -> None:
     """
     Computing ops in order, each reading its operands through views; then,
@@ -167,7 +177,7 @@ def _lower_function(
     then. Walking back, a view's readers are erased before it, and a fill's
     dead views before the fill.
     """
-    computing = lowering_patterns(False, deterministic_scatters, sort_limits, matmul_templates)
+    computing = lowering_patterns(False, deterministic_scatters, sort_limits, matmul_templates, matmul_float32)
     _rewrite(function, GreedyRewritePatternApplier(computing, dce_enabled=False))
     cleanup = [EraseDeadView(), *lowering_patterns(fills=True)]
     _rewrite(function, GreedyRewritePatternApplier(cleanup, dce_enabled=False), reverse=True)

@@ -1,7 +1,8 @@
 """
-Matrix products on the Triton target: contractions with their prologues and
-epilogues, run by the tiled template or by the library with flat kernels
-around it, each path forced in turn, against eager.
+Half-precision matrix products on the Triton target: contractions with their
+prologues and epilogues, run by the tiled template or by the library with
+flat kernels around it, each path forced in turn, against eager. (Float32
+products are library calls; the lit tests cover them as contractions.)
 
 On the CPU the kernels run in Triton's interpreter (the template's first and
 only candidate there); with `PERMALLOY_TEST_DEVICE=cuda` on a GPU, where
@@ -69,17 +70,25 @@ def _heads(q, k):
     return s.reshape(batch, heads, length, length) + 1.0
 
 
+def _half(*tensors):
+    return [t.half() for t in tensors]
+
+
+def _cast_prologue_half(x, w):
+    return (x * 2 + 1).half() @ w
+
+
 CASES = {
-    "gelu_linear": (_gelu_linear, lambda: [torch.randn(37, 70), torch.randn(45, 70), torch.randn(45)], 1),
-    "scaled_scores_softmax": (_scaled_scores_softmax, lambda: [torch.randn(2, 3, 17, 24), torch.randn(2, 3, 19, 24)], 2),
-    "residual": (_residual_linear, lambda: [torch.randn(33, 20), torch.randn(20, 50), torch.randn(33, 50)], 1),
-    "two_outputs": (_two_outputs, lambda: [torch.randn(16, 40), torch.randn(40, 24)], 1),
-    "cast_prologue": (_cast_prologue, lambda: [torch.randn(30, 50).half(), torch.randn(50, 20)], 1),
+    "gelu_linear": (_gelu_linear, lambda: _half(torch.randn(37, 70), torch.randn(45, 70), torch.randn(45)), 1),
+    "scaled_scores_softmax": (_scaled_scores_softmax, lambda: _half(torch.randn(2, 3, 17, 24), torch.randn(2, 3, 19, 24)), 2),
+    "residual": (_residual_linear, lambda: _half(torch.randn(33, 20), torch.randn(20, 50), torch.randn(33, 50)), 1),
+    "two_outputs": (_two_outputs, lambda: _half(torch.randn(16, 40), torch.randn(40, 24)), 1),
+    "cast_prologue": (_cast_prologue_half, lambda: [torch.randn(30, 50), torch.randn(50, 20).half()], 1),
     "silu_bf16": (_silu_half, lambda: [torch.randn(40, 64).bfloat16(), torch.randn(64, 48).bfloat16()], 1),
-    "bare_f16": (_bare, lambda: [torch.randn(24, 40).half(), torch.randn(40, 8).half()], 1),
-    "bare_transposed": (_bare, lambda: [torch.randn(40, 24).t(), torch.randn(8, 40).t()], 1),
-    "empty_inner": (_bare, lambda: [torch.randn(5, 0), torch.randn(0, 6)], None),
-    "heads": (_heads, lambda: [torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)], 1),
+    "bare": (_bare, lambda: _half(torch.randn(24, 40), torch.randn(40, 8)), 1),
+    "bare_transposed": (_bare, lambda: [torch.randn(40, 24).half().t(), torch.randn(8, 40).half().t()], 1),
+    "empty_inner": (_bare, lambda: _half(torch.randn(5, 0), torch.randn(0, 6)), None),
+    "heads": (_heads, lambda: _half(torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)), 1),
 }
 
 
@@ -100,9 +109,9 @@ def test_products_at_dynamic_sizes(backend_check, triton_device, product_path):
     options = {"target": "triton", "fallback": "raise"}
     compiled = torch.compile(_gelu_linear, backend="permalloy", options=options, dynamic=True)
     torch.manual_seed(1)
-    w, b = to_test_device(torch.randn(40, 24)), to_test_device(torch.randn(40))
+    w, b = to_test_device(torch.randn(40, 24).half()), to_test_device(torch.randn(40).half())
     for length in (5, 9, 33):
-        x = to_test_device(torch.randn(length, 24))
+        x = to_test_device(torch.randn(length, 24).half())
         backend_check.assert_tensor_matches(compiled(x, w, b), _gelu_linear(x, w, b), f"length {length}")
     assert all(r["kernels"] == 1 and r["extern_calls"] == 0 for r in permalloy.stats())
 
@@ -110,23 +119,23 @@ def test_products_at_dynamic_sizes(backend_check, triton_device, product_path):
 def test_training_step_gradients_match_eager(triton_device, product_path, fresh_backend):
     """The products of a backward pass (transposed operands, weight gradients) too."""
     torch.manual_seed(2)
-    model = torch.nn.Sequential(torch.nn.Linear(24, 32), torch.nn.GELU(), torch.nn.Linear(32, 8))
+    model = torch.nn.Sequential(torch.nn.Linear(24, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).half()
     model = model.to(triton_device if triton_device == "cuda" else "cpu")
-    x = to_test_device(torch.randn(6, 24))
+    x = to_test_device(torch.randn(6, 24).half())
     compiled = torch.compile(model, backend="permalloy", options={"target": "triton", "fallback": "raise"})
     compiled(x).square().sum().backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
     model(x).square().sum().backward()
     for got, want in zip(grads, (p.grad for p in model.parameters())):
-        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+        torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
 
 
 def test_matrix_vector_products_stay_library_calls(backend_check, triton_device):
     """A product with one row or one column is the library's (a
     matrix-vector product), with its epilogue in a kernel of its own."""
     torch.manual_seed(3)
-    inputs = [to_test_device(torch.randn(1, 70)), to_test_device(torch.randn(70, 3)), to_test_device(torch.randn(3))]
+    inputs = [to_test_device(torch.randn(*size).half()) for size in ((1, 70), (70, 3), (3,))]
     backend_check(_gelu_linear_of_columns, lambda: [t.clone() for t in inputs], target="triton")
     (record,) = permalloy.stats()
     assert (record["kernels"], record["extern_calls"]) == (1, 1), record

@@ -380,15 +380,27 @@ class MatmulWriter:
         launches.append(factor.name)
         return factor.name
 
-    def _merged_strides(self, output) -> list[sympy.Expr] | None:
-        """The output's strides with its row dimensions as one, when they merge."""
-        batch = len(self.batch_sizes)
-        strides = list(output.strides)
+    def _merged_strides(self, output) -> tuple[list[sympy.Expr], sympy.Expr] | None:
+        """The strides of the product's batch, row and column positions in
+        `output` as its writing stage addresses it, the rows merged into one,
+        and the offset; None when the rows do not merge."""
+        stage = next(st for st in self.group.stages if output in st.outputs)
+        rest = stage.output_address(output)
+        strides = []
+        for var in [*self.batch_vars, *self.row_vars, self.column]:
+            split = split_affine(rest, var)
+            if split is None:
+                return None
+            rest, coefficient = split
+            strides.append(coefficient)
+        if any(s.name[0] in "drv" for s in rest.free_symbols):
+            return None
+        batch = len(self.batch_vars)
         rows = strides[batch:-1]
         for i in range(len(rows) - 1):
             if sympy.expand(rows[i] - rows[i + 1] * self.row_sizes[i + 1]) != 0:
                 return None
-        return [*strides[:batch], rows[-1], strides[-1]]
+        return [*strides[:batch], rows[-1], strides[-1]], rest
 
     def _library_product(self, w: SourceWriter, device: str) -> str:
         """Lines computing the library's product; the name of its tensor."""
@@ -398,8 +410,13 @@ class MatmulWriter:
         in_place = self.writes_product_in_place
         if in_place is not None:
             output = next(t for t in self.plan.outputs if t.name == in_place)
-            strides = ", ".join(python_expr(s) for s in self._merged_strides(output) or [])
-            w.line(f"product = {in_place}.as_strided({product_shape}, ({strides},), {in_place}.storage_offset())")
+            merged = self._merged_strides(output)
+            assert merged is not None
+            strides, offset = merged
+            w.line(
+                f"product = {in_place}.as_strided({product_shape}, ({', '.join(python_expr(s) for s in strides)},), "
+                f"{in_place}.storage_offset() + {python_expr(offset)})"
+            )
         else:
             w.line(f"product = torch.empty({product_shape}, dtype={TORCH_DTYPES[self.library_dtype]}, device={device}.device)")
         w.line(f"{call}(left, right, out=product)")

@@ -1,7 +1,8 @@
-// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true}" | filecheck %s
+// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true matmul-float32=true}" | filecheck %s
 // RUN: permalloy-opt %s -p convert-ptensor-to-loop | filecheck %s --check-prefix=LIBRARY
-// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true},cse,dce,fuse-loops,cse,dce" | filecheck %s --check-prefix=FUSED
-// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true},cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer" -t triton | filecheck %s --check-prefix=TRITON
+// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true}" | filecheck %s --check-prefix=HALF
+// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true matmul-float32=true},cse,dce,fuse-loops,cse,dce" | filecheck %s --check-prefix=FUSED
+// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true matmul-float32=true},cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer" -t triton | filecheck %s --check-prefix=TRITON
 
 // With matmul-templates, a float32 or half-precision matrix product is a
 // contraction: a loop.reduce sum over the inner dimension of the product of
@@ -11,7 +12,8 @@
 // a contraction over the reshaped domain. Fusion groups the product with
 // its pointwise epilogue of the same shape (read at each element), never
 // with a reduction reading it; the Triton target tiles the group with
-// tl.dot. Without the option, and for f64, products stay library calls.
+// tl.dot. Without the option, and for f64, products stay library calls;
+// float32 ones become contractions only with matmul-float32.
 
 // CHECK-LABEL: func.func @linear_gelu
 // CHECK:         %[[C:.+]] = loop.reduce sum ins(%[[X:.+]] = %x : !ptensor.tensor<[32, 64], f32>, %[[W:.+]] = %w : !ptensor.tensor<[16, 64], f32>) over [64] -> !ptensor.tensor<[32, 16], f32> {
@@ -21,6 +23,10 @@
 // CHECK-NEXT:      loop.yield %[[P]] : f32
 // LIBRARY-LABEL: func.func @linear_gelu
 // LIBRARY:         ptensor.mm
+// HALF-LABEL:    func.func @linear_gelu
+// HALF:            ptensor.mm
+// HALF-LABEL:    func.func @half_scores
+// HALF:            loop.reduce sum
 // FUSED-LABEL:   func.func @linear_gelu
 // FUSED:           loop.fused
 // FUSED-NEXT:        loop.reduce sum

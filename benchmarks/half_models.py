@@ -3,7 +3,7 @@ The models suite's transformers in bf16 on a GPU: eager, Inductor and
 permalloy in one process, each compiled model checked against eager (relative
 error of the output) and timed in interleaved rounds of back-to-back calls.
 
-    python benchmarks/half_models.py --cases bert,gpt2,llama,t5 --json out.json
+    python benchmarks/half_models.py --cases bert,gpt2,llama,t5 --templates --json out.json
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default="bert,gpt2,llama,t5")
     parser.add_argument("--size", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--templates", action="store_true", help="compile with the matmul_templates option")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     rows = []
@@ -43,7 +44,8 @@ def main(argv=None) -> int:
             expected = _first(model(*inputs)).float()
             for backend in ("eager", "inductor", "permalloy"):
                 torch._dynamo.reset()  # noqa: SLF001
-                run = model if backend == "eager" else torch.compile(model, backend=backend)
+                options = {"matmul_templates": True} if backend == "permalloy" and args.templates else None
+                run = model if backend == "eager" else torch.compile(model, backend=backend, options=options)
                 begin = time.perf_counter()
                 actual = _first(run(*inputs)).float()
                 torch.cuda.synchronize()

@@ -31,7 +31,9 @@ EPILOGUES = {
     "bias_gelu": lambda x, w, b, r: F.gelu(x @ w + b),
     "residual": lambda x, w, b, r: x @ w + r,
 }
-BACKENDS = ["eager", "inductor", "inductor-max", "permalloy", "permalloy-max"]
+BACKENDS = ["eager", "inductor", "inductor-max", "permalloy", "permalloy-max", "permalloy-library"]
+"""`permalloy` and `permalloy-max` compile with the `matmul_templates` option
+(template or library, timed); `permalloy-library`, without it."""
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
 TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2}
 
@@ -44,7 +46,8 @@ def compiled(fn, backend: str):
         mode = "max-autotune-no-cudagraphs" if backend.endswith("-max") else None
         return torch.compile(fn, backend="inductor", mode=mode)
     mode = "max-autotune" if backend.endswith("-max") else None
-    return torch.compile(fn, backend="permalloy", mode=mode)
+    options = {} if backend == "permalloy-library" else {"matmul_templates": True}
+    return torch.compile(fn, backend="permalloy", mode=mode, options=options)
 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
@@ -151,7 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dtype", choices=list(DTYPES), default="bf16")
     parser.add_argument("--sizes", default=",".join(SIZES), help="comma-separated MxNxK")
     parser.add_argument("--epilogues", default=",".join(EPILOGUES), help=f"among {', '.join(EPILOGUES)}")
-    parser.add_argument("--backends", default="eager,inductor,permalloy,permalloy-max", help=f"among {', '.join(BACKENDS)}")
+    parser.add_argument(
+        "--backends", default="eager,inductor,permalloy,permalloy-max,permalloy-library", help=f"among {', '.join(BACKENDS)}"
+    )
     parser.add_argument("--tf32", action="store_true", help="allow TF32 for float32 products")
     parser.add_argument("--budget", type=float, default=480.0, help="seconds after which no new case starts")
     parser.add_argument("--json", help="write the rows to this file")

@@ -101,10 +101,13 @@ def lower_module(
     target: str | None = None,
     times: CompileTimes | None = None,
     fusion_decisions: FusionDecisions | None = None,
+    matmul_templates: bool = False,
 ) -> ModuleOp:
     """Run the default pipeline for `target` on an imported module, dumping
     after each pass, adding each pass's time to `times` and recording
-    `fuse-loops`' decisions into `fusion_decisions` when given."""
+    `fuse-loops`' decisions into `fusion_decisions` when given; with
+    `matmul_templates`, half-precision products become contractions where the
+    target tiles them."""
     ctx = make_context()
     times = times if times is not None else CompileTimes()
     mark = time.perf_counter()
@@ -118,7 +121,8 @@ def lower_module(
         mark = time.perf_counter()
 
     deterministic = torch.are_deterministic_algorithms_enabled()
-    pipeline = build_pipeline(pipeline_text(default_pipeline(fusion, target, deterministic)), callback=after_pass)
+    names = default_pipeline(fusion, target, deterministic, matmul_templates)
+    pipeline = build_pipeline(pipeline_text(names), callback=after_pass)
     if fusion_decisions is not None:
         pipeline = PassPipeline(
             tuple(
@@ -203,7 +207,8 @@ def compile_graph(
         module, program = loaded
     else:
         decisions = details.fusion if details is not None else None
-        module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions)
+        templates = bool(options.target_options.get("matmul_templates", False))
+        module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)
         if dumper is not None:
             dump_kernels(module, target, dumper)
         recording = RecordingTarget(target)

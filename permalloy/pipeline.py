@@ -24,16 +24,21 @@ BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 """The host program over buffers, with kernels as symbols, and its memory plan."""
 
 
-def default_pipeline(fusion: bool = True, target: str | None = None, deterministic: bool = False) -> list[str]:
+def default_pipeline(
+    fusion: bool = True, target: str | None = None, deterministic: bool = False, matmul_templates: bool = False
+) -> list[str]:
     """The pass names that take an imported graph to a host program for
     `target`, with the passes the target adds (its `TargetDescriptor`'s
     `tensor_passes`, `loop_passes` and `buffer_passes`: the GPU target's
     `unfuse-bias-add`, `split-reductions` and `plan-layouts`, and its
     `fusion_options`); None means no target's additions. `deterministic`
     (torch's deterministic algorithms are on) keeps the float scatters that
-    sum or multiply for torch on a target whose scatters use atomics."""
+    sum or multiply for torch on a target whose scatters use atomics;
+    `matmul_templates` lowers half-precision matrix products to contractions
+    on a target that tiles them."""
     if target is not None:
-        return target_descriptor(target).pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL, deterministic)
+        descriptor = target_descriptor(target)
+        return descriptor.pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL, deterministic, matmul_templates)
     return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 

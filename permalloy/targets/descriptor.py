@@ -105,8 +105,9 @@ class TargetDescriptor:
     (`convert-ptensor-to-loop{sort-max-length=... sort-max-bits=...}`), the
     others run with torch; None takes the pass's defaults."""
     matmul_templates: bool = False
-    """Whether its kernels tile matrix products (`analysis.contraction`): its
-    fused pipelines lower float32 and half-precision products to contractions
+    """Whether its kernels tile matrix products (`analysis.contraction`): when
+    a compile asks for it (its `matmul_templates` option), its fused
+    pipelines lower half-precision products to contractions
     (`convert-ptensor-to-loop{matmul-templates=true}`), which fusion gives
     their prologues and epilogues; otherwise products are library calls."""
     source_extension: str | None = None
@@ -132,18 +133,20 @@ class TargetDescriptor:
         fusion_level: list[str],
         buffer_level: list[str],
         deterministic: bool = False,
+        matmul_templates: bool = False,
     ) -> list[str]:
         """The pass names of a pipeline for this target: each level's list with
         the target's own passes added (its tensor-level passes only when
         fusing; its buffer-level ones after the first buffer-level pass, the
         conversion), and its options on `fuse-loops`; `deterministic` when
-        torch's deterministic algorithms are on."""
+        torch's deterministic algorithms are on; `matmul_templates` when the
+        compile asks for matrix products as contractions (where it tiles them)."""
         lowering_options = []
         if deterministic and self.atomic_scatters:
             lowering_options.append("deterministic-scatters=true")
         if self.sort_limits is not None:
             lowering_options += [f"sort-max-length={self.sort_limits[0]}", f"sort-max-bits={self.sort_limits[1]}"]
-        if fusion and self.matmul_templates:
+        if fusion and matmul_templates and self.matmul_templates:
             lowering_options.append("matmul-templates=true")
         if lowering_options:
             options = " ".join(lowering_options)

@@ -17,7 +17,21 @@ import torch
 import permalloy
 from permalloy.targets.triton import matmul
 
-from conftest import to_test_device
+from conftest import assert_outputs_match, assert_stats, to_test_device
+
+OPTIONS = {"target": "triton", "fallback": "raise", "matmul_templates": True}
+"""Products as contractions (the Triton target's `matmul_templates` option)."""
+
+
+def check(fn, make) -> dict:
+    """Compile `fn` with products as contractions, compare with eager on the
+    inputs `make` gives, and return the graph's stats record."""
+    permalloy.reset_stats()
+    expected = fn(*make())
+    assert_outputs_match(torch.compile(fn, backend="permalloy", options=OPTIONS, fullgraph=True)(*make()), expected)
+    assert_stats("triton", (), 1)
+    (record,) = permalloy.stats()
+    return record
 
 
 @pytest.fixture(params=["template", "library"])
@@ -93,12 +107,11 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", list(CASES))
-def test_products_match_eager(backend_check, triton_device, product_path, case):
+def test_products_match_eager(fresh_backend, triton_device, product_path, case):
     fn, make, kernels = CASES[case]
     torch.manual_seed(0)
     inputs = [to_test_device(t) for t in make()]
-    backend_check(fn, lambda: [t.clone() for t in inputs], target="triton")
-    (record,) = permalloy.stats()
+    record = check(fn, lambda: [t.clone() for t in inputs])
     assert record["extern_calls"] == 0, record
     if kernels is not None:
         assert record["kernels"] == kernels, record
@@ -106,8 +119,7 @@ def test_products_match_eager(backend_check, triton_device, product_path, case):
 
 def test_products_at_dynamic_sizes(backend_check, triton_device, product_path):
     """One compiled graph for every length: the tiles' bounds come from the size symbols."""
-    options = {"target": "triton", "fallback": "raise"}
-    compiled = torch.compile(_gelu_linear, backend="permalloy", options=options, dynamic=True)
+    compiled = torch.compile(_gelu_linear, backend="permalloy", options=OPTIONS, dynamic=True)
     torch.manual_seed(1)
     w, b = to_test_device(torch.randn(40, 24).half()), to_test_device(torch.randn(40).half())
     for length in (5, 9, 33):
@@ -122,7 +134,7 @@ def test_training_step_gradients_match_eager(triton_device, product_path, fresh_
     model = torch.nn.Sequential(torch.nn.Linear(24, 32), torch.nn.GELU(), torch.nn.Linear(32, 8)).half()
     model = model.to(triton_device if triton_device == "cuda" else "cpu")
     x = to_test_device(torch.randn(6, 24).half())
-    compiled = torch.compile(model, backend="permalloy", options={"target": "triton", "fallback": "raise"})
+    compiled = torch.compile(model, backend="permalloy", options=OPTIONS)
     compiled(x).square().sum().backward()
     grads = [p.grad.clone() for p in model.parameters()]
     model.zero_grad()
@@ -131,14 +143,23 @@ def test_training_step_gradients_match_eager(triton_device, product_path, fresh_
         torch.testing.assert_close(got, want, rtol=1e-2, atol=1e-2)
 
 
-def test_matrix_vector_products_stay_library_calls(backend_check, triton_device):
+def test_matrix_vector_products_stay_library_calls(fresh_backend, triton_device):
     """A product with one row or one column is the library's (a
     matrix-vector product), with its epilogue in a kernel of its own."""
     torch.manual_seed(3)
     inputs = [to_test_device(torch.randn(*size).half()) for size in ((1, 70), (70, 3), (3,))]
-    backend_check(_gelu_linear_of_columns, lambda: [t.clone() for t in inputs], target="triton")
-    (record,) = permalloy.stats()
+    record = check(_gelu_linear_of_columns, lambda: [t.clone() for t in inputs])
     assert (record["kernels"], record["extern_calls"]) == (1, 1), record
+
+
+def test_products_are_library_calls_by_default(backend_check, triton_device):
+    """Without the option, a half-precision product stays a library call and
+    its epilogue a kernel of its own."""
+    torch.manual_seed(4)
+    inputs = [to_test_device(t) for t in _half(torch.randn(37, 70), torch.randn(45, 70), torch.randn(45))]
+    backend_check(_gelu_linear, lambda: [t.clone() for t in inputs], target="triton")
+    (record,) = permalloy.stats()
+    assert record["extern_calls"] >= 1, record
 
 
 def _gelu_linear_of_columns(x, w, b):

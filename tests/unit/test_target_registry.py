@@ -88,13 +88,13 @@ def test_pipeline_adds_each_targets_own_passes():
     sorts = "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}"
     assert [p for p in gpu if p not in plain] == [
         "unfuse-bias-add",
-        "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32 matmul-templates=true}",
+        sorts,
         "split-reductions",
         "fuse-loops{instruction-math=true}",
         "plan-layouts",
     ]
-    # The tensor-level additions, matrix products as contractions and fusion's
-    # options need fusion to pay off; the loop-level and buffer-level passes do not.
+    # The tensor-level additions and fusion's options need fusion to pay off;
+    # the loop-level and buffer-level passes do not.
     assert [p for p in default_pipeline(False, "triton") if p not in plain] == [sorts, "split-reductions", "plan-layouts"]
 
 
@@ -102,7 +102,7 @@ def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():
     """A target whose scatters use atomics lowers with deterministic-scatters
     when torch's deterministic algorithms are on; the LLVM target, which
     walks a scatter in order, never needs it."""
-    lowering = "convert-ptensor-to-loop{deterministic-scatters=true sort-max-length=4096 sort-max-bits=32 matmul-templates=true}"
+    lowering = "convert-ptensor-to-loop{deterministic-scatters=true sort-max-length=4096 sort-max-bits=32}"
     assert lowering in default_pipeline(True, "triton", deterministic=True)
     assert lowering not in default_pipeline(True, "triton", deterministic=False)
     assert default_pipeline(True, "llvm", deterministic=True) == default_pipeline(True, "llvm")
@@ -111,7 +111,7 @@ def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():
 def test_sort_limits_are_options_of_the_lowering():
     """The Triton target sorts rows of at most 4096 elements of at most 32
     bits in its kernels; the LLVM target takes the pass's defaults."""
-    assert "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}" in default_pipeline(False, "triton")
+    assert "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}" in default_pipeline(True, "triton")
     assert "convert-ptensor-to-loop" in default_pipeline(True, "llvm")
 
 

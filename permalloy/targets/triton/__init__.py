@@ -83,6 +83,12 @@ TARGET = TargetDescriptor(
             "True (default): benchmark launch configurations on first call; False: take the first",
             boolean,
         ),
+        "matmul_templates": TargetOption(
+            "False (default): matrix products are library calls; True: half-precision products are "
+            "contractions with their fused prologues and epilogues, run by a tiled template or by the "
+            "library, whichever is faster at each size",
+            boolean,
+        ),
     },
     check_inputs=_input_problem,
     host_runtime=_host_runtime,
@@ -92,9 +98,10 @@ that elementwise ops read become plain products (`unfuse-bias-add`) and
 reductions with few results split in two for parallelism (`split-reductions`);
 scatters combine with atomics, so that deterministic algorithms keep float
 sums and products of scatters for torch; rows of at most 4096 elements of at
-most 32 bits sort in registers, other sorts run with torch; float32 and
-half-precision matrix products are contractions, run by a tiled template with
-their fused prologues and epilogues or by the library, whichever is faster."""
+most 32 bits sort in registers, other sorts run with torch; with the
+`matmul_templates` option, half-precision matrix products are contractions,
+run by a tiled template with their fused prologues and epilogues or by the
+library, whichever is faster."""
 
 
 def __getattr__(name: str) -> Any:

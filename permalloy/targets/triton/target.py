@@ -179,6 +179,8 @@ class TritonTarget:
     torch.compile mode (`max-autotune` tries more configurations); `autotune`
     turns benchmarking off (the first candidate is used). Modules, tuned
     configurations and Triton's binaries are cached on disk.
+    `matmul_templates` is read by the pipeline (products become
+    contractions, which this target tiles whenever they reach it).
     """
 
     name = "triton"
@@ -189,6 +191,7 @@ class TritonTarget:
         mode: str = "default",
         autotune: bool = True,
         cache: Path | None = None,
+        matmul_templates: bool = False,
     ):
         self.interpret = interpreter_enabled() if interpret is None else interpret
         self.mode = mode

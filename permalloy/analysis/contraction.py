@@ -145,7 +145,3 @@ def _batch_rank(left: frozenset[sympy.Symbol], right: frozenset[sympy.Symbol], r
     if not rows or column not in right or not left & rows:
         return None
     return batch_rank
-
-
-def is_contraction(op: Operation) -> bool:
-    return contraction(op) is not None

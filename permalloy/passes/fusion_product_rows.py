@@ -62,9 +62,7 @@ def _readers_split(product: loop.ReduceOp) -> list[sympy.Expr] | None:
         leading = sizes[:-1]
         if not sizes_equal(sympy.Mul(*leading), rows):
             return None
-        if split is not None and not all(sizes_equal(a, b) for a, b in zip(split, leading, strict=False)):
-            return None
-        if split is not None and len(split) != len(leading):
+        if split is not None and (len(split) != len(leading) or not all(map(sizes_equal, split, leading))):
             return None
         expected = [_flattened(leading), parallel_index(len(sizes) - 1)]
         for load in loads:

@@ -78,6 +78,14 @@ def _bare(x, w):
     return x @ w
 
 
+def _linear_over_tokens(x, w, b):
+    """Tokens' rows multiplied as `[B * T, C]`, the bias added there and the
+    rest over `[B, T, N]`: the product is rebuilt over `[B, T, N]`, its
+    epilogue (bias inlined) in its kernel."""
+    y = x.reshape(-1, x.shape[-1]) @ w.t() + b
+    return torch.relu(y.reshape(*x.shape[:-1], -1)) + x[..., :20]
+
+
 def _heads(q, k):
     batch, heads, length, width = q.shape
     s = torch.bmm(q.reshape(-1, length, width), k.reshape(-1, length, width).transpose(1, 2))
@@ -102,6 +110,7 @@ CASES = {
     "bare": (_bare, lambda: _half(torch.randn(24, 40), torch.randn(40, 8)), 1),
     "bare_transposed": (_bare, lambda: [torch.randn(40, 24).half().t(), torch.randn(8, 40).half().t()], 1),
     "empty_inner": (_bare, lambda: _half(torch.randn(5, 0), torch.randn(0, 6)), None),
+    "linear_over_tokens": (_linear_over_tokens, lambda: _half(torch.randn(4, 9, 33), torch.randn(20, 33), torch.randn(20)), 1),
     "heads": (_heads, lambda: _half(torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)), 1),
 }
 

@@ -33,6 +33,7 @@ for a bare product.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -44,13 +45,14 @@ from xdsl.ir import Operation, SSAValue
 from permalloy.analysis.affine import split_affine
 from permalloy.analysis.contraction import Contraction, cone
 from permalloy.dialects.loop import LoadOp, YieldOp
-from permalloy.dialects.sym import parallel_index, reduction_index
+from permalloy.dialects.sym import reduction_index
 from permalloy.targets.host import python_expr
 from permalloy.targets.triton.body import BodyWriter, Tile, store
 from permalloy.targets.triton.configs import Config
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import Group, KernelPlan, Stage
 from permalloy.targets.triton.source import SourceWriter, Value
+from permalloy.targets.triton.stages import decompose, write_program_id
 from permalloy.targets.triton.types import TORCH_DTYPES, value_dtype
 
 X, R = "x", "r"
@@ -89,7 +91,7 @@ def _operand(value: SSAValue) -> SSAValue:
     return value
 
 
-def _factor(name: str, stage: Stage, product: Contraction, value: SSAValue, variables: list[sympy.Symbol]) -> Factor:
+def _factor(name: str, stage: Stage, value: SSAValue, variables: list[sympy.Symbol]) -> Factor:
     operand = _operand(value)
     ops = cone(stage.op, operand)
     view = None
@@ -129,8 +131,8 @@ class MatmulWriter:
         self.column, self.position = product.column_index, reduction_index(0)
         self.batch_sizes, self.row_sizes, self.n, self.k = product.sizes
         self.m = sympy.expand(sympy.Mul(*self.row_sizes))
-        self.left = _factor("left", self.stage, product, product.left, [*self.batch_vars, *self.row_vars, self.position])
-        self.right = _factor("right", self.stage, product, product.right, [*self.batch_vars, self.position, self.column])
+        self.left = _factor("left", self.stage, product.left, [*self.batch_vars, *self.row_vars, self.position])
+        self.right = _factor("right", self.stage, product.right, [*self.batch_vars, self.position, self.column])
         same = self.left.dtype == self.right.dtype and not interpret
         self.dot_dtype = self.left.dtype if same else "tl.float32"
         """The type the product multiplies in (float32 under the interpreter,
@@ -149,23 +151,10 @@ class MatmulWriter:
     def batch_total(self) -> sympy.Expr:
         return sympy.Mul(*self.batch_sizes) if self.batch_sizes else sympy.Integer(1)
 
-    @property
-    def idx64(self) -> bool | None:
-        return {64: True, 32: False}.get(self.plan.index_bits)  # type: ignore[arg-type]
-
     def constexprs(self, *names: str) -> list[str]:
         return [*names, *(["IDX64"] if self.plan.index_bits is None else [])]
 
     # -- kernel functions ----------------------------------------------------------
-
-    def _prologue(self, w: SourceWriter) -> None:
-        w.line("pid = tl.program_id(0)")
-        if self.plan.index_bits == 64:
-            w.line("pid = pid.to(tl.int64)")
-        elif self.plan.index_bits is None:
-            w.line("if IDX64:")
-            with w.indented():
-                w.line("pid = pid.to(tl.int64)")
 
     def _signature(self, w: SourceWriter, name: str, extra: Sequence[str], constexprs: Sequence[str]) -> None:
         parameters = [t.name for t in self.plan.tensors] + list(extra) + list(self.plan.symbols)
@@ -173,32 +162,13 @@ class MatmulWriter:
         w.line("@triton.jit")
         w.line(f"def {name}({', '.join(parameters)}):")
 
-    def _batch_variables(self, w: SourceWriter, flat: str) -> dict[str, Value]:
-        """The batch indices from their flat position `flat`."""
-        variables: dict[str, Value] = {}
-        for i, (var, size) in enumerate(zip(self.batch_vars, self.batch_sizes)):
-            later = sympy.Mul(*self.batch_sizes[i + 1 :]) if i + 1 < len(self.batch_sizes) else sympy.Integer(1)
-            text = flat if later == 1 else f"({flat} // {self.operand(later)})"
-            if i > 0:
-                text = f"{text} % {self.operand(size)}"
-            w.line(f"{var.name} = {text}")
-            variables[var.name] = Value(var.name, "tl.int64", frozenset())
-        return variables
+    @property
+    def batch_dims(self) -> list[tuple[sympy.Symbol, sympy.Expr]]:
+        return list(zip(self.batch_vars, self.batch_sizes))
 
-    def _row_variables(self, w: SourceWriter, flat: str, deps: frozenset[str]) -> dict[str, Value]:
-        """The row indices from the product's row position `flat` (row-major
-        over several row dimensions)."""
-        if len(self.row_vars) == 1:
-            return {self.row_vars[0].name: Value(flat, "tl.int64", deps)}
-        variables = {}
-        for i, (var, size) in enumerate(zip(self.row_vars, self.row_sizes)):
-            later = sympy.expand(sympy.Mul(*self.row_sizes[i + 1 :]))
-            text = flat if later == 1 else f"({flat} // {self.operand(later)})"
-            if i > 0:
-                text = f"{text} % {self.operand(size)}"
-            w.line(f"{var.name} = {text}")
-            variables[var.name] = Value(var.name, "tl.int64", deps)
-        return variables
+    @property
+    def row_dims(self) -> list[tuple[sympy.Symbol, sympy.Expr]]:
+        return list(zip(self.row_vars, self.row_sizes))
 
     def _compute_factor(self, w: SourceWriter, factor: Factor, tile: Tile) -> Value:
         writer = BodyWriter(w, self.stage, tile, {})
@@ -229,14 +199,14 @@ class MatmulWriter:
                       f"{', batch ' + self.size(self.batch_total) if self.batch_vars else ''}, with its epilogue")  # fmt: skip
             for tensor in self.plan.tensors:
                 w.comment(f"{tensor.name}: {tensor.dtype.removeprefix('tl.')}")
-            self._prologue(w)
+            write_program_id(w, self.plan.index_bits)
             m, n, k = self.size(self.m), self.size(self.n), self.size(self.k)
             w.line(f"tiles_m = ({m} + XBLOCK - 1) // XBLOCK")
             w.line(f"tiles_n = ({n} + YBLOCK - 1) // YBLOCK")
             variables = {}
             if self.batch_vars:
                 w.line("tiles = tiles_m * tiles_n")
-                variables.update(self._batch_variables(w, "(pid // tiles)"))
+                variables.update(decompose(w, "(pid // tiles)", self.batch_dims, frozenset(), self.operand))
                 w.line("pid = pid % tiles")
             w.line(f"width = {GROUP_ROWS} * tiles_n")
             w.line(f"first = (pid // width) * {GROUP_ROWS}")
@@ -247,7 +217,7 @@ class MatmulWriter:
             w.line("columns = (pid_n * YBLOCK + tl.arange(0, YBLOCK))[None, :]")
             w.line(f"row_mask = rows < {m}")
             w.line(f"column_mask = columns < {n}")
-            variables.update(self._row_variables(w, "rows", frozenset({X})))
+            variables.update(decompose(w, "rows", self.row_dims, frozenset({X}), self.operand))
             w.line("acc = tl.full([XBLOCK, YBLOCK], 0, tl.float32)")
             w.line(f"for k0 in range(0, {k}, RBLOCK):")
             with w.indented():
@@ -296,24 +266,18 @@ class MatmulWriter:
         w = self._writer()
         self._signature(w, name, [extra], self.constexprs("XBLOCK"))
         with w.indented():
-            self._prologue(w)
-            total = sympy.expand(self.batch_total * sympy.Mul(*[size for _, size in dims]))
+            write_program_id(w, self.plan.index_bits)
+            dims = [*self.batch_dims, *dims]
+            total = sympy.expand(sympy.Mul(*[size for _, size in dims]))
             w.line("xindex = pid * XBLOCK + tl.arange(0, XBLOCK)")
             w.line(f"xmask = xindex < {self.size(total)}")
-            inner = sympy.Mul(*[size for _, size in dims])
-            variables = self._batch_variables(w, f"(xindex // {self.operand(sympy.expand(inner))})") if self.batch_vars else {}
-            for i, (var, size) in enumerate(dims):
-                later = sympy.Mul(*[s for _, s in dims[i + 1 :]]) if i + 1 < len(dims) else sympy.Integer(1)
-                text = "xindex" if later == 1 else f"(xindex // {self.operand(sympy.expand(later))})"
-                w.line(f"{var.name} = {text} % {self.operand(size)}")
-                variables[var.name] = Value(var.name, "tl.int64", frozenset({X}))
+            variables = decompose(w, "xindex", dims, frozenset({X}), self.operand)
             body(w, Tile(variables, {X: "xmask"}))
         return w.text()
 
     def factor_function(self, factor: Factor) -> str:
         """The flat kernel writing a computed factor to a contiguous scratch tensor."""
-        rows = list(zip(self.row_vars, self.row_sizes))
-        dims = [*rows, (self.position, self.k)] if factor.name == "left" else [(self.position, self.k), (self.column, self.n)]
+        dims = [*self.row_dims, (self.position, self.k)] if factor.name == "left" else [(self.position, self.k), (self.column, self.n)]
 
         def body(w: SourceWriter, tile: Tile) -> None:
             value = self._compute_factor(w, factor, tile)
@@ -329,12 +293,12 @@ class MatmulWriter:
             loaded = w.assign("tl.load(product + xindex, mask=xmask, other=0).to(tl.float32)", "tl.float32", frozenset({X}))
             self._epilogue(w, tile, loaded, "xmask", {X})
 
-        dims = [*zip(self.row_vars, self.row_sizes), (self.column, self.n)]
+        dims = [*self.row_dims, (self.column, self.n)]
         return self._flat_function(f"{self.plan.name}_epilogue", "product", dims, body)
 
     # -- the library's path --------------------------------------------------------
 
-    @property
+    @functools.cached_property
     def writes_product_in_place(self) -> str | None:
         """The output the library's product can be written into directly: the
         product's own output when nothing else is computed, or the rounding of
@@ -360,9 +324,9 @@ class MatmulWriter:
             f"({', '.join([*batch, m, n])},)",
         )
 
-    def _library_operand(self, w: SourceWriter, factor: Factor, shape: str, device: str, launches: list[str]) -> str:
-        """A line binding the factor's tensor for the library; `launches` gets
-        the materializing launch's arguments when it is computed."""
+    def _library_operand(self, w: SourceWriter, factor: Factor, shape: str, device: str) -> None:
+        """The line binding the factor's tensor for the library: a view of an
+        input, or the scratch tensor its flat kernel (`library_launches`) fills."""
         if factor.view is not None:
             name, strides, offset = factor.view
             sizes = [*self.batch_sizes, *self.row_sizes, self.k] if factor.name == "left" else [*self.batch_sizes, self.k, self.n]
@@ -375,10 +339,8 @@ class MatmulWriter:
             if factor.dtype != self.library_dtype:
                 text += f".to({TORCH_DTYPES[self.library_dtype]})"
             w.line(f"{factor.name} = {text}")
-            return factor.name
+            return
         w.line(f"{factor.name} = torch.empty({shape}, dtype={TORCH_DTYPES[self.library_dtype]}, device={device}.device)")
-        launches.append(factor.name)
-        return factor.name
 
     def _merged_strides(self, output) -> tuple[list[sympy.Expr], sympy.Expr] | None:
         """The strides of the product's batch, row and column positions in
@@ -452,6 +414,15 @@ class MatmulWriter:
     def _idx64_option(self) -> list[str]:
         return ["IDX64=idx64"] if self.plan.index_bits is None else []
 
+    def _template_options(self) -> list[str]:
+        """The keyword arguments of a JIT launch (or warm-up) of the template."""
+        options = ["XBLOCK=config['XBLOCK']", "YBLOCK=config['YBLOCK']", "RBLOCK=config['RBLOCK']"]
+        return options + self._idx64_option() + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+
+    def _flat_options(self) -> list[str]:
+        """The keyword arguments of a JIT launch (or warm-up) of a flat kernel of the library's path."""
+        return ["XBLOCK=config['XBLOCK']", *self._idx64_option(), "num_warps=config['num_warps']", "num_stages=1"]
+
     def _template_grid(self) -> str:
         return (
             f"triton.cdiv({python_expr(self.m)}, config['XBLOCK']) * triton.cdiv({python_expr(self.n)}, config['YBLOCK'])"
@@ -478,8 +449,7 @@ class MatmulWriter:
             w.line(f"grid = {self._template_grid()}")
             w.line("if grid > 0:")
             with w.indented():
-                options = ["XBLOCK=config['XBLOCK']", "YBLOCK=config['YBLOCK']", "RBLOCK=config['RBLOCK']"]
-                options += self._idx64_option() + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                options = self._template_options()
                 w.line(f"kernels.append({self.plan.name}[(grid,)]({', '.join(arguments + symbols + options)}))")
             w.line("return kernels")
         return w.text()
@@ -489,9 +459,8 @@ class MatmulWriter:
         appending to `kernels`; else through the bound direct launchers."""
         device = self._device()
         left_shape, right_shape, _ = self._library_shape()
-        computed: list[str] = []
-        self._library_operand(w, self.left, left_shape, device, computed)
-        self._library_operand(w, self.right, right_shape, device, computed)
+        self._library_operand(w, self.left, left_shape, device)
+        self._library_operand(w, self.right, right_shape, device)
         launches = self.library_launches()
         for position, (function, extra, grid) in enumerate(launches):
             if extra == "product":
@@ -505,8 +474,7 @@ class MatmulWriter:
             w.line(f"grid = {grid}")
             w.line("if grid > 0:")
             with w.indented():
-                options = ["XBLOCK=config['XBLOCK']", *self._idx64_option(), "num_warps=config['num_warps']", "num_stages=1"]
-                w.line(f"kernels.append({function}[(grid,)]({', '.join(values + options)}))")
+                w.line(f"kernels.append({function}[(grid,)]({', '.join(values + self._flat_options())}))")
             return
         constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
         w.line(f"if grid{position} > 0:")
@@ -575,17 +543,16 @@ class MatmulWriter:
             symbols = list(self.plan.symbols)
             w.line("if config.get('LIBRARY'):")
             with w.indented():
-                for function, extra, grid in self.library_launches():
+                # the flat kernels' extra tensor (a scratch factor, the product) has the library's type
+                arguments = dtypes + [TORCH_DTYPES[self.library_dtype]] + symbols
+                for function, _, grid in self.library_launches():
                     w.line(f"if {grid} > 0:")
                     with w.indented():
-                        options = ["XBLOCK=config['XBLOCK']", *self._idx64_option(), "num_warps=config['num_warps']", "num_stages=1"]
-                        extra_dtype = TORCH_DTYPES[self.library_dtype]
-                        w.line(f"{function}.warmup({', '.join(dtypes + [extra_dtype] + symbols)}, grid=(1,), {', '.join(options)})")
+                        w.line(f"{function}.warmup({', '.join(arguments)}, grid=(1,), {', '.join(self._flat_options())})")
                 w.line("return")
             w.line(f"if {self._template_grid()} > 0:")
             with w.indented():
-                options = ["XBLOCK=config['XBLOCK']", "YBLOCK=config['YBLOCK']", "RBLOCK=config['RBLOCK']"]
-                options += self._idx64_option() + ["num_warps=config['num_warps']", "num_stages=config['num_stages']"]
+                options = self._template_options()
                 w.line(f"{self.plan.name}.warmup({', '.join(dtypes + symbols)}, grid=(1,), {', '.join(options)})")
         return w.text()
 
@@ -644,10 +611,9 @@ def matmul_candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str, int
     if interpret:
         return [Config(_pow2_at_least_16(min(m, 32)), _pow2_at_least_16(min(k, 32)), 1, 1, _pow2_at_least_16(min(n, 32)))]
     wide = mode.startswith("max-autotune")
-    writer_stage = group.stages[0]
-    half = _half_factors(writer_stage, product)
+    half = _half_factors(product)
     epilogue = len(group.stages) > 2 or (len(group.stages) == 2 and not _only_rounds(group))
-    fused = epilogue or _has_prologue(writer_stage, product)
+    fused = epilogue or _has_prologue(product)
     tensor_cores = half or tf32_allowed()
     configs = [LIBRARY_CONFIG]
     if not (wide or (fused and tensor_cores)):
@@ -678,13 +644,13 @@ def _only_rounds(group: Group) -> bool:
     )
 
 
-def _half_factors(stage: Stage, product: Contraction) -> bool:
+def _half_factors(product: Contraction) -> bool:
     return all(_operand(v) is not v for v in (product.left, product.right))
 
 
-def _has_prologue(stage: Stage, product: Contraction) -> bool:
+def _has_prologue(product: Contraction) -> bool:
     """Whether a factor is computed (fusion inlined work into it), not read."""
     return any(not isinstance(_operand(v).owner, LoadOp) for v in (product.left, product.right))
 
 
-__all__ = ["LIBRARY_CONFIG", "MatmulWriter", "matmul_candidates", "tf32_allowed", "parallel_index"]
+__all__ = ["LIBRARY_CONFIG", "MatmulWriter", "matmul_candidates", "tf32_allowed"]

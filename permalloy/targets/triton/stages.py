@@ -14,6 +14,8 @@ value into its output atomically (`scatters`).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 import sympy
 
 from permalloy.analysis.collapse import Axis
@@ -50,13 +52,7 @@ class KernelBodyWriter:
 
     def emit(self) -> None:
         w = self.w
-        w.line("pid = tl.program_id(0)")
-        if self.plan.index_bits == 64:
-            w.line("pid = pid.to(tl.int64)")
-        elif self.plan.index_bits is None:
-            w.line("if IDX64:")
-            with w.indented():
-                w.line("pid = pid.to(tl.int64)")
+        write_program_id(w, self.plan.index_bits)
         groups = self.plan.groups
         for position, group in enumerate(groups):
             if len(groups) == 1:
@@ -87,18 +83,7 @@ class KernelBodyWriter:
 
     def _decompose(self, flat: str, axis: Axis, deps: frozenset[str]) -> dict[str, Value]:
         """The loop variables of `axis` from a flat position along it."""
-        variables: dict[str, Value] = {}
-        dims = axis.dims
-        for i, (var, size) in enumerate(dims):
-            later = sympy.Integer(1)
-            for _, s in dims[i + 1 :]:
-                later = later * s
-            text = flat if later == 1 else f"({flat} // {self.operand(sympy.expand(later))})"
-            if i > 0:
-                text = f"{text} % {self.operand(size)}"
-            self.w.line(f"{var.name} = {text}")
-            variables[var.name] = Value(var.name, "tl.int64", deps)
-        return variables
+        return decompose(self.w, flat, axis.dims, deps, self.operand)
 
     # -- stages -------------------------------------------------------------------
 
@@ -249,6 +234,40 @@ class KernelBodyWriter:
                     w.line(f"{name} = _last_column({last})")
 
         self._chunks(stage, rows, body)
+
+
+def write_program_id(w: SourceWriter, index_bits: int | None) -> None:
+    """`pid`, the program's position, 64 bits wide where the kernel's indices
+    need it (`IDX64` when that depends on the sizes)."""
+    w.line("pid = tl.program_id(0)")
+    if index_bits == 64:
+        w.line("pid = pid.to(tl.int64)")
+    elif index_bits is None:
+        w.line("if IDX64:")
+        with w.indented():
+            w.line("pid = pid.to(tl.int64)")
+
+
+def decompose(
+    w: SourceWriter,
+    flat: str,
+    dims: Sequence[tuple[sympy.Symbol, sympy.Expr]],
+    deps: frozenset[str],
+    operand: Callable[[sympy.Expr], str],
+) -> dict[str, Value]:
+    """The loop variables `dims` (row-major) from the flat position `flat`,
+    each bound to its name; `operand` writes a size as an operand of `//`, `%`."""
+    variables: dict[str, Value] = {}
+    for i, (var, size) in enumerate(dims):
+        later = sympy.Integer(1)
+        for _, s in dims[i + 1 :]:
+            later = later * s
+        text = flat if later == 1 else f"({flat} // {operand(sympy.expand(later))})"
+        if i > 0:
+            text = f"{text} % {operand(size)}"
+        w.line(f"{var.name} = {text}")
+        variables[var.name] = Value(var.name, "tl.int64", deps)
+    return variables
 
 
 def _dims_text(axis: Axis) -> str:

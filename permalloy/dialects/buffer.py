@@ -85,6 +85,18 @@ def contiguous_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
     return tuple(reversed(strides))
 
 
+def dense_strides_in_order(sizes: Sequence[sympy.Expr], order: Sequence[int]) -> tuple[sympy.Expr, ...]:
+    """Strides of a dense tensor of `sizes` whose memory holds its dimensions
+    in `order`, outermost first: `(0, 2, 3, 1)` is channels-last, `(0, 2, 1, 3)`
+    attention's `[batch, heads, tokens, features]` stored token by token."""
+    strides: list[sympy.Expr] = [sympy.Integer(0)] * len(sizes)
+    running: sympy.Expr = sympy.Integer(1)
+    for d in reversed(order):
+        strides[d] = running
+        running = sympy.expand(running * sizes[d])
+    return tuple(strides)
+
+
 @irdl_attr_definition
 class BufferType(ParametrizedAttribute, TypeAttribute):
     """

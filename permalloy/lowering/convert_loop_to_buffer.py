@@ -33,6 +33,7 @@ from xdsl.rewriter import InsertPoint
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
+from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
 from permalloy.lowering.import_fx.graph import ALIAS_ATTR
 from permalloy.lowering.view_layouts import view_layout
@@ -331,12 +332,30 @@ class HostOpToExtern(RewritePattern):
         clone = op.clone(value_mapper=dict(zip(inputs, block.args)))
         block.add_op(clone)
         block.add_op(buf.YieldOp(clone.results))
-        result_types = [_buffer_for(r.type, None) for r in op.results]
+        result_types = [_library_result_buffer(op, r.type) for r in op.results]
         extern = rewriter.insert(buf.ExternOp(inputs, result_types, Region(block)))  # type: ignore[arg-type]
         for old, new in zip(op.results, extern.results):
             new.name_hint = old.name_hint
             rewriter.replace_all_uses_with(old, new)
         rewriter.erase(op)
+
+
+ATTENTION_MEMORY_ORDER = (0, 2, 1, 3)
+"""The memory order of a 4-d attention result `[batch, heads, tokens,
+features]` as torch's fused attention kernels write it (flash, memory-efficient
+and cuDNN on the GPU, flash on the CPU): token by token, each token's heads
+together. The `transpose(1, 2).reshape(batch, tokens, heads * features)` that
+models apply next is then a view, not a copy."""
+
+
+def _library_result_buffer(op: Operation, tensor: Attribute) -> Attribute:
+    """The buffer of a library op's result: dense, but attention's in the
+    order its kernels write (the host program copies where the library gave
+    another layout)."""
+    if isinstance(op, pt.AttentionOp) and isinstance(tensor, TensorType) and tensor.rank == 4:
+        strides = buf.dense_strides_in_order(tensor.sizes, ATTENTION_MEMORY_ORDER)
+        return buf.BufferType(tensor.sizes, tensor.element_type, strides)
+    return _buffer_for(tensor, None)
 
 
 @dataclass(frozen=True)

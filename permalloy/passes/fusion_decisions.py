@@ -34,6 +34,8 @@ INLINE_RULES: dict[str, str] = {
     "index-values": "the producer computes positions (loop.index) and the reader reads it through index values",
     "max-kernel-size": "the reader's body with the producer's would pass max-kernel-size ops",
     "max-recompute": "the producer is not cheap and its elements would be computed more than max-recompute times",
+    "repeated-reads": "its readers would read more of the producer's inputs than "
+    "computing it once and reading its result",
     "read-by-host": "the producer is not cheap and the host program or the function's results read it too",
 }
 """Why a pointwise producer was not inlined into a reader, by rule name."""

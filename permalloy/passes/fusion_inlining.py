@@ -6,7 +6,8 @@ with its indices `d_i` replaced by `I[i]`: the producer's own loads read at
 composed index expressions (simplified in the reader's domain), so a permuted,
 broadcast or reshaped read does not block fusion. Whether to inline is a cost
 decision (`InliningCost`): inlining never duplicates a producer that is costly
-to recompute.
+to recompute, nor copies a cheap producer's loads of whole tensors into
+so many readers that they read more than writing it once would cost.
 """
 
 from __future__ import annotations
@@ -79,6 +80,38 @@ def reads_per_element(producer: loop.PointwiseOp) -> sympy.Expr | None:
     return sympy.simplify(total)
 
 
+def whole_tensor_inputs(producer: loop.PointwiseOp) -> int:
+    """How many of a producer's inputs it reads at an element of their own for
+    each of its points: a load whose index varies with every dimension of the
+    producer's domain longer than one (broadcast reads, gathers' tables and
+    constants aside). Each is a whole tensor's read that each reader
+    inlining the producer repeats."""
+    varying = {
+        parallel_index(i)
+        for i, size in enumerate(producer.parallel_sizes)
+        if sympy.sympify(size) != 1
+    }
+    whole: set[SSAValue] = set()
+    for op in producer.body.block.ops:
+        if isinstance(op, loop.LoadOp) and not op.index_values:
+            used = set().union(*(sympy.sympify(e).free_symbols for e in op.indices.data))
+            if varying <= used:
+                whole.add(op.source)
+    return len(whole)
+
+
+def repeated_reads(reads: sympy.Expr, inputs: int) -> bool:
+    """Whether inlining a producer read `reads` times per element, with
+    `inputs` whole-tensor inputs, reads more than computing it once: inlined,
+    each read loads the inputs (`reads * inputs`); computed once, in the
+    kernel of one reader, it loads them once, writes its result and the other
+    readers load that (`inputs + 1 + reads - 1`). The former is larger when
+    `(reads - 1) * (inputs - 1) > 1`: a residual stream `h + a + b` read by a
+    norm and the next residual add."""
+    excess = sympy.expand((reads - 1) * (inputs - 1) - 1)
+    return bool(excess.is_positive)
+
+
 @dataclass(frozen=True)
 class InliningCost:
     """When a producer may be inlined into its readers."""
@@ -97,9 +130,13 @@ class InliningCost:
         size = body_size(reader) + body_size(producer)
         if size > self.max_kernel_size:
             return "max-kernel-size", f"{size} ops together, max-kernel-size={self.max_kernel_size}"
-        if is_cheap(producer, self.instruction_math):
+        cheap = is_cheap(producer, self.instruction_math)
+        inputs = whole_tensor_inputs(producer)
+        reads = reads_per_element(producer) if inputs > 1 or not cheap else None
+        if reads is not None and repeated_reads(reads, inputs):
+            return "repeated-reads", f"each element read {reads} times, {inputs} whole tensors read per element"
+        if cheap:
             return None
-        reads = reads_per_element(producer)
         # reads == 1: every element computed once, wherever it is read; a few
         # recomputations cost less than writing the producer and reading it back.
         # A count over size symbols (a broadcast over s0 rows) must be provably

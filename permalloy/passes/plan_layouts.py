@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -16,6 +16,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.sym import product
+from permalloy.lowering.convert_loop_to_buffer import ATTENTION_MEMORY_ORDER
 from permalloy.passes.plan_memory import FRESH_RESULT_OPS
 
 PLANNED_RANK = 4
@@ -26,19 +27,16 @@ def channels_last_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]
     """The strides torch gives a `[N, C, *spatial]` tensor in channels-last
     memory: channels innermost, then the spatial dimensions row-major, then
     the batch."""
-    channels, spatial = sizes[1], list(sizes[2:])
-    strides = [sympy.Integer(0)] * len(sizes)
-    strides[1] = sympy.Integer(1)
-    running = sympy.sympify(channels)
-    for d in reversed(range(2, len(sizes))):
-        strides[d] = running
-        running = sympy.expand(running * sizes[d])
-    strides[0] = sympy.expand(channels * product(spatial))
-    return tuple(strides)
+    return buf.dense_strides_in_order(sizes, (0, *range(2, len(sizes)), 1))
 
 
 def _channels_last(layout: buf.BufferType) -> buf.BufferType:
     return buf.BufferType(layout.sizes, layout.element_type, channels_last_strides(layout.sizes))
+
+
+def _attention_order(layout: buf.BufferType) -> buf.BufferType:
+    strides = buf.dense_strides_in_order(layout.sizes, ATTENTION_MEMORY_ORDER)
+    return buf.BufferType(layout.sizes, layout.element_type, strides)
 
 
 def _is_channels_last(layout: buf.BufferType) -> bool:
@@ -103,6 +101,22 @@ class _LayoutPlanner:
     components: _Components = field(default_factory=_Components)
 
     def run(self) -> None:
+        self._plan_convolutions()
+        self._plan_attention_queries()
+
+    def _plan_attention_queries(self) -> None:
+        """A free query of a 4-d attention is written in attention's memory
+        order: torch's flash and cuDNN kernels give their result the layout
+        of the query, and the program expects that order
+        (`ATTENTION_MEMORY_ORDER`), so the result needs no copy."""
+        for op in list(self.function.body.block.ops):
+            if not (isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.AttentionOp)):
+                continue
+            query = op.inputs[0]
+            if _free(query) and buf.buffer_type(query).sizes == buf.buffer_type(op.results[0]).sizes:
+                self._relayout(query.owner, {query}, _attention_order)
+
+    def _plan_convolutions(self) -> None:
         block = self.function.body.block
         planned: list[buf.ExternOp] = []
         vetoed: set[SSAValue] = set()
@@ -139,10 +153,15 @@ class _LayoutPlanner:
         for values in by_channels.values():
             self.components.union(values)
 
-    def _relayout(self, owner: Operation, values: set[SSAValue]) -> Operation:
-        """Give the free buffers `values` of `owner` channels-last strides; the
-        op that now defines them."""
-        types = [_channels_last(buf.buffer_type(r)) if r in values else r.type for r in owner.results]
+    def _relayout(
+        self,
+        owner: Operation,
+        values: set[SSAValue],
+        layout_for: Callable[[buf.BufferType], buf.BufferType] = _channels_last,
+    ) -> Operation:
+        """Give the free buffers `values` of `owner` the layout `layout_for`
+        gives (channels-last by default); the op that now defines them."""
+        types = [layout_for(buf.buffer_type(r)) if r in values else r.type for r in owner.results]
         if isinstance(owner, buf.AllocOp):
             new: Operation = buf.AllocOp(types[0])
         else:
@@ -190,6 +209,10 @@ class PlanLayoutsPass(ModulePass):
     their launches' layouts: a pointwise kernel walks a channels-last result
     along its channels. A planned convolution's input that arrives in another
     layout, a graph input, is copied to channels-last before the call.
+    A free query of a 4-d attention is written token by token
+    (`ATTENTION_MEMORY_ORDER`, the layout its result is planned in): torch's
+    flash and cuDNN kernels give the result the query's layout, so the
+    result needs no copy.
 
     Before:
     ```

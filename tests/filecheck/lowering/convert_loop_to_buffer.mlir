@@ -197,3 +197,26 @@ func.func @scan(%x: !ptensor.tensor<[s0, 8], i64>) -> !ptensor.tensor<[s0, 8], i
   }
   func.return %c : !ptensor.tensor<[s0, 8], i64>
 }
+
+// -----
+
+// Attention's result is laid out as torch's fused kernels write it, token by
+// token with each token's heads together, so the transpose and reshape that
+// join the heads are a view, not a copy.
+// CHECK-LABEL: func.func @attention_heads_joined(
+// CHECK:         %o = buffer.extern ins({{.+}}) -> (!buffer.buffer<[2, 4, 16, 8], f32, strides [512, 8, 32, 1]>) {
+// CHECK-NOT:     buffer.copy
+// CHECK:         buffer.view %o : !buffer.buffer<[2, 4, 16, 8], f32, strides [512, 8, 32, 1]> -> !buffer.buffer<[2, 16, 4, 8], f32>
+// CHECK-NOT:     buffer.copy
+// CHECK:         func.return
+func.func @attention_heads_joined(%q: !ptensor.tensor<[2, 4, 16, 8], f32>, %k: !ptensor.tensor<[2, 4, 16, 8], f32>, %v: !ptensor.tensor<[2, 4, 16, 8], f32>) -> !ptensor.tensor<[2, 16, 32], f32> {
+  %o = ptensor.attention %q, %k, %v : !ptensor.tensor<[2, 4, 16, 8], f32>, !ptensor.tensor<[2, 4, 16, 8], f32>, !ptensor.tensor<[2, 4, 16, 8], f32> -> !ptensor.tensor<[2, 4, 16, 8], f32>
+  %t = ptensor.permute %o [0, 2, 1, 3] : !ptensor.tensor<[2, 4, 16, 8], f32> -> !ptensor.tensor<[2, 16, 4, 8], f32>
+  %j = ptensor.reshape %t : !ptensor.tensor<[2, 16, 4, 8], f32> -> !ptensor.tensor<[2, 16, 32], f32>
+  %r = loop.pointwise ins(%0 = %j : !ptensor.tensor<[2, 16, 32], f32>) -> !ptensor.tensor<[2, 16, 32], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %r : !ptensor.tensor<[2, 16, 32], f32>
+}

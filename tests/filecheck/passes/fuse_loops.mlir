@@ -1031,3 +1031,66 @@ func.func @scan_and_a_larger_reader(%x: !ptensor.tensor<[4, 8], i64>, %t: !ptens
   }
   func.return %g : !ptensor.tensor<[4, 8, 16], f32>
 }
+
+// -----
+
+// A cheap producer loading three whole tensors and read by two readers stays
+// a result of its own (repeated-reads): inlined, the readers would load six
+// tensors, where computing it once loads three and writes one.
+// Grouped, it is computed once in the kernel of its readers.
+// CHECK-LABEL: func.func @repeated_reads(
+// CHECK-NEXT:    %u, %v = loop.fused ins(%{{.+}} = %a : {{.+}}, %{{.+}} = %b : {{.+}}, %{{.+}} = %c : {{.+}})
+// CHECK-NEXT:      %h = loop.pointwise
+// NOGROUP-LABEL: func.func @repeated_reads(
+// NOGROUP-NEXT:    %h = loop.pointwise
+// NOGROUP:         %u = loop.pointwise ins(%{{.+}} = %h : !ptensor.tensor<[4, 8], f32>)
+// NOGROUP:         %v = loop.pointwise ins(%{{.+}} = %h : !ptensor.tensor<[4, 8], f32>)
+func.func @repeated_reads(%a: !ptensor.tensor<[4, 8], f32>, %b: !ptensor.tensor<[4, 8], f32>, %c: !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
+  %h = loop.pointwise ins(%0 = %a : !ptensor.tensor<[4, 8], f32>, %1 = %b : !ptensor.tensor<[4, 8], f32>, %2 = %c : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %3 = loop.load %0[d0, d1] : f32
+    %4 = loop.load %1[d0, d1] : f32
+    %5 = loop.load %2[d0, d1] : f32
+    %6 = arith.addf %3, %4 : f32
+    %7 = arith.addf %6, %5 : f32
+    loop.yield %7 : f32
+  }
+  %u = loop.pointwise ins(%0 = %h : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.mulf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %v = loop.pointwise ins(%0 = %h : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %u, %v : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
+}
+
+// -----
+
+// With two whole tensors and two readers, inlining loads four tensors, as
+// computing it once would (two, a write and a read): inlined, one kernel fewer.
+// CHECK-LABEL: func.func @two_inputs_read_twice(
+// NOGROUP-LABEL: func.func @two_inputs_read_twice(
+// NOGROUP-NOT:     %h = loop.pointwise
+// NOGROUP:         %u = loop.pointwise ins(%{{.+}} = %a : !ptensor.tensor<[4, 8], f32>, %{{.+}} = %b : !ptensor.tensor<[4, 8], f32>)
+func.func @two_inputs_read_twice(%a: !ptensor.tensor<[4, 8], f32>, %b: !ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>) {
+  %h = loop.pointwise ins(%0 = %a : !ptensor.tensor<[4, 8], f32>, %1 = %b : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %3 = loop.load %0[d0, d1] : f32
+    %4 = loop.load %1[d0, d1] : f32
+    %6 = arith.addf %3, %4 : f32
+    loop.yield %6 : f32
+  }
+  %u = loop.pointwise ins(%0 = %h : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.mulf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %v = loop.pointwise ins(%0 = %h : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %1 = loop.load %0[d0, d1] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %u, %v : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
+}

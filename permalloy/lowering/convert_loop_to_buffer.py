@@ -348,13 +348,18 @@ together. The `transpose(1, 2).reshape(batch, tokens, heads * features)` that
 models apply next is then a view, not a copy."""
 
 
+def attention_buffer(tensor: TensorType) -> buf.BufferType:
+    """A dense buffer of a 4-d `tensor` in `ATTENTION_MEMORY_ORDER`."""
+    strides = buf.dense_strides_in_order(tensor.sizes, ATTENTION_MEMORY_ORDER)
+    return buf.BufferType(tensor.sizes, tensor.element_type, strides)
+
+
 def _library_result_buffer(op: Operation, tensor: Attribute) -> Attribute:
     """The buffer of a library op's result: dense, but attention's in the
     order its kernels write (the host program copies where the library gave
     another layout)."""
     if isinstance(op, pt.AttentionOp) and isinstance(tensor, TensorType) and tensor.rank == 4:
-        strides = buf.dense_strides_in_order(tensor.sizes, ATTENTION_MEMORY_ORDER)
-        return buf.BufferType(tensor.sizes, tensor.element_type, strides)
+        return attention_buffer(tensor)
     return _buffer_for(tensor, None)
 
 

@@ -15,8 +15,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.sym import product
-from permalloy.lowering.convert_loop_to_buffer import ATTENTION_MEMORY_ORDER
+from permalloy.lowering.convert_loop_to_buffer import attention_buffer
 from permalloy.passes.plan_memory import FRESH_RESULT_OPS
 
 PLANNED_RANK = 4
@@ -32,11 +31,6 @@ def channels_last_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]
 
 def _channels_last(layout: buf.BufferType) -> buf.BufferType:
     return buf.BufferType(layout.sizes, layout.element_type, channels_last_strides(layout.sizes))
-
-
-def _attention_order(layout: buf.BufferType) -> buf.BufferType:
-    strides = buf.dense_strides_in_order(layout.sizes, ATTENTION_MEMORY_ORDER)
-    return buf.BufferType(layout.sizes, layout.element_type, strides)
 
 
 def _is_channels_last(layout: buf.BufferType) -> bool:
@@ -114,7 +108,7 @@ class _LayoutPlanner:
                 continue
             query = op.inputs[0]
             if _free(query) and buf.buffer_type(query).sizes == buf.buffer_type(op.results[0]).sizes:
-                self._relayout(query.owner, {query}, _attention_order)
+                self._relayout(query.owner, {query}, lambda layout: attention_buffer(layout.tensor_type()))
 
     def _plan_convolutions(self) -> None:
         block = self.function.body.block

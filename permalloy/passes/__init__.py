@@ -73,6 +73,12 @@ def _unfuse_bias_add() -> type[ModulePass]:
     return UnfuseBiasAddPass
 
 
+def _pad_products() -> type[ModulePass]:
+    from permalloy.passes.pad_products import PadProductsPass
+
+    return PadProductsPass
+
+
 def _plan_layouts() -> type[ModulePass]:
     from permalloy.passes.plan_layouts import PlanLayoutsPass
 
@@ -107,6 +113,7 @@ def all_passes() -> dict[str, PassFactory]:
         "cse": _cse,
         "dce": _dce,
         "unfuse-bias-add": _unfuse_bias_add,
+        "pad-products": _pad_products,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,
         "fuse-loops": _fuse_loops,

@@ -107,17 +107,25 @@ def assert_outputs_match(actual: Any, expected: Any) -> None:
             assert a == e, f"{where}: {a!r} != {e!r}"
 
 
-def to_test_device(value: Any) -> Any:
-    """`value` on `TEST_DEVICE`: a tensor keeps its sizes, strides and storage
-    offset (a view becomes the same view of a copy of its whole storage); other
-    values are returned as they are. A leaf that requires gradients is moved
-    as a leaf that requires them."""
-    if not isinstance(value, torch.Tensor) or value.device.type == TEST_DEVICE:
+def to_test_device(value: Any, device: str = TEST_DEVICE) -> Any:
+    """`value` on `device` (`TEST_DEVICE` by default): a tensor keeps its
+    sizes, strides and storage offset (a view becomes the same view of a copy
+    of its whole storage); other values are returned as they are. A leaf that
+    requires gradients is moved as a leaf that requires them."""
+    if not isinstance(value, torch.Tensor) or value.device.type == device:
         return value
     storage = value.untyped_storage()
-    flat = torch.empty(0, dtype=value.dtype).set_(storage, 0, (storage.nbytes() // value.element_size(),))
-    moved = flat.to(TEST_DEVICE).as_strided(value.size(), value.stride(), value.storage_offset())
+    flat = torch.empty(0, dtype=value.dtype, device=value.device).set_(
+        storage, 0, (storage.nbytes() // value.element_size(),)
+    )
+    moved = flat.to(device).as_strided(value.size(), value.stride(), value.storage_offset())
     return moved.requires_grad_() if value.requires_grad and value.is_leaf else moved
+
+
+def target_device(target: str) -> str:
+    """Where a target's kernels run in these tests: the Triton target's on
+    `TEST_DEVICE`, the CPU targets' on the CPU."""
+    return TEST_DEVICE if target == "triton" else "cpu"
 
 
 def xfail_on_gpu(params: Sequence[Any], reason_of: Callable[..., str | None]) -> list[Any]:
@@ -183,7 +191,12 @@ class BackendCheck:
         With `calls` > 1 the compiled function runs again on fresh inputs (a
         compiled graph's later calls may take another path than its first)."""
         permalloy.reset_stats()
-        make = inputs if callable(inputs) else lambda: clone_inputs(inputs)
+        given_make = inputs if callable(inputs) else lambda: clone_inputs(inputs)
+        device = target_device(target)
+
+        def make() -> list[Any]:
+            return [to_test_device(x, device) for x in given_make()]
+
         eager_inputs = make()
         expected = fn(*eager_inputs)
         compiled = self.compile(fn, target, fullgraph=graphs is not None)

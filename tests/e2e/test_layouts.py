@@ -1,6 +1,7 @@
 """
 Channels-last planning on the Triton target (`plan-layouts`), run under
-Triton's interpreter on the CPU: convolutional blocks compiled with
+Triton's interpreter on the CPU (or on the GPU that `PERMALLOY_TEST_DEVICE`
+names): convolutional blocks compiled with
 channels-last intermediates match eager, graph outputs keep eager's strides,
 and pointwise kernels over channels-last tensors walk them along channels.
 """
@@ -91,13 +92,13 @@ def test_convolutional_block_matches_eager(tmp_path, channels_last_input):
 
 def test_returned_activation_keeps_eager_strides(tmp_path):
     torch.manual_seed(1)
-    conv1, conv2 = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.Conv2d(8, 8, 1)
+    conv1, conv2 = torch.nn.Conv2d(3, 8, 3, padding=1).to(DEVICE), torch.nn.Conv2d(8, 8, 1).to(DEVICE)
 
     def f(x):
         y = torch.relu(conv1(x))
         return conv2(y).mean((2, 3)), y
 
-    x = torch.randn(2, 3, 9, 9)
+    x = torch.randn(2, 3, 9, 9, device=DEVICE)
     with torch.no_grad():
         expected = f(x)
         result = _compiled(f, tmp_path)(x)
@@ -113,8 +114,8 @@ def test_channels_last_pointwise_walks_channels(tmp_path):
     def f(x, y):
         return torch.relu(x * 2 + y)
 
-    x = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
-    y = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    x = torch.randn(2, 8, 5, 7, device=DEVICE).to(memory_format=torch.channels_last)
+    y = torch.randn(2, 8, 5, 7, device=DEVICE).to(memory_format=torch.channels_last)
     result = _compiled(f, tmp_path)(x, y)
     torch.testing.assert_close(result, f(x, y))
     assert result.stride() == f(x, y).stride()
@@ -125,11 +126,11 @@ def test_channels_last_pointwise_walks_channels(tmp_path):
 
 def test_training_through_convolutions_matches_eager():
     torch.manual_seed(2)
-    model = Block()
-    compiled_model = Block()
+    model = Block().to(DEVICE)
+    compiled_model = Block().to(DEVICE)
     compiled_model.load_state_dict(model.state_dict())
     compiled = torch.compile(compiled_model, backend=permalloy_backend, options={"target": "triton"})
-    x = torch.randn(2, 3, 8, 8)
+    x = torch.randn(2, 3, 8, 8, device=DEVICE)
     model(x).square().sum().backward()
     compiled(x).square().sum().backward()
     for (name, p), q in zip(model.named_parameters(), compiled_model.parameters()):

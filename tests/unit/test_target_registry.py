@@ -88,6 +88,7 @@ def test_pipeline_adds_each_targets_own_passes():
     sorts = "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}"
     assert [p for p in gpu if p not in plain] == [
         "unfuse-bias-add",
+        "pad-products",
         sorts,
         "split-reductions",
         "fuse-loops{instruction-math=true}",

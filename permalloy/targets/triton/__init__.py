@@ -69,7 +69,7 @@ TARGET = TargetDescriptor(
     make=_make,
     devices=("cuda",),
     default_for=("cuda",),
-    tensor_passes=("unfuse-bias-add",),
+    tensor_passes=("unfuse-bias-add", "pad-products"),
     loop_passes=("split-reductions",),
     buffer_passes=("plan-layouts",),
     fusion_options="instruction-math=true",
@@ -94,8 +94,10 @@ TARGET = TargetDescriptor(
     host_runtime=_host_runtime,
 )
 """The `triton` target, as the registry lists it. On GPUs, products with a bias
-that elementwise ops read become plain products (`unfuse-bias-add`) and
-reductions with few results split in two for parallelism (`split-reductions`);
+that elementwise ops read become plain products (`unfuse-bias-add`),
+half-precision products of unaligned sizes multiply padded operands
+(`pad-products`), and reductions with few results split in two for
+parallelism (`split-reductions`);
 scatters combine with atomics, so that deterministic algorithms keep float
 sums and products of scatters for torch; rows of at most 4096 elements of at
 most 32 bits sort in registers, other sorts run with torch; with the

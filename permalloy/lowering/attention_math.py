@@ -74,6 +74,25 @@ def attention_math(
     return torch.matmul(probabilities, value)
 
 
+def attention_with_fused_mask(
+    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, *rest, **options
+) -> torch.Tensor:
+    """
+    `F.scaled_dot_product_attention` with a mask that torch's fused kernels
+    take: one that repeats its elements along keys (stride 0 in its last
+    dimension, as a padding mask built by broadcasting a comparison is) is
+    copied into dense memory first. torch's flash, memory-efficient and cuDNN
+    kernels read a mask row by row and need its last dimension contiguous;
+    given such a mask, attention runs as its math, in float32 for
+    half-precision inputs (on an H100: 0.69 ms against cuDNN's 0.03 ms for
+    BERT-base's attention over 8 x 512 tokens in bfloat16). The copy is the
+    mask's size once per graph call, for all the layers that share it.
+    """
+    if attn_mask is not None and attn_mask.dim() > 0 and attn_mask.size(-1) > 1 and attn_mask.stride(-1) == 0:
+        attn_mask = attn_mask.contiguous()
+    return F.scaled_dot_product_attention(query, key, value, attn_mask, *rest, **options)
+
+
 def multi_head_attention_math(*args, **kwargs):
     """`F.multi_head_attention_forward` through its explicit path: with
     `need_weights` it computes attention as products around a softmax of the

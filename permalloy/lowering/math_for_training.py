@@ -8,8 +8,10 @@ as a fallback. Before AOTAutograd traces a training graph, `math_for_training`
 points each such call of Dynamo's graph at a function computing the same with
 differentiable torch ops (`MATH_FOR_TRAINING`), so that the backward is made of
 ops ptensor has; on leaving, the graph calls what it called before, so that it
-can still run eagerly as the user wrote it. Inference graphs keep the calls
-(attention stays one library op).
+can still run eagerly as the user wrote it. Inference graphs keep attention one
+library op; `fused_attention_masks` points their attention calls at
+`attention_with_fused_mask`, which gives the call a mask torch's fused kernels
+take (AOTAutograd picks the kernel from the traced mask's layout).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from permalloy.lowering.attention_math import (
     ATTENTION_CALLS,
     MULTI_HEAD_ATTENTION_CALLS,
     attention_math,
+    attention_with_fused_mask,
     multi_head_attention_math,
 )
 from permalloy.lowering.grid_sampling import GRID_SAMPLE_CALLS, grid_sample_math
@@ -35,15 +38,19 @@ MATH_FOR_TRAINING: dict[Callable, Callable] = {
 }
 """Each callable of Dynamo's graphs rewritten in training graphs, and its math."""
 
+FUSED_FOR_INFERENCE: dict[Callable, Callable] = dict.fromkeys(ATTENTION_CALLS, attention_with_fused_mask)
+"""Each callable of Dynamo's graphs rewritten in inference graphs, and its rewrite."""
 
-def rewrite_as_math(graph: fx.GraphModule) -> dict[fx.Node, object]:
-    """Point every call of Dynamo's `graph` that `MATH_FOR_TRAINING` names at
-    its math; gives the rewritten nodes with their former targets."""
+
+def rewrite_as_math(graph: fx.GraphModule, table: dict[Callable, Callable] = MATH_FOR_TRAINING) -> dict[fx.Node, object]:
+    """Point every call of Dynamo's `graph` that `table` names at its entry
+    there (by default, `MATH_FOR_TRAINING`'s math); gives the rewritten nodes
+    with their former targets."""
     rewritten = {}
     for node in graph.graph.nodes:
-        if node.op == "call_function" and node.target in MATH_FOR_TRAINING:
+        if node.op == "call_function" and node.target in table:
             rewritten[node] = node.target
-            node.target = MATH_FOR_TRAINING[node.target]
+            node.target = table[node.target]
     if rewritten:
         graph.recompile()
     return rewritten
@@ -62,6 +69,18 @@ def math_for_training(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
     """Within the block, `graph`'s calls named in `MATH_FOR_TRAINING` are
     their math (when `enabled`); on leaving, the original calls are back."""
     targets = rewrite_as_math(graph) if enabled else {}
+    try:
+        yield
+    finally:
+        restore_targets(graph, targets)
+
+
+@contextlib.contextmanager
+def fused_attention_masks(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
+    """Within the block, `graph`'s attention calls are
+    `attention_with_fused_mask` (when `enabled`); on leaving, the original
+    calls are back."""
+    targets = rewrite_as_math(graph, FUSED_FOR_INFERENCE) if enabled else {}
     try:
         yield
     finally:

@@ -236,6 +236,29 @@ def test_attention_whose_extra_results_are_unused_is_a_library_op() -> None:
     torch.testing.assert_close(output, expected)
 
 
+def _attention_with_query_mask(q, k, v, lengths):
+    """A mask that repeats along keys (stride 0 in its last dimension), as a
+    padding mask built by broadcasting a comparison of positions is."""
+    rows = q.size(-2)
+    keep = torch.arange(rows)[None, None, :, None] >= lengths[:, None, None, None]
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=keep.expand(-1, 1, rows, rows))
+
+
+def test_attention_mask_repeating_along_keys_is_made_dense() -> None:
+    """An inference graph copies such a mask into dense memory before the
+    fused attention, whose kernels need a mask's last dimension contiguous;
+    the result is eager's."""
+    q, k, v = (torch.randn(2, 4, 16, 8, generator=torch.Generator().manual_seed(i)) for i in range(3))
+    lengths = torch.tensor([0, 3])
+    (gm,) = capture_aten_graphs(_attention_with_query_mask, q, k, v, lengths)
+    order = [str(n.target) for n in gm.graph.nodes if n.op == "call_function"]
+    attention = order.index("aten._scaled_dot_product_flash_attention_for_cpu.default")
+    assert "aten.clone.default" in order[:attention]
+    comparison = compare_with_eager(_attention_with_query_mask, q, k, v, lengths)
+    for actual, expected in zip(comparison.outputs, comparison.expected, strict=True):
+        torch.testing.assert_close(actual, expected)
+
+
 def test_attention_whose_logsumexp_is_used_falls_back() -> None:
     gm = make_fx(lambda q: _flash_attention(q, True), tracing_mode="fake")(torch.randn(1, 2, 4, 8))
     result = import_quietly(gm)

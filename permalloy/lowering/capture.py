@@ -14,7 +14,12 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._functorch.partitioners import min_cut_rematerialization_partition
 
 from permalloy.lowering.decompositions import decomposition_table
-from permalloy.lowering.math_for_training import fused_attention_masks, math_for_training, needs_gradients
+from permalloy.lowering.math_for_training import (
+    FUSED_FOR_INFERENCE,
+    MATH_FOR_TRAINING,
+    calls_rewritten,
+    needs_gradients,
+)
 
 
 def aten_backend(compiler: Callable) -> Callable:
@@ -28,13 +33,13 @@ def aten_backend(compiler: Callable) -> Callable:
     as math first (`math_for_training.py`), so that their backward is made of
     ops ptensor has; in an inference graph, an attention mask that repeats
     along keys is made dense first, so that torch's fused kernels take it
-    (`fused_attention_masks`). Dynamo's graph is left calling what it called,
+    (`FUSED_FOR_INFERENCE`). Dynamo's graph is left calling what it called,
     so that it can still run eagerly as the user wrote it.
     """
 
     def backend(graph: torch.fx.GraphModule, example_inputs: Any) -> Callable:
-        training = needs_gradients(example_inputs)
-        with math_for_training(graph, training), fused_attention_masks(graph, not training):
+        rewrites = MATH_FOR_TRAINING if needs_gradients(example_inputs) else FUSED_FOR_INFERENCE
+        with calls_rewritten(graph, rewrites):
             return aot_autograd(
                 fw_compiler=compiler,
                 bw_compiler=compiler,

@@ -4,12 +4,12 @@ Calls of Dynamo's graph written as their math in graphs that need gradients.
 AOTAutograd differentiates an ATen op through its derivative formula, which
 for some ops is a fused backward op with no ptensor form (attention's
 `_scaled_dot_product_*_backward`, `grid_sampler_2d_backward`), run by torch
-as a fallback. Before AOTAutograd traces a training graph, `math_for_training`
+as a fallback. Before AOTAutograd traces a training graph, `calls_rewritten`
 points each such call of Dynamo's graph at a function computing the same with
 differentiable torch ops (`MATH_FOR_TRAINING`), so that the backward is made of
 ops ptensor has; on leaving, the graph calls what it called before, so that it
 can still run eagerly as the user wrote it. Inference graphs keep attention one
-library op; `fused_attention_masks` points their attention calls at
+library op; `calls_rewritten` points their attention calls at
 `attention_with_fused_mask`, which gives the call a mask torch's fused kernels
 take (AOTAutograd picks the kernel from the traced mask's layout).
 """
@@ -42,10 +42,9 @@ FUSED_FOR_INFERENCE: dict[Callable, Callable] = dict.fromkeys(ATTENTION_CALLS, a
 """Each callable of Dynamo's graphs rewritten in inference graphs, and its rewrite."""
 
 
-def rewrite_as_math(graph: fx.GraphModule, table: dict[Callable, Callable] = MATH_FOR_TRAINING) -> dict[fx.Node, object]:
+def rewrite_calls(graph: fx.GraphModule, table: dict[Callable, Callable]) -> dict[fx.Node, object]:
     """Point every call of Dynamo's `graph` that `table` names at its entry
-    there (by default, `MATH_FOR_TRAINING`'s math); gives the rewritten nodes
-    with their former targets."""
+    there; gives the rewritten nodes with their former targets."""
     rewritten = {}
     for node in graph.graph.nodes:
         if node.op == "call_function" and node.target in table:
@@ -57,7 +56,7 @@ def rewrite_as_math(graph: fx.GraphModule, table: dict[Callable, Callable] = MAT
 
 
 def restore_targets(graph: fx.GraphModule, targets: dict[fx.Node, object]) -> None:
-    """Undo `rewrite_as_math`: `graph` calls what it called before."""
+    """Undo `rewrite_calls`: `graph` calls what it called before."""
     for node, target in targets.items():
         node.target = target
     if targets:
@@ -65,22 +64,11 @@ def restore_targets(graph: fx.GraphModule, targets: dict[fx.Node, object]) -> No
 
 
 @contextlib.contextmanager
-def math_for_training(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
-    """Within the block, `graph`'s calls named in `MATH_FOR_TRAINING` are
-    their math (when `enabled`); on leaving, the original calls are back."""
-    targets = rewrite_as_math(graph) if enabled else {}
-    try:
-        yield
-    finally:
-        restore_targets(graph, targets)
-
-
-@contextlib.contextmanager
-def fused_attention_masks(graph: fx.GraphModule, enabled: bool) -> Iterator[None]:
-    """Within the block, `graph`'s attention calls are
-    `attention_with_fused_mask` (when `enabled`); on leaving, the original
-    calls are back."""
-    targets = rewrite_as_math(graph, FUSED_FOR_INFERENCE) if enabled else {}
+def calls_rewritten(graph: fx.GraphModule, table: dict[Callable, Callable]) -> Iterator[None]:
+    """Within the block, `graph`'s calls named in `table` call its entries
+    (`MATH_FOR_TRAINING` for a training graph, `FUSED_FOR_INFERENCE` for an
+    inference graph); on leaving, the original calls are back."""
+    targets = rewrite_calls(graph, table)
     try:
         yield
     finally:

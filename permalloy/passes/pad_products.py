@@ -160,4 +160,3 @@ class PadProductsPass(ModulePass):
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         pattern = PadProduct(self.multiple, self.min_intensity)
         PatternRewriteWalker(GreedyRewritePatternApplier([pattern]), apply_recursively=False).rewrite_module(op)
-

@@ -97,16 +97,22 @@ def contiguous_plan(text: str):
 
 
 class RecordingWorkers:
-    """Stands for the pool: keeps each request, answers with a failure."""
+    """Stands for the pool: keeps each request, answers with a failure (or,
+    while `starting`, never answers)."""
 
-    def __init__(self):
+    def __init__(self, starting: bool = False):
         self.requests: list[dict] = []
+        self.starting = starting
 
     def submit(self, request):
         self.requests.append(request)
         future = Future()
-        future.set_exception(RuntimeError("no workers here"))
+        if not self.starting:
+            future.set_exception(RuntimeError("no workers here"))
         return future
+
+    def ready(self):
+        return not self.starting
 
 
 class FakeModule:
@@ -137,6 +143,28 @@ def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
     x = torch.randn(3, 8)
     compiled([x, x, x], [3])  # a failed request only means the JIT compiles here
     assert (module.launched, compiled.compiling) == (1, [])
+
+
+def test_a_first_launch_while_the_pool_starts_compiles_here_without_waiting():
+    plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
+    workers = RecordingWorkers(starting=True)
+    module = FakeModule()
+    compiled = TritonKernel(plan, "", module, "default", None, interpret=False, workers=workers)
+    compiled.direct = False
+    compiled.precompile([3])
+    compiled.chosen[(3, torch.device("cpu"))] = {"XBLOCK": 8, "RBLOCK": 0, "num_warps": 1, "num_stages": 1}
+    x = torch.randn(3, 8)
+    compiled([x, x, x], [3])  # the request is never answered: waiting for it would hang
+    assert (len(workers.requests), module.launched, compiled.compiling) == (1, 1, [])
+
+
+def test_the_pool_is_ready_once_every_worker_has_started(tmp_path):
+    workers = CompileWorkers(2)
+    assert not workers.ready()  # not started
+    workers.start()
+    for future in workers._started:  # noqa: SLF001
+        future.result(timeout=120)
+    assert workers.ready()
 
 
 def test_the_interpreter_never_asks_workers():

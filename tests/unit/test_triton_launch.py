@@ -68,19 +68,18 @@ class RecordingJit:
         self.launches: list[tuple] = []
         self.direct: list[tuple] = []
         self.warmups: list[tuple] = []
+        self.compile_only: list[bool] = []
 
     def warmup(self, *args, grid, **kwargs):
         self.warmups.append((args, kwargs))
 
-    def __getitem__(self, grid):
-        def run(*args, **kwargs):
-            self.launches.append((grid, args, kwargs))
-            index = len(self.launches) - 1
-            return SimpleNamespace(
-                run=lambda *a: self.direct.append((index, a)), function=f"function{index}", packed_metadata=f"meta{index}"
-            )
-
-        return run
+    def run(self, *args, grid, warmup, **kwargs):
+        self.launches.append((grid, args, kwargs))
+        self.compile_only.append(warmup)
+        index = len(self.launches) - 1
+        return SimpleNamespace(
+            run=lambda *a: self.direct.append((index, a)), function=f"function{index}", packed_metadata=f"meta{index}"
+        )
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
@@ -145,15 +144,39 @@ def test_interpreter_modules_have_no_warmup(tmp_path):
     assert not hasattr(module, "warmup")
 
 
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_compiling_only_launches_nothing(name, tmp_path, monkeypatch):
+    """`launch(..., compile_only=True)` compiles each launch for the same
+    arguments as a launch, and runs neither a kernel nor a library call."""
+    text, shapes, symbols = KERNELS[name]
+    kernel = parse_kernel(text)
+    plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
+    module = ModuleLoader(tmp_path).load(module_source(plan, interpret=False), plan.name)
+    recorder = RecordingJit()
+    monkeypatch.setattr(module, plan.name, recorder)
+    tensors = [torch.randn(*shape) for shape in shapes]
+    config = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+
+    compiled = module.launch(tensors, symbols, config, True)
+    module.launch(tensors, symbols, config)
+
+    count = len(compiled)
+    assert count >= 1 and recorder.compile_only == [True] * count + [False] * count
+    for (_, args, kwargs), (_, again, again_kwargs) in zip(recorder.launches[:count], recorder.launches[count:], strict=True):
+        assert kwargs == again_kwargs and len(args) == len(again)
+
+
 class FakeModule:
     """A kernel module whose launches are recorded."""
 
     def __init__(self):
         self.jit_calls = 0
+        self.compile_only: list[bool] = []
         self.direct_calls: list[tuple] = []
 
-    def launch(self, tensors, symbols, config):
+    def launch(self, tensors, symbols, config, compile_only=False):
         self.jit_calls += 1
+        self.compile_only.append(compile_only)
         return [SimpleNamespace(run=object(), function=object(), packed_metadata=object())]
 
     def launcher(self, symbols, config, kernels):
@@ -175,8 +198,8 @@ def test_later_calls_launch_directly_per_sizes_and_alignment():
     calls += [([aligned, aligned, aligned], [4])] * 2
     for tensors, symbols in calls:
         compiled(tensors, symbols)
-    assert module.jit_calls == 3  # one per (sizes, alignments)
-    assert module.direct_calls == [((3,), 77)] * 3 + [((4,), 77)]
+    assert module.compile_only == [True] * 3  # one per (sizes, alignments), compiled without a launch
+    assert module.direct_calls == [((3,), 77)] * 5 + [((4,), 77)] * 2  # every call launches directly
 
 
 def test_the_interpreter_always_launches_through_the_jit():

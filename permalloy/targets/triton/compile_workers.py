@@ -8,7 +8,10 @@ most of a GPU model's first call. When a host program is built, each kernel's
 candidate configurations at the first call's sizes go to a pool of worker
 processes (`warmup_worker.py`) that compile them into Triton's on-disk cache;
 a kernel's first launch waits for its own requests only, then Triton's JIT
-finds the binaries cached. As Inductor does, with its pool of compile workers.
+finds the binaries cached. As Inductor does, with its pool of compile workers;
+and as Inductor's, a first launch while the pool is still starting (the
+first graph of a process, compiled in less time than workers take to import
+torch) compiles in the model's process instead of waiting.
 
 The workers are separate interpreters started with the script's path, not
 forks (the model's process holds a CUDA context) nor `multiprocessing` spawns
@@ -75,19 +78,24 @@ class CompileWorkers:
         self.script = script
         self._threads = ThreadPoolExecutor(max_workers=count, thread_name_prefix="permalloy-compile")
         self._local = threading.local()
-        self._started = False
+        self._started: list[Future] = []
+        """Each worker's first answer, once `start` has asked for it."""
 
     def submit(self, request: dict[str, Any]) -> Future:
         return self._threads.submit(self._ask, request)
 
     def start(self) -> None:
-        """Start every worker now (they take a second or two to import
+        """Start every worker now (they take a few seconds to import torch and
         Triton), so that they are ready when the first kernels are emitted;
         only the first call does anything."""
         if not self._started:
-            self._started = True
-            for _ in range(self.count):
-                self.submit({})
+            self._started = [self.submit({}) for _ in range(self.count)]
+
+    def ready(self) -> bool:
+        """Whether every worker has started (and answered, or died trying):
+        until then a kernel's first launch compiles in the model's process
+        rather than wait for the pool, as Inductor's does."""
+        return bool(self._started) and all(future.done() for future in self._started)
 
     def _ask(self, request: dict[str, Any]) -> dict[str, Any]:
         worker = self._worker()

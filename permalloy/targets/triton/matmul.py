@@ -364,8 +364,9 @@ class MatmulWriter:
                 return None
         return [*strides[:batch], rows[-1], strides[-1]], rest
 
-    def _library_product(self, w: SourceWriter, device: str) -> str:
-        """Lines computing the library's product; the name of its tensor."""
+    def _library_product(self, w: SourceWriter, device: str, jit: bool) -> str:
+        """Lines computing the library's product (in the JIT path, not when
+        only compiling); the name of its tensor."""
         rank = len(self.batch_vars) + 2
         call = {2: "torch.mm", 3: "torch.bmm"}.get(rank, "torch.matmul")
         left_shape, right_shape, product_shape = self._library_shape()
@@ -381,7 +382,12 @@ class MatmulWriter:
             )
         else:
             w.line(f"product = torch.empty({product_shape}, dtype={TORCH_DTYPES[self.library_dtype]}, device={device}.device)")
-        w.line(f"{call}(left, right, out=product)")
+        if jit:
+            w.line("if not compile_only:")
+            with w.indented():
+                w.line(f"{call}(left, right, out=product)")
+        else:
+            w.line(f"{call}(left, right, out=product)")
         return "product"
 
     def _flat_grid(self, dims: Sequence[sympy.Expr]) -> str:
@@ -434,10 +440,11 @@ class MatmulWriter:
 
     def launch(self) -> str:
         w = SourceWriter()
-        w.line("def launch(tensors, symbols, config):")
+        w.line("def launch(tensors, symbols, config, compile_only=False):")
         with w.indented():
             w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`: the')
-            w.line('template, or the library\'s product and flat kernels; return the compiled kernels."""')
+            w.line('template, or the library\'s product and flat kernels; return the compiled kernels.')
+            w.line('With `compile_only`, compile them for these arguments and run nothing."""')
             self._bind(w)
             arguments = [t.name for t in self.plan.tensors]
             symbols = list(self.plan.symbols)
@@ -450,7 +457,10 @@ class MatmulWriter:
             w.line("if grid > 0:")
             with w.indented():
                 options = self._template_options()
-                w.line(f"kernels.append({self.plan.name}[(grid,)]({', '.join(arguments + symbols + options)}))")
+                w.line(
+                    f"kernels.append({self.plan.name}.run({', '.join(arguments + symbols)}, grid=(grid,), "
+                    f"warmup=compile_only, {', '.join(options)}))"
+                )
             w.line("return kernels")
         return w.text()
 
@@ -464,17 +474,20 @@ class MatmulWriter:
         launches = self.library_launches()
         for position, (function, extra, grid) in enumerate(launches):
             if extra == "product":
-                self._library_product(w, device)
+                self._library_product(w, device, jit)
             self._flat_launch(w, position, function, arguments + [extra] + symbols, grid, jit)
         if not launches or launches[-1][1] != "product":
-            self._library_product(w, device)
+            self._library_product(w, device, jit)
 
     def _flat_launch(self, w: SourceWriter, position: int, function: str, values: list[str], grid: str, jit: bool) -> None:
         if jit:
             w.line(f"grid = {grid}")
             w.line("if grid > 0:")
             with w.indented():
-                w.line(f"kernels.append({function}[(grid,)]({', '.join(values + self._flat_options())}))")
+                w.line(
+                    f"kernels.append({function}.run({', '.join(values)}, grid=(grid,), warmup=compile_only, "
+                    f"{', '.join(self._flat_options())}))"
+                )
             return
         constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
         w.line(f"if grid{position} > 0:")

@@ -3,20 +3,23 @@ The Python module generated for one kernel: imports, helpers, the
 `@triton.jit` function, and `launch`, which computes sizes and grids from the
 size symbols, allocates temporaries and launches the function once per group.
 
-    def launch(tensors, symbols, config):
+    def launch(tensors, symbols, config, compile_only=False):
         in0, out0 = tensors
         (s0,) = symbols
         rows = s0 * 8
         if rows > 0:
-            triton_pointwise_exp_0[(triton.cdiv(rows, config["XBLOCK"]),)](in0, out0, s0, XBLOCK=..., num_warps=...)
+            grid = triton.cdiv(rows, config["XBLOCK"])
+            triton_pointwise_exp_0.run(in0, out0, s0, grid=(grid,), warmup=compile_only, XBLOCK=..., num_warps=...)
 
 `config` holds the block sizes (`XBLOCK`, and `RBLOCK` when some stage walks
 an inner axis in chunks) and `num_warps` / `num_stages`. `launch` goes through
 Triton's JIT, which binds and specializes the arguments on every call, and
-returns the compiled kernel of each launch. On a GPU, `launcher` then builds
-the fast path for fixed sizes and configuration: grids, block sizes and
-compiled kernels are bound once, and each call hands the tensors and the
-stream straight to the compiled kernels' launchers.
+returns the compiled kernel of each launch; with `compile_only` it compiles
+them for these arguments without launching (and without the library calls
+between them). On a GPU, `launcher` then builds the fast path for fixed sizes
+and configuration: grids, block sizes and compiled kernels are bound once,
+and each call hands the tensors and the stream straight to the compiled
+kernels' launchers.
 
     def launcher(symbols, config, kernels):
         (s0,) = symbols
@@ -125,10 +128,10 @@ def _layout_text(tensor) -> str:
 
 def _launcher(plan: KernelPlan) -> str:
     w = SourceWriter()
-    w.line("def launch(tensors, symbols, config):")
+    w.line("def launch(tensors, symbols, config, compile_only=False):")
     with w.indented():
-        w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`;')
-        w.line('return what each launch returned (on a GPU, its compiled kernel)."""')
+        w.line('"""Run the kernel on `tensors` (inputs then outputs) for the size `symbols`, or with')
+        w.line('`compile_only` compile it for them; return each launch\'s compiled kernel (on a GPU)."""')
         names = [t.name for t in (*plan.inputs, *plan.outputs)]
         w.line(f"{''.join(n + ', ' for n in names)}= tensors")
         if plan.symbols:
@@ -146,7 +149,7 @@ def _launcher(plan: KernelPlan) -> str:
             w.line("if grid > 0:")
             with w.indented():
                 options = _jit_options(plan, constexprs, position)
-                w.line(f"kernels.append({plan.name}[(grid,)]({arguments}, {', '.join(options)}))")
+                w.line(f"kernels.append({plan.name}.run({arguments}, grid=(grid,), warmup=compile_only, {', '.join(options)}))")
         w.line("return kernels")
     return w.text()
 

@@ -41,10 +41,12 @@ class TritonKernel:
     A compiled kernel: its generated module, candidate configurations and tuner.
 
     The first call for given sizes, device and pointer alignments chooses a
-    configuration (autotuning on a GPU) and launches through Triton's JIT; on
-    a GPU it then keeps the module's direct `launcher` for them, so later
-    calls compute one dictionary key and call the compiled kernels' launchers
-    (`direct.py`). Under the interpreter every call goes through the JIT.
+    configuration (autotuning on a GPU); on a GPU it compiles the kernels for
+    these arguments through Triton's JIT without launching, and keeps and
+    runs the module's direct `launcher` for them, so every call computes one
+    dictionary key and calls the compiled kernels' launchers (`direct.py`).
+    Under the interpreter, or where a launch hook is installed, every call
+    goes through the JIT.
     """
 
     def __init__(
@@ -122,7 +124,11 @@ class TritonKernel:
     def _await_compiling(self) -> None:
         """Wait for the compile workers' requests of this kernel: their
         binaries are then in Triton's cache (a failed request only means the
-        JIT compiles here)."""
+        JIT compiles here). While the pool is still starting, the JIT
+        compiles here at once instead (the pool fills Triton's cache later)."""
+        if self.workers is not None and not self.workers.ready():
+            self.compiling.clear()
+            return
         for future in self.compiling:
             with contextlib.suppress(Exception):
                 future.result()
@@ -143,6 +149,14 @@ class TritonKernel:
             config = self.chosen[key] = self._choose(tensors, symbols)
             self._record("autotuning", started)
         started = time.perf_counter()
+        if direct_key is not None:
+            run = self._direct_run(tensors, symbols, config)
+            if first:
+                self._record("kernel_compilation", started)
+            if run is not None:
+                self.launchers[direct_key] = run
+                run(tensors, self.stream(direct_key[0]))
+                return
         kernels = self.module.launch(tensors, symbols, config)
         if first and not self.interpret:
             self._record("kernel_compilation", started)
@@ -150,6 +164,32 @@ class TritonKernel:
             launches = compiled_launches(kernels)
             if launches is not None:
                 self.launchers[direct_key] = self.module.launcher(symbols, config, launches)
+
+    def _direct_run(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> Callable | None:
+        """The direct launch of `config` for these tensors and sizes: its
+        kernels compiled for them (nothing runs) and loaded on their GPU;
+        None where a compiled kernel cannot be launched directly."""
+        kernels = self.module.launch(tensors, symbols, config, True)
+        launches = compiled_launches(kernels, tensors[0].get_device())
+        return None if launches is None else self.module.launcher(symbols, config, launches)
+
+    def _tuning_launch(self) -> Callable[[Sequence, Sequence[int], dict[str, int]], None]:
+        """What the autotuner runs a candidate with: its direct launch, made
+        on the candidate's first run, or where there is none Triton's JIT."""
+        runs: dict[tuple, Callable] = {}
+
+        def launch(tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> None:
+            key = tuple(sorted(config.items()))
+            run = runs.get(key)
+            if run is None:
+                run = self._direct_run(tensors, symbols, config) if self.direct else None
+                if run is None:
+                    self.module.launch(tensors, symbols, config)
+                    return
+                runs[key] = run
+            run(tensors, self.stream(tensors[0].get_device()))
+
+        return launch
 
     def _record(self, stage: str, started: float) -> None:
         """Add the seconds since `started` to `stage` of the compile times."""
@@ -168,7 +208,8 @@ class TritonKernel:
         config = configs[0]
         if self.tuner is not None and not self.interpret:
             device = device_name(tensors[0])
-            config = self.tuner.choose(self.source, device, self.module.launch, configs, tensors, symbols, self.outputs_from)
+            launch = self._tuning_launch()
+            config = self.tuner.choose(self.source, device, launch, configs, tensors, symbols, self.outputs_from)
         return config.as_dict()
 
 

@@ -25,8 +25,8 @@ text the requesting process's Triton put in its binaries' cache key: Triton
 reads it once per process, so a process that changed `TRITON_PTXAS_PATH` after
 its first compile keys binaries by the earlier `ptxas`, and the worker keys
 them the same way. An empty request (`{}`) is answered
-once the worker has imported Triton, which is how a pool starts its workers
-ahead of the first kernel. The worker ends when its standard input closes.
+once the worker has imported Triton and torch, which is how a pool starts its
+workers ahead of the first kernel. The worker ends when its standard input closes.
 """
 
 from __future__ import annotations
@@ -120,6 +120,11 @@ def main() -> None:
     os.dup2(2, 1)
     sys.stdout = sys.stderr
     import triton  # noqa: F401 - imported before the first request, which then only compiles
+
+    try:
+        import torch  # noqa: F401 - what generated modules import
+    except ImportError:
+        pass
 
     compile_without_a_context()
     serve(sys.stdin, answers)

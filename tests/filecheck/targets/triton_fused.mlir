@@ -69,7 +69,7 @@ func.func @forward(%a: !buffer.buffer<[2, 4, 8], f32>, %b: !buffer.buffer<[4, 16
 // CHECK:           t{{[0-9]+}} = t{{[0-9]+}} - [[M]]
 // CHECK:           [[Q:t[0-9]+]] = t{{[0-9]+}} / [[S]]
 // CHECK-NEXT:      tl.store(out0 + (d1 * 8 + d2), [[Q]], mask=xmask & rmask)
-// CHECK:       def launch(tensors, symbols, config):
+// CHECK:       def launch(tensors, symbols, config, compile_only=False):
 // CHECK-NOT:       torch.empty
 
 // CHECK-LABEL: // kernel @fused_reversed_1
@@ -78,8 +78,8 @@ func.func @forward(%a: !buffer.buffer<[2, 4, 8], f32>, %b: !buffer.buffer<[4, 16
 // CHECK:               tl.store(tmp0 + d0, st{{[0-9]+}}, mask=xmask)
 // CHECK:           if STAGE == 1:
 // CHECK:               tl.load(tmp0 + (3 - d0), mask=xmask, other=0)
-// CHECK:       def launch(tensors, symbols, config):
+// CHECK:       def launch(tensors, symbols, config, compile_only=False):
 // CHECK:           tmp0 = torch.empty((4,), dtype=torch.float32, device=out0.device)
-// CHECK:           triton_fused_reversed_1[(grid,)](in0, out0, tmp0, XBLOCK=config['XBLOCK'], STAGE=0,
+// CHECK:           triton_fused_reversed_1.run(in0, out0, tmp0, grid=(grid,), warmup=compile_only, XBLOCK=config['XBLOCK'], STAGE=0,
 // A flat launch among launches over rows takes a block of its own size at least.
-// CHECK:           triton_fused_reversed_1[(grid,)](in0, out0, tmp0, XBLOCK=max(config['XBLOCK'], 64), STAGE=1,
+// CHECK:           triton_fused_reversed_1.run(in0, out0, tmp0, grid=(grid,), warmup=compile_only, XBLOCK=max(config['XBLOCK'], 64), STAGE=1,

@@ -63,10 +63,10 @@ func.func @forward(%a: !buffer.buffer<[s0, 8], f32>, %b: !buffer.buffer<[8], f32
 // CHECK-NEXT:      [[T:t[0-9]+]] = _tanh([[V]])
 // CHECK-NEXT:      [[S:t[0-9]+]] = [[T]] * [[W]]
 // CHECK-NEXT:      tl.store(out0 + (d0 * 8 + d1), [[S]], mask=xmask)
-// CHECK:       def launch(tensors, symbols, config):
+// CHECK:       def launch(tensors, symbols, config, compile_only=False):
 // CHECK:           idx64 = max(
 // CHECK:           grid = triton.cdiv((8 * s0), config['XBLOCK'])
-// CHECK:           triton_pointwise_tanh_0[(grid,)](in0, in1, out0, s0, XBLOCK=config['XBLOCK'], IDX64=idx64, num_warps=config['num_warps'], num_stages=config['num_stages'])
+// CHECK:           triton_pointwise_tanh_0.run(in0, in1, out0, s0, grid=(grid,), warmup=compile_only, XBLOCK=config['XBLOCK'], IDX64=idx64, num_warps=config['num_warps'], num_stages=config['num_stages'])
 
 // CHECK-LABEL: // kernel @pointwise_transpose_1
 // CHECK:       def triton_pointwise_transpose_1(in0, out0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr):

@@ -5,14 +5,13 @@ The host program asks its target for each launch's kernel
 (`compile_kernel(kernel, layouts)`). On a miss, `RecordingTarget` passes the
 request on and keeps, per kernel symbol and launch layouts, the symbols the
 launch passes and the artifact the target gives of the compiled kernel
-(`kernel_artifact`: the LLVM target's object code). On a hit, `LoadingTarget`
+(`kernel_artifact`: the LLVM target's object code, the Triton target's
+generated module and launch facts). On a hit, `LoadingTarget`
 hands the host program each launch's kernel, the target's `load_kernel` of
 the stored artifact, which compiles nothing, with its symbols
 (`prepared_launch`), so that the kernel's body is not needed. A target that
-keeps no artifacts (the Triton target, whose generated modules take
-milliseconds to write and whose binaries and tuned configurations Triton's
-and permalloy's own caches keep) compiles its kernels from the buffer-level
-module again, past the pipeline.
+keeps no artifacts compiles its kernels from the buffer-level module again,
+past the pipeline.
 """
 
 from __future__ import annotations

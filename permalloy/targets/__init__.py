@@ -31,7 +31,8 @@ What a target may add, each optional (read with `getattr`):
   its kernels depend on besides their IR (the host CPU's features), part of
   the key; `kernel_artifact(compiled)`, a dict of strings, integers and bytes
   from which `load_kernel(artifact)` makes the same kernel in a later process
-  without compiling (the LLVM target's object code). A target without them
+  without compiling (the LLVM target's object code, the Triton target's
+  generated module and launch facts). A target without them
   compiles its kernels again from the cached buffer-level module.
 - `prepared_launch(name, layouts)`: a launch's compiled kernel and the
   symbols it takes, without the kernel's IR (the cache's `LoadingTarget`),

@@ -86,7 +86,8 @@ _PROCESS = textwrap.dedent(
         compiled = torch.compile(graph, backend="permalloy", options=options)
         torch.testing.assert_close(compiled(x, y), graph(x, y))
         (record,) = permalloy.stats()
-        states[target] = {"cache": record["cache"], "passes": record["compile_times"]["passes"]}
+        times = record["compile_times"]
+        states[target] = {"cache": record["cache"], "passes": times["passes"], "emission": times["kernel_emission"]}
     print(json.dumps(states))
     """
 )
@@ -104,8 +105,8 @@ def _new_process(cache: Path, *targets: str) -> dict:
 
 
 def test_a_new_process_loads_the_graph_without_the_pipeline(cache: Path) -> None:
-    """LLVM kernels come back as object code; Triton's (under its interpreter)
-    are generated again from the stored buffer-level module."""
+    """LLVM kernels come back as object code, Triton's (under its interpreter)
+    as their generated modules: neither is planned or generated again."""
     first = _new_process(cache, "llvm", "triton")
     assert {t: s["cache"] for t, s in first.items()} == {"llvm": "miss", "triton": "miss"}
     assert "fuse-loops" in first["llvm"]["passes"]
@@ -113,6 +114,7 @@ def test_a_new_process_loads_the_graph_without_the_pipeline(cache: Path) -> None
     second = _new_process(cache, "llvm", "triton")
     assert {t: s["cache"] for t, s in second.items()} == {"llvm": "hit", "triton": "hit"}
     assert second["llvm"]["passes"] == {} and second["triton"]["passes"] == {}
+    assert first["triton"]["emission"] > 0 and second["triton"]["emission"] == 0 == second["llvm"]["emission"]
     assert len(_entries(cache)) == 2
 
 

@@ -40,10 +40,10 @@ def product_path(request, monkeypatch) -> str:
     first tile, or the library's product."""
     chosen = matmul.matmul_candidates
 
-    def only(plan, sizes, mode, interpret):
+    def only(space, sizes, mode, interpret):
         if request.param == "library":
             return [matmul.LIBRARY_CONFIG]
-        return [c for c in chosen(plan, sizes, "max-autotune", interpret) if not c.LIBRARY][:1]
+        return [c for c in chosen(space, sizes, "max-autotune", interpret) if not c.LIBRARY][:1]
 
     monkeypatch.setattr(matmul, "matmul_candidates", only)
     return request.param

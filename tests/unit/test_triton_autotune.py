@@ -15,7 +15,7 @@ import torch
 from permalloy.dialects.buffer import BufferType
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, tensor
 from permalloy.targets.triton.autotune import Autotuner, scratch_tensors
-from permalloy.targets.triton.configs import Config, candidates
+from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.plan import plan_kernel
 
 
@@ -59,6 +59,17 @@ def test_reduction_candidates_fit_the_rows_in_a_tile():
     assert all(c.XBLOCK <= 8 for c in looped)
     short = candidates(_plan(_row_sum("s1")), {"s0": 8, "s1": 100})
     assert {c.RBLOCK for c in short} == {128}
+
+
+@pytest.mark.parametrize("text", [POINTWISE, _row_sum("512"), _row_sum("s1")], ids=["pointwise", "persistent", "looped"])
+def test_a_kernel_s_candidate_space_kept_as_json_gives_its_plan_s_candidates(text):
+    """The compiled-graph cache keeps a kernel's `CandidateSpace` (JSON), not
+    its plan: the space must give the plan's candidates at any size and mode."""
+    plan = _plan(text)
+    kept = CandidateSpace.from_dict(json.loads(json.dumps(CandidateSpace.of(plan).as_dict())))
+    for sizes in ({"s0": 1, "s1": 7}, {"s0": 4096, "s1": 100000}, {"s0": 37, "s1": 300}):
+        for mode, interpret in (("default", False), ("max-autotune", False), ("default", True)):
+            assert candidates(kept, sizes, mode, interpret) == candidates(plan, sizes, mode, interpret)
 
 
 def test_the_interpreter_gets_one_configuration_with_large_blocks():

@@ -18,7 +18,7 @@ import torch
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel
 from permalloy.targets.triton.compile_workers import CompileWorkers, worker_count
 from permalloy.targets.triton.plan import plan_kernel
-from permalloy.targets.triton.target import TritonKernel
+from permalloy.targets.triton.target import LaunchFacts, TritonKernel
 from test_triton_launch import layouts_of
 
 RECORDING_MODULE = """
@@ -131,7 +131,7 @@ def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
     plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
     workers = RecordingWorkers()
     module = FakeModule()
-    compiled = TritonKernel(plan, "", module, "default", None, interpret=False, workers=workers)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", module, "default", None, interpret=False, workers=workers)
     compiled.direct = False
     compiled.precompile([3])
     compiled.precompile([3])
@@ -149,7 +149,7 @@ def test_a_first_launch_while_the_pool_starts_compiles_here_without_waiting():
     plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
     workers = RecordingWorkers(starting=True)
     module = FakeModule()
-    compiled = TritonKernel(plan, "", module, "default", None, interpret=False, workers=workers)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", module, "default", None, interpret=False, workers=workers)
     compiled.direct = False
     compiled.precompile([3])
     compiled.chosen[(3, torch.device("cpu"))] = {"XBLOCK": 8, "RBLOCK": 0, "num_warps": 1, "num_stages": 1}
@@ -170,7 +170,7 @@ def test_the_pool_is_ready_once_every_worker_has_started(tmp_path):
 def test_the_interpreter_never_asks_workers():
     plan = contiguous_plan(pointwise_kernel("[4]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
     workers = RecordingWorkers()
-    compiled = TritonKernel(plan, "", FakeModule(), "default", None, interpret=True, workers=workers)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", FakeModule(), "default", None, interpret=True, workers=workers)
     compiled.precompile([])
     assert workers.requests == []
 

@@ -19,7 +19,7 @@ from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, tenso
 from permalloy.targets.triton.loader import ModuleLoader
 from permalloy.targets.triton.module import module_source
 from permalloy.targets.triton.plan import plan_kernel
-from permalloy.targets.triton.target import TritonKernel
+from permalloy.targets.triton.target import LaunchFacts, TritonKernel
 
 T = tensor
 
@@ -187,7 +187,7 @@ def test_later_calls_launch_directly_per_sizes_and_alignment():
     kernel = parse_kernel(KERNELS["symbolic"][0])
     plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
     module = FakeModule()
-    compiled = TritonKernel(plan, "", module, "default", None, interpret=False)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", module, "default", None, interpret=False)
     compiled.direct, compiled.stream = True, lambda device: 77
     base = torch.randn(64)
     aligned, unaligned = base[:24].view(3, 8), base[1:25].view(3, 8)
@@ -206,7 +206,7 @@ def test_the_interpreter_always_launches_through_the_jit():
     kernel = parse_kernel(KERNELS["symbolic"][0])
     plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
     module = FakeModule()
-    compiled = TritonKernel(plan, "", module, "default", None, interpret=True)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", module, "default", None, interpret=True)
     x = torch.randn(3, 8)
     for _ in range(3):
         compiled([x, x, x], [3])

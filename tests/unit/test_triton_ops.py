@@ -9,6 +9,7 @@ int64 indexing, and the source as a reader sees it.
 
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -286,7 +287,7 @@ def test_int64_indexing_path_computes_the_same(target):
     kernel = parse_kernel(text)
     x, out = torch.randn(5, 4), torch.empty(5, 4)
     compiled = run(target, kernel, [x], [out], symbols={"s0": 5})
-    function = getattr(compiled.module, compiled.plan.name)
+    function = getattr(compiled.module, compiled.facts.name)
     wide = torch.empty(5, 4)
     function[(1,)](x, wide, 5, XBLOCK=32, IDX64=True)
     assert torch.equal(wide, out)
@@ -311,3 +312,30 @@ def test_compiled_kernels_refuse_cpu_tensors_without_the_interpreter(tmp_path):
     kernel = parse_kernel(pointwise_kernel("[8]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
     with pytest.raises(RuntimeError, match="CUDA tensors"):
         run(gpu, kernel, [torch.randn(8)], [torch.empty(8)])
+
+
+# -- kernels kept in the compiled-graph cache -----------------------------------------
+
+
+def test_a_kernel_loaded_from_its_artifact_runs_as_compiled_and_asks_no_workers(tmp_path):
+    target = TritonTarget(interpret=True, cache=tmp_path)
+    kernel = parse_kernel(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
+    compiled = run(target, kernel, [torch.randn(3, 8), torch.randn(3, 8)], [torch.empty(3, 8)], symbols={"s0": 3})
+    artifact = target.kernel_artifact(compiled)
+    assert json.loads(json.dumps(artifact)) == artifact  # plain data, as the cache stores it
+    target.workers = object()  # a started pool: only kernels compiled here may ask it
+    loaded = target.load_kernel(artifact)
+    assert (loaded.facts, loaded.source, loaded.workers) == (compiled.facts, compiled.source, None)
+    x, y = torch.randn(5, 8), torch.randn(5, 8)
+    first, again = torch.empty(5, 8), torch.empty(5, 8)
+    compiled([x, y, first], [5])
+    loaded([x, y, again], [5])
+    assert torch.equal(first, again) and torch.equal(first, x + y)
+
+
+def test_a_kernel_written_for_the_other_triton_mode_is_not_loaded(tmp_path):
+    target = TritonTarget(interpret=True, cache=tmp_path)
+    kernel = parse_kernel(pointwise_kernel("[4]", ["f32"], "f32", "    %y = math.exp %a0 : f32"))
+    compiled = run(target, kernel, [torch.randn(4)], [torch.empty(4)])
+    with pytest.raises(ValueError, match="another Triton mode"):
+        target.load_kernel({**target.kernel_artifact(compiled), "interpret": 0})

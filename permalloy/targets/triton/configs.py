@@ -1,21 +1,20 @@
 """
 Launch configurations: block sizes, warps and pipeline stages.
 
-`candidates(plan, sizes, mode, interpret)` lists the configurations worth
-benchmarking for a kernel at the given values of its size symbols, best
-guess first; `max-autotune` widens the list. Under Triton's interpreter only
+`candidates(space, sizes, mode, interpret)` lists the configurations worth
+benchmarking for a kernel (its plan's `CandidateSpace`) at the given values
+of its size symbols, best guess first; `max-autotune` widens the list. Under Triton's interpreter only
 one is used, with large blocks (each program costs Python work there) but
 small enough tiles for the reductions it runs element by element.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
-import sympy
-
-from permalloy.dialects.sym import symbol
+from permalloy.targets.host import python_expr
 from permalloy.targets.triton.plan import FLAT, MATMUL, SCATTER, TILED, KernelPlan
 
 TILE_ELEMENTS = 4096
@@ -55,6 +54,79 @@ class Config:
 
 
 @dataclass(frozen=True)
+class CandidateSpace:
+    """
+    What a kernel's candidate configurations depend on, read off its plan
+    once: how its groups launch (`kind`: `matmul`, `scatter`, `flat`,
+    `tiled`, `outer` or `rows`), the row count of each group, the widest
+    persistent block and the inner lengths walked in chunks (Python
+    expressions over the size symbols, evaluated at each call's sizes),
+    whether some stage walks chunks, and whether every group is flat (the
+    interpreter's single configuration). A matrix product adds its sizes
+    (`product`: M, N and K) and whether its factors are half precision and
+    work is fused into it. Plain data: the compiled-graph cache keeps it, so
+    that a cached kernel is tuned without its plan.
+    """
+
+    kind: str
+    rows: tuple[str, ...] = ("1",)
+    block: int = 1
+    chunked: tuple[str, ...] = ()
+    looped: bool = False
+    flat_groups: bool = False
+    product: tuple[str, ...] = ()
+    half: bool = False
+    fused: bool = False
+
+    @staticmethod
+    def of(plan: KernelPlan) -> CandidateSpace:
+        groups = plan.groups
+        if groups and groups[0].mode == MATMUL:
+            from permalloy.targets.triton.matmul import product_facts
+
+            sizes, half, fused = product_facts(plan)
+            return CandidateSpace(MATMUL, product=tuple(python_expr(e) for e in sizes), half=half, fused=fused)
+        if any(g.mode == SCATTER for g in groups):
+            kind = SCATTER
+        elif all(g.mode == FLAT for g in groups):
+            kind = FLAT
+        elif any(g.mode == TILED for g in groups):
+            kind = TILED
+        else:
+            kind = "outer" if all(g.outer for g in groups) else "rows"
+        chunked = [
+            s.inner.numel for g in groups for s in g.stages if s.inner.dims and (s.block is None or g.mode == TILED)
+        ]
+        return CandidateSpace(
+            kind,
+            rows=tuple(python_expr(g.rows.numel) for g in groups) or ("1",),
+            block=max((g.widest_block for g in groups), default=1),
+            chunked=tuple(python_expr(e) for e in chunked),
+            looped=any(g.looped for g in groups),
+            flat_groups=all(g.mode in (FLAT, SCATTER) for g in groups),
+        )
+
+    def as_dict(self) -> dict:
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in asdict(self).items()}
+
+    @staticmethod
+    def from_dict(values: Mapping) -> CandidateSpace:
+        fields = {f.name for f in dataclasses.fields(CandidateSpace)}
+        return CandidateSpace(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields})
+
+    def extents(self, sizes: Mapping[str, int]) -> Extents:
+        """The work of the kernel at `sizes` (values of its size symbols)."""
+        rows = max(evaluate(e, sizes) for e in self.rows)
+        chunked = max((evaluate(e, sizes) for e in self.chunked), default=0)
+        return Extents(max(rows, 1), self.block, chunked)
+
+
+def evaluate(expression: str, sizes: Mapping[str, int]) -> int:
+    """The value of a size expression (`python_expr`'s text) at `sizes`."""
+    return int(eval(expression, {"__builtins__": {}, "min": min, "max": max}, dict(sizes)))  # noqa: S307 - generated text
+
+
+@dataclass(frozen=True)
 class Extents:
     """A kernel's work at given sizes: the most rows of a group, the widest
     persistent block, and the longest inner axis walked in chunks."""
@@ -62,21 +134,6 @@ class Extents:
     rows: int
     block: int
     chunked: int
-
-    @staticmethod
-    def of(plan: KernelPlan, sizes: Mapping[str, int]) -> Extents:
-        values = {symbol(name): value for name, value in sizes.items()}
-
-        def evaluate(expr: sympy.Expr) -> int:
-            return int(sympy.sympify(expr).xreplace(values))
-
-        rows = max(evaluate(g.rows.numel) for g in plan.groups)
-        block = max(g.widest_block for g in plan.groups)
-        chunked = max(
-            (evaluate(s.inner.numel) for g in plan.groups for s in g.stages if s.inner.dims and (s.block is None or g.mode == TILED)),
-            default=0,
-        )
-        return Extents(max(rows, 1), block, chunked)
 
 
 def _pow2_ceil(n: int) -> int:
@@ -91,25 +148,32 @@ def _warps(tile: int) -> int:
     return max(1, min(8, tile // 256))
 
 
-def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False) -> list[Config]:
-    """The configurations to try for `plan` at `sizes`, the default first."""
-    if plan.groups and plan.groups[0].mode == MATMUL:
+def candidates(
+    space: CandidateSpace | KernelPlan, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False
+) -> list[Config]:
+    """The configurations to try for a kernel (its plan, or its plan's
+    `CandidateSpace`) at `sizes`, the default first."""
+    if not isinstance(space, CandidateSpace):
+        space = CandidateSpace.of(space)
+    if space.kind == MATMUL:
         from permalloy.targets.triton.matmul import matmul_candidates
 
-        return matmul_candidates(plan, sizes, mode, interpret)
-    extents = Extents.of(plan, sizes)
+        return matmul_candidates(space, sizes, mode, interpret)
+    extents = space.extents(sizes)
     if interpret:
-        return [_interpreter_config(plan, extents)]
+        return [_interpreter_config(space, extents)]
     wide = mode.startswith("max-autotune")
-    if any(g.mode == SCATTER for g in plan.groups):
+    if space.kind == SCATTER:
         # one configuration: timing candidates would combine into the output again and again
         return _flat(extents, False)[:1]
-    if all(g.mode == FLAT for g in plan.groups):
+    if space.kind == FLAT:
         found = _flat(extents, wide)
-    elif any(g.mode == TILED for g in plan.groups):
+    elif space.kind == TILED:
         found = _tiled(wide)
+    elif space.kind == "outer":
+        found = _outer(space, extents, wide)
     else:
-        found = _rows(plan, extents, wide)
+        found = _rows(space, extents, wide)
     unique: list[Config] = []
     for config in found:
         if config not in unique:
@@ -117,10 +181,9 @@ def candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str = "default"
     return unique
 
 
-def _interpreter_config(plan: KernelPlan, extents: Extents) -> Config:
-    looped = any(g.looped for g in plan.groups)
-    rblock = min(_pow2_ceil(extents.chunked), 256) if looped else 0
-    if all(g.mode in (FLAT, SCATTER) for g in plan.groups):
+def _interpreter_config(space: CandidateSpace, extents: Extents) -> Config:
+    rblock = min(_pow2_ceil(extents.chunked), 256) if space.looped else 0
+    if space.flat_groups:
         return Config(min(_pow2_ceil(extents.rows), INTERPRETER_TILE), rblock)
     inner = max(extents.block, rblock, 1)
     xblock = max(1, min(_pow2_floor(INTERPRETER_TILE // inner), _pow2_ceil(extents.rows)))
@@ -145,7 +208,7 @@ def _tiled(wide: bool) -> list[Config]:
     return [Config(x, r, w, 1) for x, r, w in sizes]
 
 
-def _outer(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
+def _outer(space: CandidateSpace, extents: Extents, wide: bool) -> list[Config]:
     """Reductions along rows: wide blocks of rows (contiguous in memory), a
     few reduction positions at a time."""
     sizes = [(64, 64, 4), (128, 32, 4), (256, 16, 8), (32, 128, 4)]
@@ -155,18 +218,15 @@ def _outer(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
     configs = []
     for xblock, rblock, warps in sizes:
         xblock = min(xblock, row_cap)
-        rblock = rblock if any(g.looped for g in plan.groups) else 0
+        rblock = rblock if space.looped else 0
         xblock = min(xblock, max(1, _pow2_floor(TILE_ELEMENTS // max(extents.block, rblock, 1))))
         configs.append(Config(xblock, rblock, warps, 1))
     return configs
 
 
-def _rows(plan: KernelPlan, extents: Extents, wide: bool) -> list[Config]:
-    if all(g.outer for g in plan.groups):
-        return _outer(plan, extents, wide)
-    looped = any(g.looped for g in plan.groups)
+def _rows(space: CandidateSpace, extents: Extents, wide: bool) -> list[Config]:
     row_cap = _pow2_ceil(extents.rows)
-    if looped:
+    if space.looped:
         longest = _pow2_ceil(extents.chunked)
         chunks = sorted({min(c, longest) for c in ([1024, 2048, 512] + ([256, 4096] if wide else []))}, reverse=True)
     else:

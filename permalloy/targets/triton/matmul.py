@@ -48,7 +48,7 @@ from permalloy.dialects.loop import LoadOp, YieldOp
 from permalloy.dialects.sym import reduction_index
 from permalloy.targets.host import python_expr
 from permalloy.targets.triton.body import BodyWriter, Tile, store
-from permalloy.targets.triton.configs import Config
+from permalloy.targets.triton.configs import CandidateSpace, Config, evaluate
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import Group, KernelPlan, Stage
 from permalloy.targets.triton.source import SourceWriter, Value
@@ -609,27 +609,30 @@ def _pow2_at_least_16(n: int) -> int:
     return max(16, 1 << (max(n, 1) - 1).bit_length())
 
 
-def matmul_candidates(plan: KernelPlan, sizes: Mapping[str, int], mode: str, interpret: bool) -> list[Config]:
-    """The configurations of a `matmul` plan at `sizes`: under the interpreter
-    the template alone, on one tile; on a GPU the library first, then the
-    template tiles worth timing against it."""
-    from permalloy.dialects.sym import symbol
-
+def product_facts(plan: KernelPlan) -> tuple[tuple[sympy.Expr, sympy.Expr, sympy.Expr], bool, bool]:
+    """What a `matmul` plan's candidates depend on: its sizes M, N and K,
+    whether both factors are half precision, and whether work is fused into
+    it (an epilogue beyond rounding, or a computed factor)."""
     group = plan.groups[0]
     product = group.contraction
     assert product is not None
-    values = {symbol(name): value for name, value in sizes.items()}
     _, rows, columns, reduced = product.sizes
-    m, n, k = (int(sympy.sympify(e).xreplace(values)) for e in (sympy.Mul(*rows), columns, reduced))
+    epilogue = len(group.stages) > 2 or (len(group.stages) == 2 and not _only_rounds(group))
+    return (sympy.Mul(*rows), columns, reduced), _half_factors(product), epilogue or _has_prologue(product)
+
+
+def matmul_candidates(space: CandidateSpace, sizes: Mapping[str, int], mode: str, interpret: bool) -> list[Config]:
+    """The configurations of a `matmul` kernel at `sizes`: under the
+    interpreter the template alone, on one tile; on a GPU the library first,
+    then the template tiles worth timing against it."""
+    m, n, k = (evaluate(e, sizes) for e in space.product)
     if interpret:
         return [Config(_pow2_at_least_16(min(m, 32)), _pow2_at_least_16(min(k, 32)), 1, 1, _pow2_at_least_16(min(n, 32)))]
     wide = mode.startswith("max-autotune")
-    half = _half_factors(product)
-    epilogue = len(group.stages) > 2 or (len(group.stages) == 2 and not _only_rounds(group))
-    fused = epilogue or _has_prologue(product)
+    half = space.half
     tensor_cores = half or tf32_allowed()
     configs = [LIBRARY_CONFIG]
-    if not (wide or (fused and tensor_cores)):
+    if not (wide or (space.fused and tensor_cores)):
         return configs
     tiles = list(HALF_TILES if half else FLOAT_TILES)
     tiles = tiles + [(x, y, r if half else r // 2, w, s) for x, y, r, w, s in WIDE_TILES] if wide else tiles[:DEFAULT_TEMPLATES]
@@ -666,4 +669,4 @@ def _has_prologue(product: Contraction) -> bool:
     return any(not isinstance(_operand(v).owner, LoadOp) for v in (product.left, product.right))
 
 
-__all__ = ["LIBRARY_CONFIG", "MatmulWriter", "matmul_candidates", "tf32_allowed"]
+__all__ = ["LIBRARY_CONFIG", "MatmulWriter", "matmul_candidates", "product_facts", "tf32_allowed"]

@@ -6,10 +6,12 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import contextlib
+import json
 import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
@@ -17,7 +19,7 @@ from permalloy.stats import CompileTimes
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
-from permalloy.targets.triton.configs import Config, candidates
+from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
 from permalloy.targets.triton.loader import ModuleLoader
 from permalloy.targets.triton.module import function_name, module_source
@@ -36,6 +38,37 @@ def device_name(tensor) -> str:
     return torch.cuda.get_device_name(tensor.device)
 
 
+@dataclass(frozen=True)
+class LaunchFacts:
+    """What running a compiled kernel needs of its plan: the kernel's symbol
+    (for messages), its function's name, how many of its tensors are inputs,
+    its size symbols in launch order and its candidates' space. Plain data,
+    which the compiled-graph cache keeps beside the module's source."""
+
+    kernel: str
+    name: str
+    inputs: int
+    symbols: tuple[str, ...]
+    space: CandidateSpace
+
+    @staticmethod
+    def of(plan: KernelPlan) -> LaunchFacts:
+        return LaunchFacts(plan.kernel.sym_name.data, plan.name, len(plan.inputs), tuple(plan.symbols), CandidateSpace.of(plan))
+
+    def as_dict(self) -> dict:
+        return {**asdict(self), "symbols": list(self.symbols), "space": self.space.as_dict()}
+
+    @staticmethod
+    def from_dict(values: dict) -> LaunchFacts:
+        return LaunchFacts(
+            str(values["kernel"]),
+            str(values["name"]),
+            int(values["inputs"]),
+            tuple(map(str, values["symbols"])),
+            CandidateSpace.from_dict(values["space"]),
+        )
+
+
 class TritonKernel:
     """
     A compiled kernel: its generated module, candidate configurations and tuner.
@@ -51,7 +84,7 @@ class TritonKernel:
 
     def __init__(
         self,
-        plan: KernelPlan,
+        facts: LaunchFacts,
         source: str,
         module,
         mode: str,
@@ -59,13 +92,13 @@ class TritonKernel:
         interpret: bool,
         workers: CompileWorkers | None = None,
     ):
-        self.plan = plan
+        self.facts = facts
         self.source = source
         self.module = module
         self.mode = mode
         self.tuner = tuner
         self.interpret = interpret
-        self.outputs_from = len(plan.inputs)
+        self.outputs_from = facts.inputs
         self.chosen: dict[tuple, dict[str, int]] = {}
         """The configuration of each (sizes, device) seen, ready to launch with."""
         self.direct = not interpret and direct_launch_available()
@@ -84,8 +117,8 @@ class TritonKernel:
 
     def candidates(self, symbols: Sequence[int]) -> list[Config]:
         """The configurations to try at these sizes."""
-        values = dict(zip(self.plan.symbols, (int(s) for s in symbols)))
-        return candidates(self.plan, values, self.mode, self.interpret)
+        values = dict(zip(self.facts.symbols, (int(s) for s in symbols)))
+        return candidates(self.facts.space, values, self.mode, self.interpret)
 
     def __call__(self, tensors: Sequence, symbols: Sequence[int]) -> None:
         if self.direct and tensors:
@@ -201,7 +234,7 @@ class TritonKernel:
         or on a GPU the fastest candidate."""
         if not self.interpret and tensors and not tensors[0].is_cuda:
             raise RuntimeError(
-                f"the triton target runs kernels on CUDA tensors; @{self.plan.kernel.sym_name.data} got "
+                f"the triton target runs kernels on CUDA tensors; @{self.facts.kernel} got "
                 f"{tensors[0].device} tensors (set TRITON_INTERPRET=1 to run Triton's CPU interpreter)"
             )
         configs = self.candidates(symbols)
@@ -261,11 +294,38 @@ class TritonTarget:
             with self.times.measure("kernel_emission"):
                 plan = self.plan(kernel, layouts)
                 source = module_source(plan, self.interpret)
-            with self.times.measure("kernel_loading"):
-                module = self.loader.load(source, plan.name)
-            compiled = TritonKernel(plan, source, module, self.mode, self.tuner, self.interpret, self.workers)
-            compiled.times = self.times
+            compiled = self._loaded(LaunchFacts.of(plan), source, self.workers)
             self.compiled[key] = compiled
+        return compiled
+
+    def cache_identity(self) -> str:
+        """What generated modules depend on besides their IR: whether they are
+        written for the interpreter."""
+        return "interpreter" if self.interpret else "gpu"
+
+    def kernel_artifact(self, compiled: TritonKernel) -> dict[str, str | int | bytes]:
+        """What a later process needs to load `compiled` (`load_kernel`): its
+        module's source and its launch facts. Triton's binaries and the tuned
+        configurations stay in their own caches."""
+        return {"source": compiled.source, "launch": json.dumps(compiled.facts.as_dict()), "interpret": int(self.interpret)}
+
+    def load_kernel(self, artifact: dict[str, str | int | bytes]) -> TritonKernel:
+        """A kernel from its `kernel_artifact`: its module written and imported
+        again, without planning or generating it. The compile workers are not
+        asked to compile it: the process that stored it compiled it into
+        Triton's cache, where its first launch finds it sooner than a worker
+        would answer (or, that cache cleared, compiles it here)."""
+        if int(artifact["interpret"]) != int(self.interpret):
+            raise ValueError("the kernel was generated for another Triton mode (interpreter or GPU)")
+        facts = LaunchFacts.from_dict(json.loads(str(artifact["launch"])))
+        return self._loaded(facts, str(artifact["source"]), workers=None)
+
+    def _loaded(self, facts: LaunchFacts, source: str, workers: CompileWorkers | None) -> TritonKernel:
+        """The kernel of a generated module's `source`, imported."""
+        with self.times.measure("kernel_loading"):
+            module = self.loader.load(source, facts.name)
+        compiled = TritonKernel(facts, source, module, self.mode, self.tuner, self.interpret, workers)
+        compiled.times = self.times
         return compiled
 
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:

@@ -168,8 +168,10 @@ class TritonKernel:
         self.compiling.clear()
 
     def _launch(self, tensors: Sequence, symbols: Sequence[int], direct_key: tuple | None) -> None:
-        """Launch through Triton's JIT, choosing the configuration on the first
-        call at these sizes; keep the direct launch under `direct_key`."""
+        """A call without a direct launch yet: choose the configuration on the
+        first call at these sizes, then run through the direct launch kept
+        under `direct_key` (made here), or through Triton's JIT where there is
+        none (the interpreter, a launch hook, a kernel no launcher takes)."""
         if self.compiling:
             started = time.perf_counter()
             self._await_compiling()

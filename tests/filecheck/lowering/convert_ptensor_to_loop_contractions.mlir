@@ -38,7 +38,7 @@
 // TRITON:            acc += tl.dot(
 // TRITON:          tl.erf(
 // TRITON:        def triton_fused_reduce_sum_pointwise_erf_{{[0-9]+}}_epilogue(
-// TRITON:        def launch(tensors, symbols, config):
+// TRITON:        def launch(tensors, symbols, config, compile_only=False):
 // TRITON:            torch.mm(left, right, out=product)
 func.func @linear_gelu(%x: !ptensor.tensor<[32, 64], f32>, %w: !ptensor.tensor<[16, 64], f32>, %b: !ptensor.tensor<[16], f32>) -> !ptensor.tensor<[32, 16], f32> {
   %t = ptensor.permute %w [1, 0] : !ptensor.tensor<[16, 64], f32> -> !ptensor.tensor<[64, 16], f32>

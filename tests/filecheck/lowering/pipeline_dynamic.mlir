@@ -61,11 +61,11 @@
 // TRITON:      def triton_fused_reduce_max_reduce_sum_pointwise_exp_0(in0, in1, out0, s0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, IDX64: tl.constexpr):
 // TRITON:          for roffset in range(0, s0, RBLOCK):
 // TRITON:              rmask = rindex < s0
-// TRITON:      def launch(tensors, symbols, config):
+// TRITON:      def launch(tensors, symbols, config, compile_only=False):
 // TRITON:          s0, = symbols
 // TRITON:      def triton_pointwise_tanh_1(in0, out0, s0, XBLOCK: tl.constexpr, RBLOCK: tl.constexpr, IDX64: tl.constexpr):
 // TRITON:          xmask = xindex < (s0 - 1)
-// TRITON:      def launch(tensors, symbols, config):
+// TRITON:      def launch(tensors, symbols, config, compile_only=False):
 // TRITON:          s0, = symbols
 
 func.func @f(%n: index {ptensor.symbol = #sym.expr<s0>}, %x: !ptensor.tensor<[8, s0], f32>, %b: !ptensor.tensor<[s0], f32>) -> (!ptensor.tensor<[8, s0], f32>, !ptensor.tensor<[s0 - 1, 8], f32>) {

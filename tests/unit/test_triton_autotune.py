@@ -25,6 +25,10 @@ def _plan(text: str):
     return plan_kernel(kernel, [BufferType(t.sizes, t.element_type) for t in types], "triton_k")
 
 
+def _space(text: str) -> CandidateSpace:
+    return CandidateSpace.of(_plan(text))
+
+
 def _row_sum(size: str) -> str:
     source, result = tensor(f"[s0, {size}]", "f32"), tensor("[s0]", "f32")
     return f"""
@@ -41,23 +45,23 @@ POINTWISE = pointwise_kernel("[s0, 64]", ["f32"], "f32", "    %y = math.exp %a0 
 
 
 def test_pointwise_candidates_vary_the_block_and_max_autotune_tries_more():
-    plan = _plan(POINTWISE)
-    default = candidates(plan, {"s0": 4096})
-    wide = candidates(plan, {"s0": 4096}, mode="max-autotune")
+    space = _space(POINTWISE)
+    default = candidates(space, {"s0": 4096})
+    wide = candidates(space, {"s0": 4096}, mode="max-autotune")
     assert default[0] == Config(1024, 0, 4, 1)
     assert len({c.XBLOCK for c in default}) >= 3
     assert set(default) < set(wide)
-    small = candidates(plan, {"s0": 1})
+    small = candidates(space, {"s0": 1})
     assert max(c.XBLOCK for c in small) == 64
 
 
 def test_reduction_candidates_fit_the_rows_in_a_tile():
-    persistent = candidates(_plan(_row_sum("512")), {"s0": 1000})
+    persistent = candidates(_space(_row_sum("512")), {"s0": 1000})
     assert all(c.RBLOCK == 0 and c.XBLOCK * 512 <= 4096 for c in persistent)
-    looped = candidates(_plan(_row_sum("s1")), {"s0": 8, "s1": 100000})
+    looped = candidates(_space(_row_sum("s1")), {"s0": 8, "s1": 100000})
     assert {c.RBLOCK for c in looped} == {512, 1024, 2048}
     assert all(c.XBLOCK <= 8 for c in looped)
-    short = candidates(_plan(_row_sum("s1")), {"s0": 8, "s1": 100})
+    short = candidates(_space(_row_sum("s1")), {"s0": 8, "s1": 100})
     assert {c.RBLOCK for c in short} == {128}
 
 
@@ -65,17 +69,18 @@ def test_reduction_candidates_fit_the_rows_in_a_tile():
 def test_a_kernel_s_candidate_space_kept_as_json_gives_its_plan_s_candidates(text):
     """The compiled-graph cache keeps a kernel's `CandidateSpace` (JSON), not
     its plan: the space must give the plan's candidates at any size and mode."""
-    plan = _plan(text)
-    kept = CandidateSpace.from_dict(json.loads(json.dumps(CandidateSpace.of(plan).as_dict())))
+    space = _space(text)
+    kept = CandidateSpace.from_dict(json.loads(json.dumps(space.as_dict())))
+    assert kept == space
     for sizes in ({"s0": 1, "s1": 7}, {"s0": 4096, "s1": 100000}, {"s0": 37, "s1": 300}):
         for mode, interpret in (("default", False), ("max-autotune", False), ("default", True)):
-            assert candidates(kept, sizes, mode, interpret) == candidates(plan, sizes, mode, interpret)
+            assert candidates(kept, sizes, mode, interpret) == candidates(space, sizes, mode, interpret)
 
 
 def test_the_interpreter_gets_one_configuration_with_large_blocks():
-    (config,) = candidates(_plan(POINTWISE), {"s0": 10}, interpret=True)
+    (config,) = candidates(_space(POINTWISE), {"s0": 10}, interpret=True)
     assert config.XBLOCK == 1024
-    (looped,) = candidates(_plan(_row_sum("s1")), {"s0": 3, "s1": 5000}, interpret=True)
+    (looped,) = candidates(_space(_row_sum("s1")), {"s0": 3, "s1": 5000}, interpret=True)
     assert looped.RBLOCK == 256 and looped.XBLOCK == 4
 
 

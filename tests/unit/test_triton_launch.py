@@ -82,21 +82,30 @@ class RecordingJit:
         )
 
 
-@pytest.mark.parametrize("name", sorted(KERNELS))
-def test_the_direct_launcher_passes_what_the_jit_launch_binds(name, tmp_path, monkeypatch):
-    text, shapes, symbols = KERNELS[name]
+CONFIG = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+
+
+def recorded_module(case, tmp_path, monkeypatch):
+    """The GPU module generated for a case of `KERNELS`, its `@triton.jit`
+    function replaced by a `RecordingJit`: the module, the real function, the
+    recorder, the case's tensors and size symbols."""
+    text, shapes, symbols = case
     kernel = parse_kernel(text)
     plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
     module = ModuleLoader(tmp_path).load(module_source(plan, interpret=False), plan.name)
     jit = getattr(module, plan.name)
     recorder = RecordingJit()
     monkeypatch.setattr(module, plan.name, recorder)
-    tensors = [torch.randn(*shape) for shape in shapes]
-    config = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+    return module, jit, recorder, [torch.randn(*shape) for shape in shapes], symbols
 
-    kernels = module.launch(tensors, symbols, config)
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_the_direct_launcher_passes_what_the_jit_launch_binds(name, tmp_path, monkeypatch):
+    module, jit, recorder, tensors, symbols = recorded_module(KERNELS[name], tmp_path, monkeypatch)
+
+    kernels = module.launch(tensors, symbols, CONFIG)
     launches = [(k.run, k.function, k.packed_metadata) for k in kernels]
-    module.launcher(symbols, config, launches)(tensors, 1234)
+    module.launcher(symbols, CONFIG, launches)(tensors, 1234)
 
     assert len(recorder.direct) == len(recorder.launches) >= 1
     for (index, direct), (grid, args, kwargs) in zip(recorder.direct, recorder.launches, strict=True):
@@ -118,17 +127,10 @@ def test_warmup_compiles_what_the_jit_launch_binds(name, tmp_path, monkeypatch):
     """A compile worker's `warmup` must specialize the kernel as the first
     launch does (dtypes, sizes, compile-time values), or the launch would
     miss Triton's cache and compile again."""
-    text, shapes, symbols = KERNELS[name]
-    kernel = parse_kernel(text)
-    plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
-    module = ModuleLoader(tmp_path).load(module_source(plan, interpret=False), plan.name)
-    recorder = RecordingJit()
-    monkeypatch.setattr(module, plan.name, recorder)
-    tensors = [torch.randn(*shape) for shape in shapes]
-    config = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+    module, _, recorder, tensors, symbols = recorded_module(KERNELS[name], tmp_path, monkeypatch)
 
-    module.launch(tensors, symbols, config)
-    module.warmup(symbols, config)
+    module.launch(tensors, symbols, CONFIG)
+    module.warmup(symbols, CONFIG)
 
     assert len(recorder.warmups) == len(recorder.launches) >= 1
     for (args, kwargs), (_, launch_args, launch_kwargs) in zip(recorder.warmups, recorder.launches, strict=True):
@@ -148,17 +150,10 @@ def test_interpreter_modules_have_no_warmup(tmp_path):
 def test_compiling_only_launches_nothing(name, tmp_path, monkeypatch):
     """`launch(..., compile_only=True)` compiles each launch for the same
     arguments as a launch, and runs neither a kernel nor a library call."""
-    text, shapes, symbols = KERNELS[name]
-    kernel = parse_kernel(text)
-    plan = plan_kernel(kernel, layouts_of(kernel), "triton_k")
-    module = ModuleLoader(tmp_path).load(module_source(plan, interpret=False), plan.name)
-    recorder = RecordingJit()
-    monkeypatch.setattr(module, plan.name, recorder)
-    tensors = [torch.randn(*shape) for shape in shapes]
-    config = {"XBLOCK": 8, "RBLOCK": 16, "num_warps": 2, "num_stages": 1}
+    module, _, recorder, tensors, symbols = recorded_module(KERNELS[name], tmp_path, monkeypatch)
 
-    compiled = module.launch(tensors, symbols, config, True)
-    module.launch(tensors, symbols, config)
+    compiled = module.launch(tensors, symbols, CONFIG, True)
+    module.launch(tensors, symbols, CONFIG)
 
     count = len(compiled)
     assert count >= 1 and recorder.compile_only == [True] * count + [False] * count

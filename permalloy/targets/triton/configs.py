@@ -3,16 +3,16 @@ Launch configurations: block sizes, warps and pipeline stages.
 
 `candidates(space, sizes, mode, interpret)` lists the configurations worth
 benchmarking for a kernel (its plan's `CandidateSpace`) at the given values
-of its size symbols, best guess first; `max-autotune` widens the list. Under Triton's interpreter only
-one is used, with large blocks (each program costs Python work there) but
-small enough tiles for the reductions it runs element by element.
+of its size symbols, best guess first; `max-autotune` widens the list. Under
+Triton's interpreter only one is used, with large blocks (each program costs
+Python work there) but small enough tiles for the reductions it runs element
+by element.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 
 from permalloy.targets.host import python_expr
 from permalloy.targets.triton.plan import FLAT, MATMUL, SCATTER, TILED, KernelPlan
@@ -111,8 +111,8 @@ class CandidateSpace:
 
     @staticmethod
     def from_dict(values: Mapping) -> CandidateSpace:
-        fields = {f.name for f in dataclasses.fields(CandidateSpace)}
-        return CandidateSpace(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in fields})
+        names = {f.name for f in fields(CandidateSpace)}
+        return CandidateSpace(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in names})
 
     def extents(self, sizes: Mapping[str, int]) -> Extents:
         """The work of the kernel at `sizes` (values of its size symbols)."""
@@ -148,13 +148,9 @@ def _warps(tile: int) -> int:
     return max(1, min(8, tile // 256))
 
 
-def candidates(
-    space: CandidateSpace | KernelPlan, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False
-) -> list[Config]:
-    """The configurations to try for a kernel (its plan, or its plan's
-    `CandidateSpace`) at `sizes`, the default first."""
-    if not isinstance(space, CandidateSpace):
-        space = CandidateSpace.of(space)
+def candidates(space: CandidateSpace, sizes: Mapping[str, int], mode: str = "default", interpret: bool = False) -> list[Config]:
+    """The configurations to try for a kernel (its plan's `CandidateSpace`)
+    at `sizes`, the default first."""
     if space.kind == MATMUL:
         from permalloy.targets.triton.matmul import matmul_candidates
 

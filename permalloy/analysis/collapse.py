@@ -176,6 +176,7 @@ def collapse_space(
     values: Sequence[sympy.Expr] = (),
     merge_size_one: bool = False,
     row_rank: int = 0,
+    ordered_by: sympy.Expr | None = None,
 ) -> Space:
     """
     Collapse a whole domain: its parallel dimensions, then its reduction
@@ -184,10 +185,15 @@ def collapse_space(
     expressions a body reads as values (`loop.index`), whose variables never
     merge; `merge_size_one` as for `collapse`. With `row_rank`, the leading
     `row_rank` parallel dimensions (rows another stage shares) and the
-    others collapse apart, never into one another.
+    others collapse apart, never into one another. With `ordered_by` (an
+    address, without `row_rank`), the parallel dimensions are first put in
+    the order in which it walks memory (`memory_order`): a pointwise stage
+    writing a channels-last result iterates its channels innermost.
     """
     pinned = {s for e in values for s in e.free_symbols}
     dims = [(parallel_index(i), s) for i, s in enumerate(parallel)]
+    if ordered_by is not None and row_rank == 0:
+        dims = memory_order(dims, sympy.expand(ordered_by))
     runs = [dims[:row_rank], dims[row_rank:]] if 0 < row_rank < len(dims) else [dims]
     rows = Axis([])
     walked = list(addresses)

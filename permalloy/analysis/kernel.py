@@ -232,22 +232,28 @@ def stage_space(
     outputs: Sequence[TensorLayout],
     merge_size_one: bool = False,
     row_rank: int = 0,
+    memory_ordered: bool = False,
 ) -> StageSpace:
     """
     A stage's collapsed iteration space when its body arguments read the
     tensors `inputs` and it writes its result to each of `outputs`
     (`merge_size_one` as for `collapse.collapse`, `row_rank` as for
-    `collapse.collapse_space`).
+    `collapse.collapse_space`). With `memory_ordered`, a stage without
+    reduction dimensions iterates in the memory order of its first output
+    (`collapse.memory_order`).
     """
     result_index = stage.op.result_index
     loads = stage.loads
+    output_addresses = [t.address(result_index) for t in outputs]
+    ordered = memory_ordered and bool(output_addresses) and not stage.reduction_sizes
     space = collapse_space(
         stage.sizes,
         stage.reduction_sizes,
-        [inputs[o.source].address(o.indices.data) for o in loads] + [t.address(result_index) for t in outputs],
+        [inputs[o.source].address(o.indices.data) for o in loads] + output_addresses,
         [o.expr.expr for o in stage.index_ops],
         merge_size_one,
         row_rank,
+        output_addresses[0] if ordered else None,
     )
     return StageSpace(
         space,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -13,9 +14,11 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
+from permalloy.analysis.channels import walks_channels_beside
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.lowering.convert_loop_to_buffer import attention_buffer
+from permalloy.passes.convolution_layouts import LayoutTimes, convolution_times
 from permalloy.passes.plan_memory import FRESH_RESULT_OPS
 
 PLANNED_RANK = 4
@@ -87,11 +90,27 @@ def _convolution(op: Operation) -> pt.ConvolutionOp | None:
     return None
 
 
+ConvolutionTimer = Callable[[buf.ExternOp, bool], LayoutTimes]
+"""`(extern holding a convolution, whether its input is copied) -> times`."""
+
+MEASURED_MARGIN = 0.02
+"""Measured convolutions keep NCHW memory only where their channels-last
+time, in all, exceeds their NCHW time by this fraction of it."""
+
+TRANSPOSING_MARGIN = 0.25
+"""The margin instead where a kernel of the set walks the images' channels
+beside a tensor contiguous along them (`analysis.channels`: a layer norm over
+permuted channels, a linear layer's result added back), which NCHW memory
+makes a transposing kernel and the convolutions' times do not count."""
+
+
 @dataclass
 class _LayoutPlanner:
-    """The layout decisions for one host program."""
+    """The layout decisions for one host program; with `timer`, convolutions
+    keep NCHW memory where channels-last measures slower."""
 
     function: func.FuncOp
+    timer: ConvolutionTimer | None = None
     components: _Components = field(default_factory=_Components)
 
     def run(self) -> None:
@@ -113,7 +132,7 @@ class _LayoutPlanner:
     def _plan_convolutions(self) -> None:
         block = self.function.body.block
         planned: list[buf.ExternOp] = []
-        vetoed: set[SSAValue] = set()
+        vetoed: list[SSAValue] = []
         for op in block.ops:
             if isinstance(op, buf.LaunchOp):
                 self._connect_launch(op)
@@ -121,11 +140,15 @@ class _LayoutPlanner:
                 if _free(op.results[0]):
                     planned.append(op)
                 else:
-                    vetoed.update(self.components.find(v) for v in (op.inputs[0], op.results[0]))
+                    vetoed.extend((op.inputs[0], op.results[0]))
         if not planned:
             return
+        if self.timer is not None:
+            self.components.union([v for op in planned for v in (op.inputs[0], op.results[0])])
         seeds = {self.components.find(v) for op in planned for v in (op.inputs[0], op.results[0])}
         chosen = seeds - {self.components.find(v) for v in vetoed}
+        if self.timer is not None:
+            chosen &= self._not_measured_slower(planned)
         changed: dict[Operation, set[SSAValue]] = {}
         for value in list(self.components.parent):
             if self.components.find(value) in chosen and _free(value):
@@ -134,6 +157,46 @@ class _LayoutPlanner:
         for op in planned:
             if self.components.find(op.results[0]) in chosen:
                 self._channels_last_input(replaced.get(op, op))
+
+    def _not_measured_slower(self, planned: list[buf.ExternOp]) -> set[SSAValue]:
+        """The sets (by their root) whose convolutions do not run slower in
+        all with channels-last memory, by more than `MEASURED_MARGIN`, as
+        `timer` measures them (one set: every planned convolution's)."""
+        assert self.timer is not None
+        nchw: dict[SSAValue, float] = {}
+        channels_last: dict[SSAValue, float] = {}
+        for op in planned:
+            root = self.components.find(op.results[0])
+            source = op.inputs[0]
+            copied = not _free(source) and not _is_channels_last(buf.buffer_type(source))
+            times = self.timer(op, copied)
+            nchw[root] = nchw.get(root, 0.0) + times.nchw
+            channels_last[root] = channels_last.get(root, 0.0) + times.channels_last
+        chosen = set()
+        for root in nchw:
+            margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
+            if channels_last[root] <= nchw[root] * (1 + margin):
+                chosen.add(root)
+        return chosen
+
+    def _transposes_in_nchw(self, root: SSAValue) -> bool:
+        """Whether a kernel launched on the set of `root` walks its images'
+        channels beside a tensor contiguous along them."""
+        module = self.function.parent_op()
+        kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, buf.KernelOp)} if module else {}
+        for op in self.function.body.block.ops:
+            if not isinstance(op, buf.LaunchOp):
+                continue
+            operands = [*op.inputs, *op.outputs]
+            images = {
+                i
+                for i, v in enumerate(operands)
+                if isinstance(v.type, buf.BufferType) and v.type.rank == PLANNED_RANK and self.components.find(v) is root
+            }
+            kernel = kernels.get(op.kernel.root_reference.data)
+            if images and kernel is not None and walks_channels_beside(kernel, [v.type for v in operands], images):
+                return True
+        return False
 
     def _connect_launch(self, op: buf.LaunchOp) -> None:
         """The planned-rank operands of one launch with the same batch and
@@ -208,6 +271,20 @@ class PlanLayoutsPass(ModulePass):
     flash and cuDNN kernels give the result the query's layout, so the
     result needs no copy.
 
+    `convolutions` says which convolutions seed channels-last sets:
+    `channels-last` (the default) every one whose result is free; `measured`
+    (the targets' choice, as the libraries' speed in each layout depends on
+    the shape and dtype) the same unless they run slower so, timed on this
+    machine (`convolution_layouts`). Measured, the inputs and results of all
+    convolutions share one set, so that no kernel converts between the
+    layouts of two, and it keeps NCHW memory where their time in all, each
+    timed both ways, is lower so by more than `MEASURED_MARGIN` (by more
+    than `TRANSPOSING_MARGIN` where a kernel of the set would transpose in
+    NCHW memory: ConvNeXt's layer norms over permuted channels).
+    Convolutions with symbolic sizes are not timed and count as no slower
+    in channels-last memory. `device` (`cpu`, or `cuda`: the current GPU) is
+    where they are timed; without a GPU, `cuda` times nothing.
+
     Before:
     ```
     %y = buffer.alloc : !buffer.buffer<[2, 8, 5, 5], f32>
@@ -226,7 +303,39 @@ class PlanLayoutsPass(ModulePass):
 
     name = "plan-layouts"
 
+    convolutions: str = "channels-last"
+    device: str = "cpu"
+
+    def __post_init__(self) -> None:
+        if self.convolutions not in CONVOLUTION_CHOICES:
+            raise ValueError(
+                f"convolutions={self.convolutions!r} is not valid; valid values: {', '.join(CONVOLUTION_CHOICES)}"
+            )
+        if self.device not in MEASURED_DEVICES:
+            raise ValueError(f"device={self.device!r} is not valid; valid values: {', '.join(MEASURED_DEVICES)}")
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
+        timer = CONVOLUTION_CHOICES[self.convolutions]
+        if timer is not None:
+            timer = functools.partial(timer, device=self.device)
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             if function.body.blocks:
-                _LayoutPlanner(function).run()
+                plan_function_layouts(function, timer)
+
+
+def plan_function_layouts(function: func.FuncOp, timer: ConvolutionTimer | None = None) -> None:
+    """Plan the layouts of one host function, as `PlanLayoutsPass` does:
+    every free convolution seeds channels-last sets, or with `timer`, unless
+    its measurements find them slower so."""
+    _LayoutPlanner(function, timer).run()
+
+
+CONVOLUTION_CHOICES: dict[str, Callable[..., LayoutTimes] | None] = {
+    "channels-last": None,
+    "measured": convolution_times,
+}
+"""The values of `plan-layouts`' `convolutions` option, with the timer each
+uses (`(extern, copies_input, device=) -> times`)."""
+
+MEASURED_DEVICES = ("cpu", "cuda")
+"""The values of `plan-layouts`' `device` option: where measured convolutions are timed."""

@@ -1,9 +1,10 @@
 """
-Channels-last planning on the Triton target (`plan-layouts`), run under
+Channels-last planning (`plan-layouts`) on the Triton target, run under
 Triton's interpreter on the CPU (or on the GPU that `PERMALLOY_TEST_DEVICE`
-names): convolutional blocks compiled with
-channels-last intermediates match eager, graph outputs keep eager's strides,
-and pointwise kernels over channels-last tensors walk them along channels.
+names), and on the LLVM target, where convolutions are measured: convolutional
+blocks compiled with channels-last intermediates match eager, graph outputs
+keep eager's strides, and pointwise kernels over channels-last tensors walk
+them along channels.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from permalloy.passes.plan_layouts import channels_last_strides
+from permalloy.passes.convolution_layouts import LayoutTimes
+from permalloy.passes.plan_layouts import CONVOLUTION_CHOICES, channels_last_strides
 from permalloy.tools.backend import permalloy_backend
 
 DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
@@ -75,7 +77,9 @@ def test_channels_last_strides_are_torchs():
 
 
 @pytest.mark.parametrize("channels_last_input", [False, True])
-def test_convolutional_block_matches_eager(tmp_path, channels_last_input):
+def test_convolutional_block_matches_eager(tmp_path, monkeypatch, channels_last_input):
+    # channels-last measures faster here, whatever this GPU's library says
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device: LayoutTimes(2.0, 1.0))
     torch.manual_seed(0)
     model = _randomize_statistics(Block()).to(DEVICE)
     x = torch.randn(2, 3, 12, 10, device=DEVICE)
@@ -88,6 +92,41 @@ def test_convolutional_block_matches_eager(tmp_path, channels_last_input):
     host = _host_source(tmp_path)
     # intermediates around the convolutions are channels-last: [2, 8, 12, 10]
     assert "(960, 1, 80, 8, )" in host, host
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the LLVM target runs on CPU tensors")
+@pytest.mark.parametrize("channels_last_faster", [True, False])
+def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, channels_last_faster):
+    """On the CPU, channels-last memory is planned where the convolutions
+    measure faster so (here a timer that says so, or the opposite); either
+    way the block matches eager."""
+    times = LayoutTimes(2.0, 1.0) if channels_last_faster else LayoutTimes(1.0, 2.0)
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device: times)
+    torch.manual_seed(3)
+    model = _randomize_statistics(Block())
+    x = torch.randn(2, 3, 12, 10)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": "llvm", "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    assert ("(960, 1, 80, 8, )" in _host_source(tmp_path)) == channels_last_faster
+
+
+@pytest.mark.skipif(DEVICE != "cpu", reason="the LLVM target runs on CPU tensors")
+def test_llvm_target_measures_transposed_convolutions():
+    """A transposed convolution with a bias (a UNet's upsampling: the bias
+    has the result's channels, not the weight's first size) is timed and
+    compiled."""
+    torch.manual_seed(4)
+    up, conv = torch.nn.ConvTranspose2d(16, 8, 2, stride=2), torch.nn.Conv2d(8, 8, 3, padding=1)
+
+    def f(x):
+        return conv(torch.relu(up(x))).relu()
+
+    x = torch.randn(2, 16, 6, 6)
+    with torch.no_grad():
+        expected = f(x)
+        result = torch.compile(f, backend=permalloy_backend, options={"target": "llvm", "fallback": "raise"})(x)
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-5)
 
 
 def test_returned_activation_keeps_eager_strides(tmp_path):

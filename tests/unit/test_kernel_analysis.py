@@ -34,7 +34,7 @@ from permalloy.targets.llvm import UnsupportedKernelError as LLVMError
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, tensor
 from permalloy.targets.triton.types import UnsupportedKernelError as TritonError
 
-d0, d1, d2, r0, r1, s0, v0 = (symbol(n) for n in ("d0", "d1", "d2", "r0", "r1", "s0", "v0"))
+d0, d1, d2, d3, r0, r1, s0, v0 = (symbol(n) for n in ("d0", "d1", "d2", "d3", "r0", "r1", "s0", "v0"))
 
 
 def T(shape: str, dtype: str = "f32") -> str:
@@ -338,6 +338,18 @@ def test_collapse_space_renames_the_surviving_variables_in_order():
     assert space.parallel == (20, 3) and space.reduction == (7,)
     assert space.addresses == [3 * d0 + d1 + 60 * r0, 3 * d0 + 100 * d1]
 
+
+
+def test_collapse_space_in_the_memory_order_of_an_address():
+    # a channels-last [2, 8, 5, 7] result: channels innermost, then rows, then width
+    result = 280 * d0 + d1 + 56 * d2 + 8 * d3
+    space = collapse_space([2, 8, 5, 7], [], [result], ordered_by=result)
+    assert space.parallel == (560,) and space.addresses == [d0]
+    # an NCHW read beside it keeps the batch, spatial and channel dimensions apart
+    nchw = 280 * d0 + 35 * d1 + 7 * d2 + d3
+    space = collapse_space([2, 8, 5, 7], [], [nchw, result], ordered_by=result)
+    assert space.parallel == (2, 35, 8)
+    assert space.addresses == [280 * d0 + d1 + 35 * d2, 280 * d0 + 8 * d1 + d2]
 
 
 def test_collapse_space_keeps_shared_rows_apart():

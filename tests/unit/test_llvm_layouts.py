@@ -9,7 +9,8 @@ from xdsl.dialects.builtin import f32
 from permalloy.dialects.buffer import BufferType
 from permalloy.dialects.sym import symbol
 from permalloy.targets.llvm import LLVMTarget
-from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, run, tensor
+from permalloy.targets.llvm.plan import plan_kernel
+from permalloy.targets.llvm.testing import layout, parse_kernel, pointwise_kernel, run, tensor
 
 AXPY = """
     %c = arith.constant 2.0 : f32
@@ -55,6 +56,40 @@ def test_broadcast_inputs(target):
     assert torch.equal(axpy(target, row, column), row * 2 + column)
     scalar = torch.randn(()).expand(7, 45)
     assert torch.equal(axpy(target, scalar, column), scalar * 2 + column)
+
+
+def test_channels_last_pointwise_walks_memory_in_order(target):
+    """A pointwise stage writing a channels-last result iterates channels
+    innermost: with channels-last inputs its domain is one contiguous run."""
+    x, y = (torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last) for _ in range(2))
+    out = torch.empty(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    kernel = parse_kernel(pointwise_kernel("[2, 8, 5, 7]", ["f32", "f32"], "f32", AXPY))
+    layouts = [layout(t) for t in (x, y, out)]
+    (stage,) = plan_kernel(kernel, layouts, 8).stages
+    assert stage.parallel == (560,)
+    axpy(target, x, y, out)
+    assert torch.equal(out, x * 2 + y)
+    # NCHW inputs into a channels-last result: iterated [N, H, W, C], correct
+    nchw = torch.randn(2, 8, 5, 7)
+    (stage,) = plan_kernel(kernel, [layout(nchw), layout(y), layout(out)], 8).stages
+    assert stage.parallel == (2, 35, 8)
+    axpy(target, nchw, y, out)
+    assert torch.equal(out, nchw * 2 + y)
+
+
+def test_channels_last_pointwise_reading_its_channel_index(target):
+    """A body that reads the channel index (a dimension that never merges)
+    keeps its value when the dimensions are reordered."""
+    body = """
+    %c = loop.index d1
+    %i = arith.index_cast %c : index to i64
+    %f = arith.sitofp %i : i64 to f32
+    %y = arith.addf %a0, %f : f32"""
+    kernel = parse_kernel(pointwise_kernel("[2, 8, 5, 7]", ["f32"], "f32", body))
+    x = torch.randn(2, 8, 5, 7).to(memory_format=torch.channels_last)
+    out = torch.empty_like(x)
+    run(target, kernel, [x], [out])
+    assert torch.equal(out, x + torch.arange(8.0).view(1, 8, 1, 1))
 
 
 def test_in_place(target):

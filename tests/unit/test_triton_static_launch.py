@@ -7,11 +7,20 @@ launcher are stood in for, so no GPU is needed.
 
 from __future__ import annotations
 
+import os
+import tempfile
 from types import SimpleNamespace
 
 import pytest
 
 from permalloy.targets.triton import direct
+
+
+BINARIES = tempfile.TemporaryDirectory(prefix="permalloy-test-binaries-")
+"""Where the stand-in kernels' binary files are."""
+CUBIN = os.path.join(BINARIES.name, "k.cubin")
+with open(CUBIN, "wb") as binary_file:
+    binary_file.write(b"\x7fELF in the cache")
 
 
 def compiled_kernel(signature, constants=None, **metadata):
@@ -21,7 +30,7 @@ def compiled_kernel(signature, constants=None, **metadata):
     return SimpleNamespace(
         src=SimpleNamespace(signature=signature, constants=constants or {}),
         metadata=SimpleNamespace(**fields),
-        metadata_group={"k.json": "/cache/k.json", "k.cubin": "/cache/k.cubin"},
+        metadata_group={"k.json": os.path.join(BINARIES.name, "k.json"), "k.cubin": CUBIN},
     )
 
 
@@ -66,7 +75,7 @@ def test_a_static_launch_passes_the_binary_s_parameters_and_null_scratch(monkeyp
     # called as generated launchers call Triton's: every parameter, compile-time ones included
     run(10, 1, 1, 77, function, metadata, None, None, None, "in", "out", 5, 6, 0.5, 1024)
 
-    assert launcher.loads == [("/cache/k.cubin", "k", 512, 2)]
+    assert launcher.loads == [(CUBIN, "k", 512, 2)]
     assert launcher.launches == [(1234, 10, 1, 1, 8, 512, "OOilfOO", ("in", "out", 5, 6, 0.5, None, None), 77)]
 
 
@@ -107,3 +116,18 @@ def test_a_binary_outside_triton_s_cache_is_written_to_permalloy_s(monkeypatch, 
     direct.static_launch(kernel, 0)
     (path, *_), = launcher.loads
     assert path.startswith(str(tmp_path)) and open(path, "rb").read() == b"\x7fELF binary"
+
+
+def test_a_binary_whose_cache_entry_is_gone_is_written_again(monkeypatch, tmp_path):
+    """A kernel Triton keeps in memory names a cache directory since removed
+    (`TRITON_CACHE_DIR` changed within the process): its bytes are loaded
+    from a file of permalloy's, not the missing path."""
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path / "permalloy"))
+    launcher = RecordingLauncher()
+    monkeypatch.setattr(direct, "static_launcher", lambda: launcher)
+    kernel = compiled_kernel(SIGNATURE)
+    kernel.metadata_group = {"k.cubin": str(tmp_path / "removed" / "k.cubin")}
+    kernel.asm = {"cubin": b"\x7fELF binary"}
+    direct.static_launch(kernel, 0)
+    (path, *_), = launcher.loads
+    assert path.startswith(str(tmp_path / "permalloy")) and open(path, "rb").read() == b"\x7fELF binary"

@@ -64,6 +64,7 @@ TARGET = TargetDescriptor(
     make=_make,
     devices=("cpu",),
     default_for=("cpu",),
+    buffer_passes=("plan-layouts{convolutions=measured}",),
     source_extension="ll",
     unsupported_errors=_unsupported_errors,
     options={

@@ -264,15 +264,17 @@ def plan_stage(
 ) -> StagePlan:
     """The loop nest of one stage: its collapsed space (its leading `row_rank`
     dimensions kept apart from the others), the mode its reduction direction
-    gives, the vector variable and the level of each loop variable."""
+    gives, the vector variable and the level of each loop variable; a
+    pointwise stage iterates in the memory order of its first output."""
     op = facts.op
-    space = stage_space(facts, inputs, outputs, merge_size_one=True, row_rank=row_rank)  # type: ignore[arg-type]
+    pointwise = isinstance(op, PointwiseOp)
+    space = stage_space(facts, inputs, outputs, True, row_rank, pointwise)  # type: ignore[arg-type]
     parallel, reduction = space.parallel, space.reduction
     if isinstance(op, ScatterOp):
         return _plan_scatter(facts, space, inputs, outputs)
     if isinstance(op, SortOp):
         return _plan_sort(facts, space, inputs, outputs)
-    mode = POINTWISE if isinstance(op, PointwiseOp) else reduction_direction(space)
+    mode = POINTWISE if pointwise else reduction_direction(space)
     if mode == POINTWISE and not parallel:
         parallel = (sympy.Integer(1),)  # a scalar: one point, its index d0 unused
     n, m = len(parallel), len(reduction)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import operator
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -166,9 +167,11 @@ def _picker(positions: Sequence[int]) -> Callable[[tuple], tuple]:
 
 def _binary_path(kernel: Any) -> str | None:
     """The file holding a compiled kernel's CUDA binary: Triton's cache
-    entry, else a scratch file of its bytes."""
+    entry where it still exists, else a file of its bytes under permalloy's
+    cache (a kernel Triton keeps in memory may come from a cache directory
+    since removed, as when `TRITON_CACHE_DIR` changes within a process)."""
     for name, path in (getattr(kernel, "metadata_group", None) or {}).items():
-        if name.endswith(".cubin"):
+        if name.endswith(".cubin") and os.path.exists(path):
             return path
     binary = (getattr(kernel, "asm", None) or {}).get("cubin")
     if not isinstance(binary, bytes):

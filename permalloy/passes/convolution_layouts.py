@@ -1,0 +1,133 @@
+"""
+How long a convolution takes in NCHW and in channels-last memory, measured
+on the device that will run it.
+
+Convolution libraries differ by shape: on the CPU, oneDNN runs a
+convolution of few input channels (an image's stem) several times faster on
+a channels-last input than torch's NCHW path, while a large depthwise window
+can run faster on NCHW; on a GPU, cuDNN's grouped and depthwise kernels want
+channels-last, while its float32 dense ones can be faster on NCHW. `convolution_times` times one convolution of a buffer-level
+program both ways, on random tensors of its sizes, counting the copy of an
+input that arrives in NCHW. Measurements are kept per
+convolution geometry for the process, as the same layers repeat through a
+network and through its graphs.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+
+from permalloy.dialects import buffer as buf
+from permalloy.dialects import ptensor as pt
+from permalloy.dtypes import torch_dtype
+
+TIMED_CALLS = 5
+"""Calls timed in each layout, after one untimed call; the fastest counts."""
+
+TIME_BUDGET_SECONDS = 0.05
+"""Timing stops early once one layout's calls have taken this long."""
+
+Signature = tuple
+"""A convolution as far as its speed goes: sizes, strides, dtype, geometry."""
+
+
+def convolution_signature(op: buf.ExternOp, copies_input: bool, device: str = "cpu") -> Signature | None:
+    """The measured facts of the convolution `op` holds on `device`
+    (`copies_input`: its input arrives in NCHW and is copied to
+    channels-last for it), or None where a size or stride is symbolic or the
+    device is a GPU that torch does not see."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return None
+    convolution = op.library_op
+    assert isinstance(convolution, pt.ConvolutionOp)
+    source, weight = buf.buffer_type(op.inputs[0]), buf.buffer_type(op.inputs[1])
+    channels = buf.buffer_type(op.results[0]).sizes[1]
+    facts = [source.sizes, weight.sizes, weight.strides.data, (channels,)]
+    if not all(e.is_Integer for part in facts for e in part):
+        return None
+    sizes, weight_sizes, weight_strides, (channels,) = (tuple(int(e) for e in part) for part in facts)
+    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(convolution))
+    return (
+        sizes,
+        weight_sizes,
+        weight_strides,
+        torch_dtype(source.element_type),
+        channels if convolution.bias is not None else None,
+        geometry,
+        copies_input,
+        device,
+        torch.cuda.current_device() if device == "cuda" else torch.get_num_threads(),
+    )
+
+
+@dataclass(frozen=True)
+class LayoutTimes:
+    """The seconds one call of a convolution takes in each layout."""
+
+    nchw: float
+    channels_last: float
+
+
+NOT_MEASURED = LayoutTimes(0.0, 0.0)
+"""The times of a convolution with symbolic sizes, which is not measured."""
+
+
+def convolution_times(op: buf.ExternOp, copies_input: bool, device: str = "cpu") -> LayoutTimes:
+    """How long a call of the convolution `op` holds takes with NCHW input
+    and result, and with channels-last ones (counting the copy of its input
+    where `copies_input`), on `device` (the CPU with torch's current threads,
+    or the current GPU); `NOT_MEASURED` where its sizes are symbolic."""
+    signature = convolution_signature(op, copies_input, device)
+    return NOT_MEASURED if signature is None else _measured_times(signature)
+
+
+@functools.cache
+def _measured_times(signature: Signature) -> LayoutTimes:
+    sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, device, _ = signature
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(sizes, generator=generator).to(device, dtype)
+    weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
+    weight.copy_(torch.randn(weight_sizes, generator=generator))
+    bias = None if bias_size is None else torch.randn(bias_size, generator=generator).to(device, dtype)
+    stride, padding, dilation, transposed, output_padding, groups = geometry
+    arguments = (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+    planned = x.contiguous(memory_format=torch.channels_last)
+
+    def channels_last() -> torch.Tensor:
+        source = x.contiguous(memory_format=torch.channels_last) if copies_input else planned
+        return torch.convolution(source, weight, bias, *arguments)
+
+    synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
+    with torch.no_grad():
+        return LayoutTimes(
+            _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize),
+            _fastest(channels_last, synchronize),
+        )
+
+
+def _nothing() -> None:
+    """No device to wait for: CPU calls return when they are done."""
+
+
+def _fastest(call: Callable[[], object], synchronize: Callable[[], None]) -> float:
+    """The shortest of a few timed calls of `call`, in seconds, each waited
+    for with `synchronize`."""
+    call()
+    synchronize()
+    best = float("inf")
+    spent = 0.0
+    for _ in range(TIMED_CALLS):
+        started = time.perf_counter()
+        call()
+        synchronize()
+        elapsed = time.perf_counter() - started
+        best = min(best, elapsed)
+        spent += elapsed
+        if spent > TIME_BUDGET_SECONDS:
+            break
+    return best

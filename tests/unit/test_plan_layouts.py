@@ -1,0 +1,211 @@
+"""
+`plan-layouts` with measured convolutions (the targets' choice): a set of
+buffers keeps NCHW memory only where its convolutions, timed both ways, run
+slower in channels-last memory; the timer sees which inputs are copied;
+convolutions with symbolic sizes are not measured.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from xdsl.dialects import func
+from xdsl.dialects.builtin import f32
+
+from permalloy.analysis.channels import walks_channels_beside
+from permalloy.cache.modules import parse_module
+from permalloy.dialects import buffer as buf
+from permalloy.passes import PipelineError, build_pipeline
+from permalloy.passes.convolution_layouts import NOT_MEASURED, LayoutTimes, convolution_times
+from permalloy.passes.plan_layouts import (
+    MEASURED_MARGIN,
+    TRANSPOSING_MARGIN,
+    channels_last_strides,
+    plan_function_layouts,
+)
+
+LIT_MODULE = Path(__file__).parents[1] / "filecheck" / "passes" / "plan_layouts.mlir"
+
+
+def _function(name: str) -> func.FuncOp:
+    module = parse_module(LIT_MODULE.read_text())
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == name]
+    return function
+
+
+def _strided(function: func.FuncOp) -> list[str]:
+    """The layouts of the function's values that are not row-major."""
+    values = [r for op in function.body.block.ops for r in op.results]
+    return [str(v.type) for v in values if isinstance(v.type, buf.BufferType) and not v.type.is_contiguous()]
+
+
+class Timer:
+    """Fixed times per convolution, in program order; records each call."""
+
+    def __init__(self, *times: tuple[float, float]):
+        self.times = [LayoutTimes(*t) for t in times]
+        self.calls: list[bool] = []
+
+    def __call__(self, op: buf.ExternOp, copies_input: bool) -> LayoutTimes:
+        self.calls.append(copies_input)
+        return self.times[len(self.calls) - 1]
+
+
+def test_measured_faster_takes_channels_last():
+    function = _function("planned")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer)
+    # the graph input is copied for the first convolution; the second reads a kernel's result
+    assert timer.calls == [True, False]
+    assert "!buffer.buffer<[2, 3, 5, 5], f32, strides [75, 1, 15, 3]>" in _strided(function)
+    assert "!buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>" in _strided(function)
+
+
+def test_measured_slower_keeps_nchw():
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 2.0), (1.0, 2.0)))
+    assert _strided(function) == []
+
+
+def test_the_set_decides_by_its_total_time():
+    # the first convolution loses 2.0 in channels-last, the second gains 4.0
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 3.0), (5.0, 1.0)))
+    assert _strided(function) != []
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 3.0), (2.5, 1.0)))
+    assert _strided(function) == []
+
+
+def test_a_loss_within_the_margin_takes_channels_last():
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 1.01), (1.0, 1.01)))
+    assert _strided(function) != []
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 1.05), (1.0, 1.05)))
+    assert _strided(function) == []
+
+
+def test_unmeasured_convolutions_take_channels_last():
+    function = _function("planned")
+    plan_function_layouts(function, Timer((0.0, 0.0), (0.0, 0.0)))
+    assert _strided(function) != []
+
+
+def test_convolution_times_measures_static_sizes_only():
+    function = _function("planned")
+    first = next(op for op in function.body.block.ops if isinstance(op, buf.ExternOp))
+    times = convolution_times(first, True)
+    assert times.nchw > 0 and times.channels_last > 0
+    symbolic = parse_module(
+        """builtin.module {
+  func.func @f(%x: !buffer.buffer<[s0, 3, 5, 5], f32>, %w: !buffer.buffer<[4, 3, 3, 3], f32>) -> !buffer.buffer<[s0, 4, 5, 5], f32> {
+    %y = buffer.extern ins(%a = %x : !buffer.buffer<[s0, 3, 5, 5], f32>, %b = %w : !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[s0, 4, 5, 5], f32>) {
+      %c = ptensor.convolution %a, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[s0, 3, 5, 5], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> !ptensor.tensor<[s0, 4, 5, 5], f32>
+      buffer.yield %c : !ptensor.tensor<[s0, 4, 5, 5], f32>
+    }
+    func.return %y : !buffer.buffer<[s0, 4, 5, 5], f32>
+  }
+}"""
+    )
+    (function,) = symbolic.ops
+    extern = next(op for op in function.body.block.ops if isinstance(op, buf.ExternOp))
+    assert convolution_times(extern, True) is NOT_MEASURED
+
+
+def test_an_unknown_choice_lists_the_valid_ones():
+    with pytest.raises(PipelineError, match="valid values: channels-last, measured"):
+        build_pipeline("plan-layouts{convolutions=fastest}")
+
+
+# -- kernels that transpose in NCHW memory ---------------------------------------------
+
+
+def _kernel(text: str):
+    from permalloy.targets.llvm.testing import parse_kernel
+
+    return parse_kernel(text)
+
+
+IMAGE = "!ptensor.tensor<[2, 4, 3, 5], f32>"
+
+
+def test_a_norm_over_permuted_channels_walks_them_beside_its_result():
+    # y[n, h, w, c] = x[n, c, h, w]: the result is contiguous along the channels
+    permuted = "!ptensor.tensor<[2, 3, 5, 4], f32>"
+    kernel = _kernel(f"""
+buffer.kernel @k(%x: {IMAGE}) -> ({permuted}) {{
+  %r = loop.pointwise ins(%a = %x : {IMAGE}) -> {permuted} {{
+    %v = loop.load %a[d0, d3, d1, d2] : f32
+    loop.yield %v : f32
+  }}
+  buffer.yield %r : {permuted}
+}}""")
+    layouts = [buf.BufferType([2, 4, 3, 5], f32), buf.BufferType([2, 3, 5, 4], f32)]
+    assert walks_channels_beside(kernel, layouts, {0})
+    # channels-last images walk as their result does: nothing to transpose
+    cl = buf.BufferType([2, 4, 3, 5], f32, channels_last_strides([2, 4, 3, 5]))
+    assert not walks_channels_beside(kernel, [cl, layouts[1]], {0})
+
+
+def test_a_pool_over_height_and_width_and_a_per_channel_scale_do_not():
+    pooled = "!ptensor.tensor<[2, 4], f32>"
+    pool = _kernel(f"""
+buffer.kernel @k(%x: {IMAGE}) -> ({pooled}) {{
+  %r = loop.reduce sum ins(%a = %x : {IMAGE}) over [3, 5] -> {pooled} {{
+    %v = loop.load %a[d0, d1, r0, r1] : f32
+    loop.yield %v : f32
+  }}
+  buffer.yield %r : {pooled}
+}}""")
+    assert not walks_channels_beside(pool, [buf.BufferType([2, 4, 3, 5], f32), buf.BufferType([2, 4], f32)], {0})
+    scale = _kernel(f"""
+buffer.kernel @k(%x: {IMAGE}, %s: !ptensor.tensor<[4], f32>) -> ({IMAGE}) {{
+  %r = loop.pointwise ins(%a = %x : {IMAGE}, %b = %s : !ptensor.tensor<[4], f32>) -> {IMAGE} {{
+    %v = loop.load %a[d0, d1, d2, d3] : f32
+    %w = loop.load %b[d1] : f32
+    %y = arith.mulf %v, %w : f32
+    loop.yield %y : f32
+  }}
+  buffer.yield %r : {IMAGE}
+}}""")
+    image = buf.BufferType([2, 4, 3, 5], f32)
+    assert not walks_channels_beside(scale, [image, buf.BufferType([4], f32), image], {0, 2})
+
+
+PERMUTED_NORM_MODULE = """builtin.module {
+  buffer.kernel @permute(%0: !ptensor.tensor<[2, 4, 5, 5], f32>) -> (!ptensor.tensor<[2, 5, 5, 4], f32>) {
+    %1 = loop.pointwise ins(%2 = %0 : !ptensor.tensor<[2, 4, 5, 5], f32>) -> !ptensor.tensor<[2, 5, 5, 4], f32> {
+      %3 = loop.load %2[d0, d3, d1, d2] : f32
+      loop.yield %3 : f32
+    }
+    buffer.yield %1 : !ptensor.tensor<[2, 5, 5, 4], f32>
+  }
+  func.func @f(%0: !buffer.buffer<[4, 3, 3, 3], f32>, %1: !buffer.buffer<[2, 3, 5, 5], f32>) -> !buffer.buffer<[2, 5, 5, 4], f32> {
+    %2 = buffer.extern ins(%3 = %1 : !buffer.buffer<[2, 3, 5, 5], f32>, %4 = %0 : !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[2, 4, 5, 5], f32>) {
+      %5 = ptensor.convolution %3, %4 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 5, 5], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> !ptensor.tensor<[2, 4, 5, 5], f32>
+      buffer.yield %5 : !ptensor.tensor<[2, 4, 5, 5], f32>
+    }
+    %3 = buffer.alloc : !buffer.buffer<[2, 5, 5, 4], f32>
+    buffer.launch @permute ins(%2 : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%3 : !buffer.buffer<[2, 5, 5, 4], f32>)
+    func.return %3 : !buffer.buffer<[2, 5, 5, 4], f32>
+  }
+}"""
+
+
+def test_a_set_that_would_transpose_keeps_channels_last_for_a_larger_loss():
+    """Channels-last convolutions 10% slower: a set whose kernel reads the
+    convolution's result along its channels into a tensor contiguous along
+    them keeps channels-last memory (beyond `MEASURED_MARGIN`, within
+    `TRANSPOSING_MARGIN`); the plain set takes NCHW."""
+    (_, function) = parse_module(PERMUTED_NORM_MODULE).ops
+    plan_function_layouts(function, Timer((1.0, 1.1)))
+    assert "!buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>" in _strided(function)
+    (_, function) = parse_module(PERMUTED_NORM_MODULE).ops
+    plan_function_layouts(function, Timer((1.0, 1.3)))
+    assert _strided(function) == []
+    function = _function("planned")
+    plan_function_layouts(function, Timer((1.0, 1.1), (1.0, 1.1)))
+    assert _strided(function) == []
+    assert MEASURED_MARGIN < 0.1 < TRANSPOSING_MARGIN < 0.3

@@ -6,11 +6,11 @@ Convolution libraries differ by shape: on the CPU, oneDNN runs a
 convolution of few input channels (an image's stem) several times faster on
 a channels-last input than torch's NCHW path, while a large depthwise window
 can run faster on NCHW; on a GPU, cuDNN's grouped and depthwise kernels want
-channels-last, while its float32 dense ones can be faster on NCHW. `convolution_times` times one convolution of a buffer-level
-program both ways, on random tensors of its sizes, counting the copy of an
-input that arrives in NCHW. Measurements are kept per
-convolution geometry for the process, as the same layers repeat through a
-network and through its graphs.
+channels-last, while its float32 dense ones can be faster on NCHW.
+`convolution_times` times one convolution of a buffer-level program both
+ways, on random tensors of its sizes, counting the copy of an input that
+arrives in NCHW. Measurements are kept per convolution geometry for the
+process, as the same layers repeat through a network and through its graphs.
 """
 
 from __future__ import annotations

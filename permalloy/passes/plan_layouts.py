@@ -59,6 +59,13 @@ class _Components:
             self.parent[root] = roots[0]
 
 
+def _copied_for_channels_last(source: SSAValue) -> bool:
+    """Whether a planned convolution's input `source` is copied to
+    channels-last for it: it is neither channels-last already nor free to
+    take that layout (a graph input, a view)."""
+    return not _is_channels_last(buf.buffer_type(source)) and not _free(source)
+
+
 def _free(value: SSAValue) -> bool:
     """Whether nothing but its layout-agnostic users sees `value`'s layout: a
     contiguous buffer the program allocates (for a kernel's result, or a
@@ -167,9 +174,7 @@ class _LayoutPlanner:
         channels_last: dict[SSAValue, float] = {}
         for op in planned:
             root = self.components.find(op.results[0])
-            source = op.inputs[0]
-            copied = not _free(source) and not _is_channels_last(buf.buffer_type(source))
-            times = self.timer(op, copied)
+            times = self.timer(op, _copied_for_channels_last(op.inputs[0]))
             nchw[root] = nchw.get(root, 0.0) + times.nchw
             channels_last[root] = channels_last.get(root, 0.0) + times.channels_last
         chosen = set()
@@ -235,10 +240,9 @@ class _LayoutPlanner:
         graph input) reads a channels-last copy of it: the copy of the input
         is smaller than one of the result would be."""
         source = op.inputs[0]
-        layout = buf.buffer_type(source)
-        if _is_channels_last(layout) or _free(source):
+        if not _copied_for_channels_last(source):
             return
-        copy_target = buf.AllocOp(_channels_last(layout))
+        copy_target = buf.AllocOp(_channels_last(buf.buffer_type(source)))
         copy = buf.CopyOp(source, copy_target.results[0])
         Rewriter.insert_op([copy_target, copy], InsertPoint.before(op))
         op.operands[0] = copy_target.results[0]

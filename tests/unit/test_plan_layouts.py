@@ -40,6 +40,14 @@ def _strided(function: func.FuncOp) -> list[str]:
     return [str(v.type) for v in values if isinstance(v.type, buf.BufferType) and not v.type.is_contiguous()]
 
 
+def _planned_with(*times: tuple[float, float]) -> list[str]:
+    """The strided layouts of `@planned` after planning with these times of
+    its two convolutions."""
+    function = _function("planned")
+    plan_function_layouts(function, Timer(*times))
+    return _strided(function)
+
+
 class Timer:
     """Fixed times per convolution, in program order; records each call."""
 
@@ -63,34 +71,22 @@ def test_measured_faster_takes_channels_last():
 
 
 def test_measured_slower_keeps_nchw():
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 2.0), (1.0, 2.0)))
-    assert _strided(function) == []
+    assert _planned_with((1.0, 2.0), (1.0, 2.0)) == []
 
 
 def test_the_set_decides_by_its_total_time():
     # the first convolution loses 2.0 in channels-last, the second gains 4.0
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 3.0), (5.0, 1.0)))
-    assert _strided(function) != []
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 3.0), (2.5, 1.0)))
-    assert _strided(function) == []
+    assert _planned_with((1.0, 3.0), (5.0, 1.0)) != []
+    assert _planned_with((1.0, 3.0), (2.5, 1.0)) == []
 
 
 def test_a_loss_within_the_margin_takes_channels_last():
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 1.01), (1.0, 1.01)))
-    assert _strided(function) != []
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 1.05), (1.0, 1.05)))
-    assert _strided(function) == []
+    assert _planned_with((1.0, 1.01), (1.0, 1.01)) != []
+    assert _planned_with((1.0, 1.05), (1.0, 1.05)) == []
 
 
 def test_unmeasured_convolutions_take_channels_last():
-    function = _function("planned")
-    plan_function_layouts(function, Timer((0.0, 0.0), (0.0, 0.0)))
-    assert _strided(function) != []
+    assert _planned_with((0.0, 0.0), (0.0, 0.0)) != []
 
 
 def test_convolution_times_measures_static_sizes_only():
@@ -205,7 +201,5 @@ def test_a_set_that_would_transpose_keeps_channels_last_for_a_larger_loss():
     (_, function) = parse_module(PERMUTED_NORM_MODULE).ops
     plan_function_layouts(function, Timer((1.0, 1.3)))
     assert _strided(function) == []
-    function = _function("planned")
-    plan_function_layouts(function, Timer((1.0, 1.1), (1.0, 1.1)))
-    assert _strided(function) == []
+    assert _planned_with((1.0, 1.1), (1.0, 1.1)) == []
     assert MEASURED_MARGIN < 0.1 < TRANSPOSING_MARGIN < 0.3

@@ -104,6 +104,11 @@ MEASURED_MARGIN = 0.02
 """Measured convolutions keep NCHW memory only where their channels-last
 time, in all, exceeds their NCHW time by this fraction of it."""
 
+MEASURED_FLOOR_SECONDS = 0.001
+"""Measured convolutions taking less than this in all, in both layouts, keep
+NCHW memory: at that scale a call's fixed costs and the timing's noise, not
+the layout, decide which measures faster."""
+
 TRANSPOSING_MARGIN = 0.25
 """The margin instead where a kernel of the set walks the images' channels
 beside a tensor contiguous along them (`analysis.channels`: a layer norm over
@@ -179,6 +184,9 @@ class _LayoutPlanner:
             channels_last[root] = channels_last.get(root, 0.0) + times.channels_last
         chosen = set()
         for root in nchw:
+            measured = nchw[root] > 0 or channels_last[root] > 0
+            if measured and max(nchw[root], channels_last[root]) < MEASURED_FLOOR_SECONDS:
+                continue
             margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
                 chosen.add(root)
@@ -284,7 +292,9 @@ class PlanLayoutsPass(ModulePass):
     layouts of two, and it keeps NCHW memory where their time in all, each
     timed both ways, is lower so by more than `MEASURED_MARGIN` (by more
     than `TRANSPOSING_MARGIN` where a kernel of the set would transpose in
-    NCHW memory: ConvNeXt's layer norms over permuted channels).
+    NCHW memory: ConvNeXt's layer norms over permuted channels), and where
+    they take under `MEASURED_FLOOR_SECONDS` in all, too little for the
+    timing to tell the layouts apart.
     Convolutions with symbolic sizes are not timed and count as no slower
     in channels-last memory. `device` (`cpu`, or `cuda`: the current GPU) is
     where they are timed; without a GPU, `cuda` times nothing.

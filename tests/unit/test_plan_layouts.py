@@ -89,6 +89,12 @@ def test_unmeasured_convolutions_take_channels_last():
     assert _planned_with((0.0, 0.0), (0.0, 0.0)) != []
 
 
+def test_convolutions_too_fast_to_tell_apart_keep_nchw():
+    # 0.3 ms in all, channels-last measured faster: below the floor, NCHW stays
+    assert _planned_with((2e-4, 1e-4), (1e-4, 5e-5)) == []
+    assert _planned_with((2e-3, 1e-3), (1e-3, 5e-4)) != []
+
+
 def test_convolution_times_measures_static_sizes_only():
     function = _function("planned")
     first = next(op for op in function.body.block.ops if isinstance(op, buf.ExternOp))

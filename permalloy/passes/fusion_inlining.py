@@ -47,10 +47,27 @@ def body_size(op: loop.LoopOp) -> int:
     )
 
 
+PADDED_READ_OPS = (loop.IndexOp, arith.CmpiOp, arith.AndIOp, arith.SelectOp, arith.ConstantOp)
+"""The ops of a padded read besides its load: the bounds test on its index
+and the choice of the fill value."""
+
+
+def is_padded_read(producer: loop.PointwiseOp) -> bool:
+    """Whether a producer is one load, masked by a test of its index, as a
+    constant padding lowers: recomputed at each read, it is an address
+    computation and a masked load, as cheap as a plain read."""
+    ops = [o for o in producer.body.block.ops if not isinstance(o, loop.YieldOp)]
+    loads = [o for o in ops if isinstance(o, loop.LoadOp)]
+    others = [o for o in ops if not isinstance(o, loop.LoadOp)]
+    return len(loads) == 1 and all(isinstance(o, PADDED_READ_OPS) for o in others)
+
+
 def is_cheap(producer: loop.PointwiseOp, instruction_math: bool = False) -> bool:
-    """Whether a producer costs little enough to recompute at each read: at
-    most `CHEAP_OPS` computing ops and no math, or with `instruction_math`
-    none beyond `INSTRUCTION_MATH`."""
+    """Whether a producer costs little enough to recompute at each read: a
+    padded read, or at most `CHEAP_OPS` computing ops and no math, or with
+    `instruction_math` none beyond `INSTRUCTION_MATH`."""
+    if is_padded_read(producer):
+        return True
     ops = list(producer.body.block.ops)
     allowed = INSTRUCTION_MATH if instruction_math else frozenset()
     has_math = any(o.name.startswith("math.") and o.name not in allowed for o in ops)

@@ -128,6 +128,24 @@ def test_an_mlp_has_kernels_only_for_its_activation(tmp_path):
     assert unfused["peak_intermediate_bytes"] == 3 * hidden_bytes
 
 
+def stride_one_max_pool(x):
+    return torch.nn.functional.max_pool2d(x, 3, stride=1, padding=1)
+
+
+def padded_stencil(x):
+    p = torch.nn.functional.pad(x, (1, 1, 1, 1))
+    return p[:, :, :-2, 1:-1] + p[:, :, 2:, 1:-1] + p[:, :, 1:-1, :-2] + p[:, :, 1:-1, 2:] - 4 * x
+
+
+@pytest.mark.parametrize("fn", [stride_one_max_pool, padded_stencil], ids=lambda f: f.__name__)
+def test_a_padding_read_many_times_is_recomputed_not_stored(fn):
+    # The padding is a masked load: each reader reads through it, however
+    # many times it reads each element (9 for the pool, 5 for the stencil),
+    # rather than the padded tensor being written and read back.
+    record = compile_and_compare(fn, [torch.randn(2, 4, 10, 10)], fusion=True)
+    assert record["kernels"] == 1
+
+
 # --------------------------------------------------------------------------
 # Memory of unfused chains
 # --------------------------------------------------------------------------

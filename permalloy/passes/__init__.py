@@ -79,6 +79,12 @@ def _pad_products() -> type[ModulePass]:
     return PadProductsPass
 
 
+def _generate_depthwise_convolutions() -> type[ModulePass]:
+    from permalloy.passes.generate_depthwise_convolutions import GenerateDepthwiseConvolutionsPass
+
+    return GenerateDepthwiseConvolutionsPass
+
+
 def _plan_layouts() -> type[ModulePass]:
     from permalloy.passes.plan_layouts import PlanLayoutsPass
 
@@ -114,6 +120,7 @@ def all_passes() -> dict[str, PassFactory]:
         "dce": _dce,
         "unfuse-bias-add": _unfuse_bias_add,
         "pad-products": _pad_products,
+        "generate-depthwise-convolutions": _generate_depthwise_convolutions,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,
         "fuse-loops": _fuse_loops,

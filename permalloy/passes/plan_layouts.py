@@ -89,6 +89,18 @@ def _free(value: SSAValue) -> bool:
     return True
 
 
+def _multiply_adds(op: buf.ExternOp) -> int | None:
+    """The multiply-adds of the convolution `op` holds: each element of its
+    result (of its input, transposed) times a weight's receptive field; None
+    where its sizes are symbolic."""
+    convolution = op.library_op
+    assert isinstance(convolution, pt.ConvolutionOp)
+    swept = convolution.input if convolution.transposed is not None else convolution.result
+    sizes = [*pt.tensor_type(swept).sizes, *pt.tensor_type(convolution.weight).sizes[1:]]
+    work = sympy.Mul(*sizes)
+    return int(work) if work.is_Integer else None
+
+
 def _convolution(op: Operation) -> pt.ConvolutionOp | None:
     if isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionOp):
         convolution = op.library_op
@@ -109,6 +121,13 @@ MEASURED_FLOOR_SECONDS = 0.001
 NCHW memory: at that scale a call's fixed costs and the timing's noise, not
 the layout, decide which measures faster."""
 
+MEASURED_MIN_MULTIPLY_ADDS = 1 << 22
+"""Measured convolutions doing fewer multiply-adds than this in all (about
+4 million: a tenth of a millisecond on one CPU core) keep NCHW memory without
+being timed: they are far under `MEASURED_FLOOR_SECONDS` on any machine, and
+a timing of them on a busy one can still land above it, which would make the
+same program compile to different layouts from run to run."""
+
 TRANSPOSING_MARGIN = 0.25
 """The margin instead where a kernel of the set walks the images' channels
 beside a tensor contiguous along them (`analysis.channels`: a layer norm over
@@ -123,6 +142,8 @@ class _LayoutPlanner:
 
     function: func.FuncOp
     timer: ConvolutionTimer | None = None
+    min_multiply_adds: int = MEASURED_MIN_MULTIPLY_ADDS
+    """Measured sets doing fewer multiply-adds keep NCHW without being timed."""
     components: _Components = field(default_factory=_Components)
 
     def run(self) -> None:
@@ -175,13 +196,18 @@ class _LayoutPlanner:
         all with channels-last memory, by more than `MEASURED_MARGIN`, as
         `timer` measures them (one set: every planned convolution's)."""
         assert self.timer is not None
+        sets: dict[SSAValue, list[buf.ExternOp]] = {}
+        for op in planned:
+            sets.setdefault(self.components.find(op.results[0]), []).append(op)
         nchw: dict[SSAValue, float] = {}
         channels_last: dict[SSAValue, float] = {}
-        for op in planned:
-            root = self.components.find(op.results[0])
-            times = self.timer(op, _copied_for_channels_last(op.inputs[0]))
-            nchw[root] = nchw.get(root, 0.0) + times.nchw
-            channels_last[root] = channels_last.get(root, 0.0) + times.channels_last
+        for root, ops in sets.items():
+            work = [_multiply_adds(op) for op in ops]
+            if None not in work and sum(work) < self.min_multiply_adds:
+                continue
+            times = [self.timer(op, _copied_for_channels_last(op.inputs[0])) for op in ops]
+            nchw[root] = sum(t.nchw for t in times)
+            channels_last[root] = sum(t.channels_last for t in times)
         chosen = set()
         for root in nchw:
             measured = nchw[root] > 0 or channels_last[root] > 0
@@ -294,7 +320,8 @@ class PlanLayoutsPass(ModulePass):
     than `TRANSPOSING_MARGIN` where a kernel of the set would transpose in
     NCHW memory: ConvNeXt's layer norms over permuted channels), and where
     they take under `MEASURED_FLOOR_SECONDS` in all, too little for the
-    timing to tell the layouts apart.
+    timing to tell the layouts apart; a set doing under
+    `MEASURED_MIN_MULTIPLY_ADDS` multiply-adds keeps NCHW untimed.
     Convolutions with symbolic sizes are not timed and count as no slower
     in channels-last memory. `device` (`cpu`, or `cuda`: the current GPU) is
     where they are timed; without a GPU, `cuda` times nothing.
@@ -337,11 +364,19 @@ class PlanLayoutsPass(ModulePass):
                 plan_function_layouts(function, timer)
 
 
-def plan_function_layouts(function: func.FuncOp, timer: ConvolutionTimer | None = None) -> None:
+def plan_function_layouts(
+    function: func.FuncOp,
+    timer: ConvolutionTimer | None = None,
+    min_multiply_adds: int | None = None,
+) -> None:
     """Plan the layouts of one host function, as `PlanLayoutsPass` does:
     every free convolution seeds channels-last sets, or with `timer`, unless
-    its measurements find them slower so."""
-    _LayoutPlanner(function, timer).run()
+    its measurements find them slower so (sets of fewer than
+    `min_multiply_adds`, by default `MEASURED_MIN_MULTIPLY_ADDS`, keep NCHW
+    untimed)."""
+    if min_multiply_adds is None:
+        min_multiply_adds = MEASURED_MIN_MULTIPLY_ADDS
+    _LayoutPlanner(function, timer, min_multiply_adds).run()
 
 
 CONVOLUTION_CHOICES: dict[str, Callable[..., LayoutTimes] | None] = {

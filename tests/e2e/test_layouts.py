@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from permalloy.passes.convolution_layouts import LayoutTimes
+from permalloy.passes import plan_layouts
 from permalloy.passes.plan_layouts import CONVOLUTION_CHOICES, channels_last_strides
 from permalloy.tools.backend import permalloy_backend
 
@@ -80,6 +81,7 @@ def test_channels_last_strides_are_torchs():
 def test_convolutional_block_matches_eager(tmp_path, monkeypatch, channels_last_input):
     # channels-last measures faster here, whatever this GPU's library says
     monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device: LayoutTimes(2.0, 1.0))
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
     torch.manual_seed(0)
     model = _randomize_statistics(Block()).to(DEVICE)
     x = torch.randn(2, 3, 12, 10, device=DEVICE)
@@ -102,6 +104,7 @@ def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, chann
     way the block matches eager."""
     times = LayoutTimes(2.0, 1.0) if channels_last_faster else LayoutTimes(1.0, 2.0)
     monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device: times)
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
     torch.manual_seed(3)
     model = _randomize_statistics(Block())
     x = torch.randn(2, 3, 12, 10)
@@ -112,10 +115,11 @@ def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, chann
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the LLVM target runs on CPU tensors")
-def test_llvm_target_measures_transposed_convolutions():
+def test_llvm_target_measures_transposed_convolutions(monkeypatch):
     """A transposed convolution with a bias (a UNet's upsampling: the bias
     has the result's channels, not the weight's first size) is timed and
     compiled."""
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
     torch.manual_seed(4)
     up, conv = torch.nn.ConvTranspose2d(16, 8, 2, stride=2), torch.nn.Conv2d(8, 8, 3, padding=1)
 

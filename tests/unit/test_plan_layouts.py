@@ -42,9 +42,9 @@ def _strided(function: func.FuncOp) -> list[str]:
 
 def _planned_with(*times: tuple[float, float]) -> list[str]:
     """The strided layouts of `@planned` after planning with these times of
-    its two convolutions."""
+    its two convolutions (timed whatever their size)."""
     function = _function("planned")
-    plan_function_layouts(function, Timer(*times))
+    plan_function_layouts(function, Timer(*times), min_multiply_adds=0)
     return _strided(function)
 
 
@@ -63,7 +63,7 @@ class Timer:
 def test_measured_faster_takes_channels_last():
     function = _function("planned")
     timer = Timer((2.0, 1.0), (2.0, 1.0))
-    plan_function_layouts(function, timer)
+    plan_function_layouts(function, timer, min_multiply_adds=0)
     # the graph input is copied for the first convolution; the second reads a kernel's result
     assert timer.calls == [True, False]
     assert "!buffer.buffer<[2, 3, 5, 5], f32, strides [75, 1, 15, 3]>" in _strided(function)
@@ -93,6 +93,17 @@ def test_convolutions_too_fast_to_tell_apart_keep_nchw():
     # 0.3 ms in all, channels-last measured faster: below the floor, NCHW stays
     assert _planned_with((2e-4, 1e-4), (1e-4, 5e-5)) == []
     assert _planned_with((2e-3, 1e-3), (1e-3, 5e-4)) != []
+
+
+def test_convolutions_too_small_to_time_keep_nchw_untimed():
+    # @planned's two convolutions do 2*4*5*5 * 3*3*3 + 2*4*5*5 * 4 = 6,200 multiply-adds
+    function = _function("planned")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=6_201)
+    assert timer.calls == [] and _strided(function) == []
+    function = _function("planned")
+    plan_function_layouts(function, timer, min_multiply_adds=6_200)
+    assert timer.calls == [True, False] and _strided(function) != []
 
 
 def test_convolution_times_measures_static_sizes_only():
@@ -202,10 +213,10 @@ def test_a_set_that_would_transpose_keeps_channels_last_for_a_larger_loss():
     them keeps channels-last memory (beyond `MEASURED_MARGIN`, within
     `TRANSPOSING_MARGIN`); the plain set takes NCHW."""
     (_, function) = parse_module(PERMUTED_NORM_MODULE).ops
-    plan_function_layouts(function, Timer((1.0, 1.1)))
+    plan_function_layouts(function, Timer((1.0, 1.1)), min_multiply_adds=0)
     assert "!buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>" in _strided(function)
     (_, function) = parse_module(PERMUTED_NORM_MODULE).ops
-    plan_function_layouts(function, Timer((1.0, 1.3)))
+    plan_function_layouts(function, Timer((1.0, 1.3)), min_multiply_adds=0)
     assert _strided(function) == []
     assert _planned_with((1.0, 1.1), (1.0, 1.1)) == []
     assert MEASURED_MARGIN < 0.1 < TRANSPOSING_MARGIN < 0.3

@@ -9,7 +9,8 @@ can run faster on NCHW; on a GPU, cuDNN's grouped and depthwise kernels want
 channels-last, while its float32 dense ones can be faster on NCHW.
 `convolution_times` times one convolution of a buffer-level program both
 ways, on random tensors of its sizes, counting the copy of an input that
-arrives in NCHW. Measurements are kept per convolution geometry for the
+arrives in NCHW, or for a convolution whose result keeps NCHW memory (a
+graph output) the copy of its channels-last input back to NCHW. Measurements are kept per convolution geometry for the
 process, as the same layers repeat through a network and through its graphs.
 """
 
@@ -36,11 +37,14 @@ Signature = tuple
 """A convolution as far as its speed goes: sizes, strides, dtype, geometry."""
 
 
-def convolution_signature(op: buf.ExternOp, copies_input: bool, device: str = "cpu") -> Signature | None:
+def convolution_signature(
+    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False
+) -> Signature | None:
     """The measured facts of the convolution `op` holds on `device`
     (`copies_input`: its input arrives in NCHW and is copied to
-    channels-last for it), or None where a size or stride is symbolic or the
-    device is a GPU that torch does not see."""
+    channels-last for it; `keeps_nchw`: it runs in NCHW memory, on an NCHW
+    copy of its input where that is channels-last), or None where a size or
+    stride is symbolic or the device is a GPU that torch does not see."""
     if device == "cuda" and not torch.cuda.is_available():
         return None
     convolution = op.library_op
@@ -60,6 +64,7 @@ def convolution_signature(op: buf.ExternOp, copies_input: bool, device: str = "c
         channels if convolution.bias is not None else None,
         geometry,
         copies_input,
+        keeps_nchw,
         device,
         torch.cuda.current_device() if device == "cuda" else torch.get_num_threads(),
     )
@@ -77,18 +82,22 @@ NOT_MEASURED = LayoutTimes(0.0, 0.0)
 """The times of a convolution with symbolic sizes, which is not measured."""
 
 
-def convolution_times(op: buf.ExternOp, copies_input: bool, device: str = "cpu") -> LayoutTimes:
+def convolution_times(
+    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False
+) -> LayoutTimes:
     """How long a call of the convolution `op` holds takes with NCHW input
     and result, and with channels-last ones (counting the copy of its input
     where `copies_input`), on `device` (the CPU with torch's current threads,
-    or the current GPU); `NOT_MEASURED` where its sizes are symbolic."""
-    signature = convolution_signature(op, copies_input, device)
+    or the current GPU); `NOT_MEASURED` where its sizes are symbolic. With
+    `keeps_nchw` the convolution runs in NCHW memory both ways, and the
+    channels-last time counts the copy of a channels-last input to NCHW."""
+    signature = convolution_signature(op, copies_input, device, keeps_nchw)
     return NOT_MEASURED if signature is None else _measured_times(signature)
 
 
 @functools.cache
 def _measured_times(signature: Signature) -> LayoutTimes:
-    sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, device, _ = signature
+    sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, keeps_nchw, device, _ = signature
     generator = torch.Generator().manual_seed(0)
     x = torch.randn(sizes, generator=generator).to(device, dtype)
     weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
@@ -99,6 +108,8 @@ def _measured_times(signature: Signature) -> LayoutTimes:
     planned = x.contiguous(memory_format=torch.channels_last)
 
     def channels_last() -> torch.Tensor:
+        if keeps_nchw:
+            return torch.convolution(planned.contiguous(), weight, bias, *arguments)
         source = x.contiguous(memory_format=torch.channels_last) if copies_input else planned
         return torch.convolution(source, weight, bias, *arguments)
 

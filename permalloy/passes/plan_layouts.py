@@ -109,8 +109,9 @@ def _convolution(op: Operation) -> pt.ConvolutionOp | None:
     return None
 
 
-ConvolutionTimer = Callable[[buf.ExternOp, bool], LayoutTimes]
-"""`(extern holding a convolution, whether its input is copied) -> times`."""
+ConvolutionTimer = Callable[..., LayoutTimes]
+"""`(extern holding a convolution, whether its input is copied, keeps_nchw=)
+-> times` (`convolution_layouts.convolution_times` on a device)."""
 
 MEASURED_MARGIN = 0.02
 """Measured convolutions keep NCHW memory only where their channels-last
@@ -165,23 +166,26 @@ class _LayoutPlanner:
     def _plan_convolutions(self) -> None:
         block = self.function.body.block
         planned: list[buf.ExternOp] = []
-        vetoed: list[SSAValue] = []
+        kept: list[buf.ExternOp] = []
         for op in block.ops:
             if isinstance(op, buf.LaunchOp):
                 self._connect_launch(op)
             elif _convolution(op) is not None:
-                if _free(op.results[0]):
-                    planned.append(op)
-                else:
-                    vetoed.extend((op.inputs[0], op.results[0]))
+                (planned if _free(op.results[0]) else kept).append(op)
         if not planned:
             return
-        if self.timer is not None:
-            self.components.union([v for op in planned for v in (op.inputs[0], op.results[0])])
+        if self.timer is None:
+            vetoed = [v for op in kept for v in (op.inputs[0], op.results[0])]
+        else:
+            # measured: a kept convolution reads an NCHW copy of a channels-last
+            # input, a cost its timing counts, so only its result vetoes
+            vetoed = [op.results[0] for op in kept]
+            kept = [op for op in kept if _free(op.inputs[0])]
+            self.components.union([v for op in planned for v in (op.inputs[0], op.results[0])] + [op.inputs[0] for op in kept])
         seeds = {self.components.find(v) for op in planned for v in (op.inputs[0], op.results[0])}
         chosen = seeds - {self.components.find(v) for v in vetoed}
         if self.timer is not None:
-            chosen &= self._not_measured_slower(planned)
+            chosen &= self._not_measured_slower(planned, kept)
         changed: dict[Operation, set[SSAValue]] = {}
         for value in list(self.components.parent):
             if self.components.find(value) in chosen and _free(value):
@@ -190,15 +194,24 @@ class _LayoutPlanner:
         for op in planned:
             if self.components.find(op.results[0]) in chosen:
                 self._channels_last_input(replaced.get(op, op))
+        for op in kept:
+            source = buf.buffer_type(op.inputs[0])
+            if self.timer is not None and _is_channels_last(source) and not source.is_contiguous():
+                _read_copy(op, buf.BufferType(source.sizes, source.element_type))
 
-    def _not_measured_slower(self, planned: list[buf.ExternOp]) -> set[SSAValue]:
+    def _not_measured_slower(self, planned: list[buf.ExternOp], kept: Sequence[buf.ExternOp] = ()) -> set[SSAValue]:
         """The sets (by their root) whose convolutions do not run slower in
         all with channels-last memory, by more than `MEASURED_MARGIN`, as
-        `timer` measures them (one set: every planned convolution's)."""
+        `timer` measures them (one set: every planned convolution's). A kept
+        convolution (whose result keeps NCHW memory) reading the set counts
+        the copy of its input back to NCHW."""
         assert self.timer is not None
         sets: dict[SSAValue, list[buf.ExternOp]] = {}
         for op in planned:
             sets.setdefault(self.components.find(op.results[0]), []).append(op)
+        readers: dict[SSAValue, list[buf.ExternOp]] = {}
+        for op in kept:
+            readers.setdefault(self.components.find(op.inputs[0]), []).append(op)
         nchw: dict[SSAValue, float] = {}
         channels_last: dict[SSAValue, float] = {}
         for root, ops in sets.items():
@@ -206,6 +219,7 @@ class _LayoutPlanner:
             if None not in work and sum(work) < self.min_multiply_adds:
                 continue
             times = [self.timer(op, _copied_for_channels_last(op.inputs[0])) for op in ops]
+            times += [self.timer(op, False, keeps_nchw=True) for op in readers.get(root, ())]
             nchw[root] = sum(t.nchw for t in times)
             channels_last[root] = sum(t.channels_last for t in times)
         chosen = set()
@@ -273,13 +287,16 @@ class _LayoutPlanner:
         """A planned convolution whose input arrives in another layout (a
         graph input) reads a channels-last copy of it: the copy of the input
         is smaller than one of the result would be."""
-        source = op.inputs[0]
-        if not _copied_for_channels_last(source):
-            return
-        copy_target = buf.AllocOp(_channels_last(buf.buffer_type(source)))
-        copy = buf.CopyOp(source, copy_target.results[0])
-        Rewriter.insert_op([copy_target, copy], InsertPoint.before(op))
-        op.operands[0] = copy_target.results[0]
+        if _copied_for_channels_last(op.inputs[0]):
+            _read_copy(op, _channels_last(buf.buffer_type(op.inputs[0])))
+
+
+def _read_copy(op: buf.ExternOp, layout: buf.BufferType) -> None:
+    """Make `op` read a copy of its first input in `layout`, made just before it."""
+    copy_target = buf.AllocOp(layout)
+    copy = buf.CopyOp(op.inputs[0], copy_target.results[0])
+    Rewriter.insert_op([copy_target, copy], InsertPoint.before(op))
+    op.operands[0] = copy_target.results[0]
 
 
 @dataclass(frozen=True)
@@ -315,7 +332,10 @@ class PlanLayoutsPass(ModulePass):
     the shape and dtype) the same unless they run slower so, timed on this
     machine (`convolution_layouts`). Measured, the inputs and results of all
     convolutions share one set, so that no kernel converts between the
-    layouts of two, and it keeps NCHW memory where their time in all, each
+    layouts of two, and a convolution whose result keeps its layout (a
+    graph output) vetoes only its result's set: it reads an NCHW copy of a
+    channels-last input, whose cost its timing counts. The set keeps NCHW
+    memory where their time in all, each
     timed both ways, is lower so by more than `MEASURED_MARGIN` (by more
     than `TRANSPOSING_MARGIN` where a kernel of the set would transpose in
     NCHW memory: ConvNeXt's layer norms over permuted channels), and where

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 
 import pytest
 import torch
@@ -112,6 +113,39 @@ def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, chann
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     assert ("(960, 1, 80, 8, )" in _host_source(tmp_path)) == channels_last_faster
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_a_returned_convolution_reads_an_nchw_copy(tmp_path, monkeypatch, target):
+    """A block whose last convolution's result is the graph's output (a
+    segmentation or image head) plans channels-last memory for the rest where
+    the convolutions measure faster so, counting the copy back to NCHW that
+    the last one reads; the output keeps eager's strides."""
+
+    def times(op, copies_input, device, keeps_nchw=False):
+        return LayoutTimes(1.0, 1.1) if keeps_nchw else LayoutTimes(2.0, 1.0)
+
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", times)
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
+    if target == "llvm" and DEVICE != "cpu":
+        pytest.skip("the LLVM target runs on CPU tensors")
+    torch.manual_seed(5)
+    stem, up = torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ConvTranspose2d(8, 8, 2, stride=2)
+    head = torch.nn.Conv2d(8, 2, 1)
+    model = torch.nn.Sequential(stem, torch.nn.BatchNorm2d(8), torch.nn.ReLU(), up, torch.nn.ReLU(), head)
+    model = _randomize_statistics(model).to(DEVICE)
+    x = torch.randn(2, 3, 6, 5, device=DEVICE)
+    options = {"target": target, "dump_dir": str(tmp_path), "fallback": "raise"}
+    with torch.no_grad():
+        expected = model(x)
+        result = torch.compile(model, backend=permalloy_backend, options=options)(x)
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-5)
+    assert result.stride() == expected.stride()
+    host = _host_source(tmp_path)
+    # the stem's [2, 8, 6, 5] result and the upsampled [2, 8, 12, 10] one are channels-last
+    assert "(240, 1, 40, 8, )" in host and "(960, 1, 80, 8, )" in host, host
+    # copies: the graph input to channels-last, the head's input back to NCHW
+    assert len(re.findall(r"^ +v\d+\.copy_\(v\d+\)$", host, re.MULTILINE)) == 2, host
 
 
 @pytest.mark.skipif(DEVICE != "cpu", reason="the LLVM target runs on CPU tensors")

@@ -55,8 +55,8 @@ class Timer:
         self.times = [LayoutTimes(*t) for t in times]
         self.calls: list[bool] = []
 
-    def __call__(self, op: buf.ExternOp, copies_input: bool) -> LayoutTimes:
-        self.calls.append(copies_input)
+    def __call__(self, op: buf.ExternOp, copies_input: bool, keeps_nchw: bool = False) -> LayoutTimes:
+        self.calls.append("keeps NCHW" if keeps_nchw else copies_input)
         return self.times[len(self.calls) - 1]
 
 
@@ -220,3 +220,37 @@ def test_a_set_that_would_transpose_keeps_channels_last_for_a_larger_loss():
     assert _strided(function) == []
     assert _planned_with((1.0, 1.1), (1.0, 1.1)) == []
     assert MEASURED_MARGIN < 0.1 < TRANSPOSING_MARGIN < 0.3
+
+
+MEASURED_MODULE = Path(__file__).parents[1] / "filecheck" / "passes" / "plan_layouts_measured.mlir"
+
+
+def _returned_convolution() -> func.FuncOp:
+    """The lit test's `@returned_convolution` at a batch of 2: a convolution,
+    a ReLU, and a 1x1 convolution whose result the function returns."""
+    module = parse_module(MEASURED_MODULE.read_text().replace("s0", "2"))
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "returned_convolution"]
+    return function
+
+
+def test_a_returned_convolution_reads_an_nchw_copy_of_a_channels_last_set():
+    function = _returned_convolution()
+    timer = Timer((2.0, 1.0), (1.0, 1.5))
+    plan_function_layouts(function, timer, min_multiply_adds=0)
+    # the graph input is copied for the first convolution; the returned one is
+    # timed reading an NCHW copy of the ReLU's result
+    assert timer.calls == [True, "keeps NCHW"]
+    ops = list(function.body.block.ops)
+    kept = [op for op in ops if isinstance(op, buf.ExternOp)][-1]
+    copy = kept.inputs[0].owner.next_op
+    assert isinstance(copy, buf.CopyOp) and copy.target is kept.inputs[0]
+    assert buf.buffer_type(copy.source) == buf.BufferType([2, 4, 5, 5], f32, channels_last_strides([2, 4, 5, 5]))
+    assert buf.buffer_type(kept.inputs[0]).is_contiguous() and buf.buffer_type(kept.results[0]).is_contiguous()
+
+
+def test_the_copy_for_a_returned_convolution_can_keep_the_set_nchw():
+    # channels-last saves 1.0 on the first convolution; copying back costs 1.5
+    function = _returned_convolution()
+    plan_function_layouts(function, Timer((2.0, 1.0), (1.0, 2.5)), min_multiply_adds=0)
+    assert _strided(function) == []
+    assert not any(isinstance(op, buf.CopyOp) for op in function.body.block.ops)

@@ -18,6 +18,18 @@
 // CHECK-NEXT:    buffer.launch @relu
 // CHECK-NEXT:    func.return %[[R]]
 
+// A convolution whose result is returned keeps eager's layout, and vetoes
+// only its result's set: it reads an NCHW copy of its channels-last input
+// (its timing counts that copy; untimed here, no slower).
+// CHECK-LABEL: func.func @returned_convolution(
+// CHECK:         %[[C:.*]] = buffer.extern ins(%{{.*}} = %{{.*}} : !buffer.buffer<[s0, 3, 5, 5], f32, strides [75, 1, 15, 3]>, {{.*}}) -> (!buffer.buffer<[s0, 4, 5, 5], f32, strides [100, 1, 20, 4]>)
+// CHECK:         %[[R:.*]] = buffer.alloc : !buffer.buffer<[s0, 4, 5, 5], f32, strides [100, 1, 20, 4]>
+// CHECK-NEXT:    buffer.launch @relu ins(%[[C]] : {{.*}}) outs(%[[R]] : {{.*}})
+// CHECK-NEXT:    %[[N:.*]] = buffer.alloc : !buffer.buffer<[s0, 4, 5, 5], f32>
+// CHECK-NEXT:    buffer.copy %[[R]], %[[N]]
+// CHECK-NEXT:    %[[O:.*]] = buffer.extern ins(%{{.*}} = %[[N]] : !buffer.buffer<[s0, 4, 5, 5], f32>, {{.*}}) -> (!buffer.buffer<[s0, 4, 5, 5], f32>)
+// CHECK:         func.return %[[O]]
+
 // CHOICE: permalloy-opt: error: bad options for pass 'plan-layouts': convolutions='fastest' is not valid; valid values: channels-last, measured
 // DEVICE: permalloy-opt: error: bad options for pass 'plan-layouts': device='tpu' is not valid; valid values: cpu, cuda
 
@@ -45,5 +57,18 @@ builtin.module {
     %9 = buffer.alloc : !buffer.buffer<[s0, 4, 5, 5], f32>
     buffer.launch @relu ins(%5 : !buffer.buffer<[s0, 4, 5, 5], f32>) outs(%9 : !buffer.buffer<[s0, 4, 5, 5], f32>)
     func.return %9 : !buffer.buffer<[s0, 4, 5, 5], f32>
+  }
+  func.func @returned_convolution(%0: !buffer.buffer<[4, 3, 3, 3], f32>, %1: !buffer.buffer<[s0, 3, 5, 5], f32>, %2: !buffer.buffer<[4, 4, 1, 1], f32>) -> !buffer.buffer<[s0, 4, 5, 5], f32> {
+    %3 = buffer.extern ins(%4 = %1 : !buffer.buffer<[s0, 3, 5, 5], f32>, %5 = %0 : !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[s0, 4, 5, 5], f32>) {
+      %6 = ptensor.convolution %4, %5 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[s0, 3, 5, 5], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> !ptensor.tensor<[s0, 4, 5, 5], f32>
+      buffer.yield %6 : !ptensor.tensor<[s0, 4, 5, 5], f32>
+    }
+    %4 = buffer.alloc : !buffer.buffer<[s0, 4, 5, 5], f32>
+    buffer.launch @relu ins(%3 : !buffer.buffer<[s0, 4, 5, 5], f32>) outs(%4 : !buffer.buffer<[s0, 4, 5, 5], f32>)
+    %5 = buffer.extern ins(%6 = %4 : !buffer.buffer<[s0, 4, 5, 5], f32>, %7 = %2 : !buffer.buffer<[4, 4, 1, 1], f32>) -> (!buffer.buffer<[s0, 4, 5, 5], f32>) {
+      %8 = ptensor.convolution %6, %7 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : !ptensor.tensor<[s0, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 1, 1], f32> -> !ptensor.tensor<[s0, 4, 5, 5], f32>
+      buffer.yield %8 : !ptensor.tensor<[s0, 4, 5, 5], f32>
+    }
+    func.return %5 : !buffer.buffer<[s0, 4, 5, 5], f32>
   }
 }

@@ -1,8 +1,11 @@
 """
 What `plan-layouts{convolutions=measured}` sees on each convolutional model of
 the suite: its convolutions' time in all, timed in NCHW and in channels-last
-memory on the device, whether a kernel of their set would transpose in NCHW
-memory, and the layout it chose.
+memory on the device (convolutions whose result keeps NCHW memory, counted in
+`keeping_nchw`, timed with the copy of a channels-last input back to NCHW),
+whether a kernel of their set would transpose in NCHW memory, and the layout
+it chose (how many buffers it made channels-last: none where the set kept
+NCHW, untimed when too small or timed too fast to tell).
 
     python benchmarks/convolution_layouts.py --device cuda --cases resnet,convnext --json out.json
 
@@ -36,16 +39,23 @@ class Recorder:
         self.totals: dict[str, float] = {}
         self.timer = plan_layouts.CONVOLUTION_CHOICES["measured"]
         self.transposes = plan_layouts._LayoutPlanner._transposes_in_nchw  # noqa: SLF001
+        self.relayout = plan_layouts._LayoutPlanner._relayout  # noqa: SLF001
 
     def install(self) -> None:
         recorder = self
 
-        def timed(op, copies_input, device):
-            times = recorder.timer(op, copies_input, device=device)
+        def timed(op, copies_input, device, keeps_nchw=False):
+            times = recorder.timer(op, copies_input, device=device, keeps_nchw=keeps_nchw)
             recorder.add("nchw_s", times.nchw)
             recorder.add("channels_last_s", times.channels_last)
             recorder.add("convolutions", 1)
+            if keeps_nchw:
+                recorder.add("keeping_nchw", 1)
             return times
+
+        def relayout(planner, owner, values, *rest):
+            recorder.add("channels_last_buffers", len(values))
+            return recorder.relayout(planner, owner, values, *rest)
 
         def transposes(planner, root):
             found = recorder.transposes(planner, root)
@@ -54,6 +64,7 @@ class Recorder:
 
         plan_layouts.CONVOLUTION_CHOICES["measured"] = timed
         plan_layouts._LayoutPlanner._transposes_in_nchw = transposes  # noqa: SLF001
+        plan_layouts._LayoutPlanner._relayout = relayout  # noqa: SLF001
 
     def add(self, key: str, value: float) -> None:
         self.totals[key] = self.totals.get(key, 0.0) + value
@@ -83,8 +94,7 @@ def main() -> None:
         row = dict(recorder.totals)
         if row.get("nchw_s"):
             row["channels_last_over_nchw"] = row["channels_last_s"] / row["nchw_s"]
-            margin = plan_layouts.TRANSPOSING_MARGIN if row.get("transposes_in_nchw") else plan_layouts.MEASURED_MARGIN
-            row["chosen"] = "channels-last" if row["channels_last_over_nchw"] <= 1 + margin else "nchw"
+        row["chosen"] = "channels-last" if row.get("channels_last_buffers") else "nchw"
         results[name] = row
         print(name, json.dumps(row), flush=True)
     if args.json:

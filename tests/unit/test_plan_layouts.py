@@ -19,6 +19,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.passes import PipelineError, build_pipeline
 from permalloy.passes.convolution_layouts import NOT_MEASURED, LayoutTimes, convolution_times
 from permalloy.passes.plan_layouts import (
+    MEASURED_FLOOR_SECONDS,
     MEASURED_MARGIN,
     TRANSPOSING_MARGIN,
     channels_last_strides,
@@ -90,9 +91,10 @@ def test_unmeasured_convolutions_take_channels_last():
 
 
 def test_convolutions_too_fast_to_tell_apart_keep_nchw():
-    # 0.3 ms in all, channels-last measured faster: below the floor, NCHW stays
-    assert _planned_with((2e-4, 1e-4), (1e-4, 5e-5)) == []
-    assert _planned_with((2e-3, 1e-3), (1e-3, 5e-4)) != []
+    # 0.3 of the floor in all, channels-last measured faster: NCHW stays
+    floor = MEASURED_FLOOR_SECONDS
+    assert _planned_with((0.2 * floor, 0.1 * floor), (0.1 * floor, 0.05 * floor)) == []
+    assert _planned_with((2 * floor, floor), (floor, 0.5 * floor)) != []
 
 
 def test_convolutions_too_small_to_time_keep_nchw_untimed():

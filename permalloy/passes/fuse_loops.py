@@ -30,7 +30,7 @@ class FuseLoopsPass(ModulePass):
        through any index expression (views do not block it). A producer whose
        elements are read more than `max-recompute` times in all, or that is
        also read by the host program, is inlined only when it is cheap (a few
-       scalar ops, no `math`; with `instruction-math=true`, the GPU's rule,
+       scalar ops, no `math`; with `instruction-math=true`, both targets' rule,
        math ops of one instruction such as `sqrt` allowed); no body grows
        past `max-kernel-size` ops.
     2. Grouping: consecutive loop ops over the same rows, reading each other

@@ -33,9 +33,12 @@ INSTRUCTION_MATH = frozenset(
     {"math.sqrt", "math.rsqrt", "math.absf", "math.absi", "math.copysign", "math.fma",
      "math.floor", "math.ceil", "math.trunc", "math.roundeven"}
 )
-"""Math ops that a GPU runs as one instruction. Recomputed at each element of
-a memory-bound kernel they cost nothing, where a kernel of their own costs a
-launch: a batch norm's `1 / sqrt(var + eps)` per channel."""
+"""Math ops that a GPU runs as one instruction, and a CPU as one vector
+instruction. Recomputed at each element of a memory-bound kernel they cost
+next to nothing, where a kernel of their own costs a launch: a batch norm's
+`1 / sqrt(var + eps)` per channel (on the CPU, a `[2, 16, 96, 96]` batch
+norm with ReLU recomputing it ran in 54 us against 59 us with the `sqrt` in
+a kernel of its own)."""
 
 
 def body_size(op: loop.LoopOp) -> int:

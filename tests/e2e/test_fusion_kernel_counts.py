@@ -275,12 +275,12 @@ SINGLE_ROW_KERNELS = {
     # short row; over a long one, each reduction to one element in a kernel of
     # its own (on the LLVM target split across threads, on the Triton target
     # split by split-reductions into partial sums and their sum), then the
-    # scaling (on the LLVM target, the [1, 1] statistic the scaling reads is
-    # a kernel of its own too: in one with the [1, 1048576] scaling, the
-    # scaling would run as one row on one thread)
-    rms_norm: ((1, 1), (3, 3)),
+    # scaling, which recomputes the statistic's one-instruction rsqrt (on the
+    # LLVM target a [1, 1] reduction is not fused with the [1, 1048576]
+    # scaling: in one kernel the scaling would run as one row on one thread)
+    rms_norm: ((1, 1), (2, 3)),
     weighted_softmax: ((1, 1), (3, 5)),
-    layer_norm: ((1, 1), (4, 5)),
+    layer_norm: ((1, 1), (3, 5)),
 }
 
 

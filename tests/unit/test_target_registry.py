@@ -81,7 +81,7 @@ def test_unknown_target_lists_the_valid_ones():
 def test_pipeline_adds_each_targets_own_passes():
     plain = default_pipeline(True, None)
     cpu_layouts = "plan-layouts{convolutions=measured}"
-    assert [p for p in default_pipeline(True, "llvm") if p not in plain] == [cpu_layouts]
+    assert [p for p in default_pipeline(True, "llvm") if p not in plain] == ["fuse-loops{instruction-math=true}", cpu_layouts]
     gpu = default_pipeline(True, "triton")
     lowering = next(p for p in gpu if p.startswith("convert-ptensor-to-loop"))
     layouts = "plan-layouts{convolutions=measured device=cuda}"

@@ -65,6 +65,7 @@ TARGET = TargetDescriptor(
     devices=("cpu",),
     default_for=("cpu",),
     buffer_passes=("plan-layouts{convolutions=measured}",),
+    fusion_options="instruction-math=true",
     source_extension="ll",
     unsupported_errors=_unsupported_errors,
     options={

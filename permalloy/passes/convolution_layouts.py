@@ -10,8 +10,9 @@ channels-last, while its float32 dense ones can be faster on NCHW.
 `convolution_times` times one convolution of a buffer-level program both
 ways, on random tensors of its sizes, counting the copy of an input that
 arrives in NCHW, or for a convolution whose result keeps NCHW memory (a
-graph output) the copy of its channels-last input back to NCHW. Measurements are kept per convolution geometry for the
-process, as the same layers repeat through a network and through its graphs.
+graph output) the copy of its channels-last input back to NCHW.
+Measurements are kept per convolution geometry for the process, as the same
+layers repeat through a network and through its graphs.
 """
 
 from __future__ import annotations

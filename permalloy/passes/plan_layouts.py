@@ -184,7 +184,8 @@ class _LayoutPlanner:
             # input, a cost its timing counts, so only its result vetoes
             vetoed = [op.results[0] for op in kept]
             kept = [op for op in kept if _free(op.inputs[0])]
-            self.components.union([v for op in planned for v in (op.inputs[0], op.results[0])] + [op.inputs[0] for op in kept])
+            planned_values = [v for op in planned for v in (op.inputs[0], op.results[0])]
+            self.components.union(planned_values + [op.inputs[0] for op in kept])
         seeds = {self.components.find(v) for op in planned for v in (op.inputs[0], op.results[0])}
         chosen = seeds - {self.components.find(v) for v in vetoed}
         if self.timer is not None:
@@ -202,7 +203,7 @@ class _LayoutPlanner:
             if self.timer is not None and _is_channels_last(source) and not source.is_contiguous():
                 _read_copy(op, buf.BufferType(source.sizes, source.element_type))
 
-    def _not_measured_slower(self, planned: list[buf.ExternOp], kept: Sequence[buf.ExternOp] = ()) -> set[SSAValue]:
+    def _not_measured_slower(self, planned: list[buf.ExternOp], kept: list[buf.ExternOp]) -> set[SSAValue]:
         """The sets (by their root) whose convolutions do not run slower in
         all with channels-last memory, by more than `MEASURED_MARGIN`, as
         `timer` measures them (one set: every planned convolution's). A kept

@@ -117,13 +117,15 @@ MEASURED_MARGIN = 0.02
 """Measured convolutions keep NCHW memory only where their channels-last
 time, in all, exceeds their NCHW time by this fraction of it."""
 
-MEASURED_FLOOR_SECONDS = 1e-4
-"""Measured convolutions taking less than this in all, in both layouts, keep
-NCHW memory: at that scale a call's fixed costs and the timing's noise, not
-the layout, decide which measures faster. (A floor of a millisecond kept
-ConvNeXt's convolutions at the CPU sizes, 0.47 ms in NCHW memory and 0.41 ms
-in channels-last, in NCHW memory, where every block's depthwise convolution,
-reading its permuted channels, then gave a result to copy back.)"""
+MEASURED_FLOOR_SECONDS = {"cpu": 1e-4, "cuda": 1e-3}
+"""Measured convolutions taking less than this in all, in both layouts, on
+each device, keep NCHW memory: at that scale a call's fixed costs and the
+timing's noise, not the layout, decide which measures faster. On the CPU a
+floor of a millisecond kept ConvNeXt's convolutions at the CPU sizes (0.47
+ms in NCHW memory, 0.41 ms channels-last) in NCHW memory, where every
+block's depthwise convolution, reading its permuted channels, gave a result
+to copy back; a GPU's launches and synchronizations weigh more in its times,
+and its floor stays where the GPU measurements left it."""
 
 MEASURED_MIN_MULTIPLY_ADDS = 1 << 22
 """Measured convolutions doing fewer multiply-adds than this in all (about
@@ -148,6 +150,8 @@ class _LayoutPlanner:
     timer: ConvolutionTimer | None = None
     min_multiply_adds: int = MEASURED_MIN_MULTIPLY_ADDS
     """Measured sets doing fewer multiply-adds keep NCHW without being timed."""
+    floor_seconds: float = MEASURED_FLOOR_SECONDS["cpu"]
+    """Measured sets taking less in all, both ways, keep NCHW."""
     components: _Components = field(default_factory=_Components)
 
     def run(self) -> None:
@@ -229,7 +233,7 @@ class _LayoutPlanner:
         chosen = set()
         for root in nchw:
             measured = nchw[root] > 0 or channels_last[root] > 0
-            if measured and max(nchw[root], channels_last[root]) < MEASURED_FLOOR_SECONDS:
+            if measured and max(nchw[root], channels_last[root]) < self.floor_seconds:
                 continue
             margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
@@ -339,13 +343,13 @@ class PlanLayoutsPass(ModulePass):
     layouts of two, and a convolution whose result keeps its layout (a
     graph output) vetoes only its result's set: it reads an NCHW copy of a
     channels-last input, whose cost its timing counts. The set keeps NCHW
-    memory where their time in all, each
-    timed both ways, is lower so by more than `MEASURED_MARGIN` (by more
-    than `TRANSPOSING_MARGIN` where a kernel of the set would transpose in
-    NCHW memory: ConvNeXt's layer norms over permuted channels), and where
-    they take under `MEASURED_FLOOR_SECONDS` in all, too little for the
-    timing to tell the layouts apart; a set doing under
-    `MEASURED_MIN_MULTIPLY_ADDS` multiply-adds keeps NCHW untimed.
+    memory where their time in all, each timed both ways, is lower so by
+    more than `MEASURED_MARGIN` (by more than `TRANSPOSING_MARGIN` where a
+    kernel of the set would transpose in NCHW memory: ConvNeXt's layer norms
+    over permuted channels), and where they take under `device`'s
+    `MEASURED_FLOOR_SECONDS` in all, too little for the timing to tell the
+    layouts apart; a set doing under `MEASURED_MIN_MULTIPLY_ADDS`
+    multiply-adds keeps NCHW untimed.
     Convolutions with symbolic sizes are not timed and count as no slower
     in channels-last memory. `device` (`cpu`, or `cuda`: the current GPU) is
     where they are timed; without a GPU, `cuda` times nothing.
@@ -385,22 +389,23 @@ class PlanLayoutsPass(ModulePass):
             timer = functools.partial(timer, device=self.device)
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             if function.body.blocks:
-                plan_function_layouts(function, timer)
+                plan_function_layouts(function, timer, device=self.device)
 
 
 def plan_function_layouts(
     function: func.FuncOp,
     timer: ConvolutionTimer | None = None,
     min_multiply_adds: int | None = None,
+    device: str = "cpu",
 ) -> None:
     """Plan the layouts of one host function, as `PlanLayoutsPass` does:
     every free convolution seeds channels-last sets, or with `timer`, unless
     its measurements find them slower so (sets of fewer than
     `min_multiply_adds`, by default `MEASURED_MIN_MULTIPLY_ADDS`, keep NCHW
-    untimed)."""
+    untimed, and sets timed under `device`'s `MEASURED_FLOOR_SECONDS` too)."""
     if min_multiply_adds is None:
         min_multiply_adds = MEASURED_MIN_MULTIPLY_ADDS
-    _LayoutPlanner(function, timer, min_multiply_adds).run()
+    _LayoutPlanner(function, timer, min_multiply_adds, MEASURED_FLOOR_SECONDS[device]).run()
 
 
 CONVOLUTION_CHOICES: dict[str, Callable[..., LayoutTimes] | None] = {

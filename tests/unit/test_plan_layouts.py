@@ -92,9 +92,13 @@ def test_unmeasured_convolutions_take_channels_last():
 
 def test_convolutions_too_fast_to_tell_apart_keep_nchw():
     # 0.3 of the floor in all, channels-last measured faster: NCHW stays
-    floor = MEASURED_FLOOR_SECONDS
+    floor = MEASURED_FLOOR_SECONDS["cpu"]
     assert _planned_with((0.2 * floor, 0.1 * floor), (0.1 * floor, 0.05 * floor)) == []
     assert _planned_with((2 * floor, floor), (floor, 0.5 * floor)) != []
+    # a GPU's floor is higher: there the same times keep NCHW
+    function = _function("planned")
+    plan_function_layouts(function, Timer((2 * floor, floor), (floor, 0.5 * floor)), min_multiply_adds=0, device="cuda")
+    assert _strided(function) == []
 
 
 def test_convolutions_too_small_to_time_keep_nchw_untimed():

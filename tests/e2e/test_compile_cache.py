@@ -235,6 +235,22 @@ def test_keys_differ_with_options_shapes_and_dtypes(cache: Path) -> None:
     assert len(_entries(cache)) == len(variants)
 
 
+def test_keys_differ_with_torchs_thread_count(cache: Path) -> None:
+    """The CPU target's layouts are timed at torch's thread count: a graph
+    compiled at one count is not reused at another."""
+    previous = torch.get_num_threads()
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            assert _compile_and_check(target="llvm")["cache"] == "miss", threads
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            assert _compile_and_check(target="llvm")["cache"] == "hit", threads
+    finally:
+        torch.set_num_threads(previous)
+    assert len(_entries(cache)) == 2
+
+
 def test_a_hit_with_symbolic_sizes_serves_every_size(cache: Path) -> None:
     """Loaded kernels take the size symbols the entry recorded for each launch."""
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from xdsl.dialects.builtin import ModuleOp
 
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp
@@ -68,11 +69,13 @@ class LLVMTarget:
     def cache_identity(self) -> str:
         """What compiled kernels depend on besides the kernel and its layouts:
         the host (triple, CPU, features), the vector width, the threshold of
-        parallel work and whether kernels call OpenMP."""
+        parallel work and whether kernels call OpenMP; and what the compiled
+        graph depends on: torch's thread count, at which `plan-layouts`
+        timed its convolutions (oneDNN's fastest layout depends on it)."""
         host = self.host
         return (
             f"{host.triple}|{host.cpu}|{host.features.flatten()}|lanes={self.f32_lanes}"
-            f"|parallel={self.parallel_threshold}|openmp={self.jit.openmp}"
+            f"|parallel={self.parallel_threshold}|openmp={self.jit.openmp}|threads={torch.get_num_threads()}"
         )
 
     def kernel_artifact(self, compiled: CompiledLLVMKernel) -> dict[str, str | int | bytes]:

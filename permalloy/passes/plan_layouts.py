@@ -147,10 +147,10 @@ class _LayoutPlanner:
     keep NCHW memory where channels-last measures slower."""
 
     function: func.FuncOp
-    timer: ConvolutionTimer | None = None
-    min_multiply_adds: int = MEASURED_MIN_MULTIPLY_ADDS
+    timer: ConvolutionTimer | None
+    min_multiply_adds: int
     """Measured sets doing fewer multiply-adds keep NCHW without being timed."""
-    floor_seconds: float = MEASURED_FLOOR_SECONDS["cpu"]
+    floor_seconds: float
     """Measured sets taking less in all, both ways, keep NCHW."""
     components: _Components = field(default_factory=_Components)
 

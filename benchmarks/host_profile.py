@@ -5,7 +5,9 @@ of the suite at a size where the host decides (`quick` on a GPU).
 
     python benchmarks/host_profile.py --device cuda --size quick bert gpt2
 
-For each model and backend it prints the time per back-to-back call (no
+`permalloy-python` is permalloy with its Python host program
+(`options={"host": "python"}`) where `permalloy` runs the native one where
+the target has it. For each model and backend it prints the time per back-to-back call (no
 synchronization between calls), and writes the profiler's 30 most
 expensive functions by own time to `--out/<backend>.txt`, every model's in one file.
 """
@@ -18,6 +20,7 @@ import io
 import pstats
 import statistics
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
@@ -25,7 +28,11 @@ import torch
 from permalloy.tools.backend import permalloy_backend
 from permalloy.tools.models import make_model
 
-BACKENDS = {"inductor": "inductor", "permalloy": permalloy_backend}
+BACKENDS = {
+    "inductor": "inductor",
+    "permalloy": permalloy_backend,
+    "permalloy-python": partial(permalloy_backend, options={"host": "python"}),
+}
 
 
 def per_call_us(fn, inputs, device: str, calls: int = 200, rounds: int = 7) -> float:
@@ -60,17 +67,19 @@ def main() -> None:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--size", default="quick")
     parser.add_argument("--out", default="host-profiles")
+    parser.add_argument("--backends", default="eager,inductor,permalloy", help="among eager and " + ", ".join(BACKENDS))
     args = parser.parse_args()
+    backends = args.backends.split(",")
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    print(f"{'model':24s} {'eager us':>9s} {'ind us':>9s} {'perm us':>9s}  perm/ind")
+    print(f"{'model':24s} " + " ".join(f"{b + ' us':>21s}" for b in backends) + "  perm/ind")
     for name in args.models:
         case = make_model(name, args.size, 0)
         model = case.model.to(args.device)
         inputs = tuple(i.to(args.device) if isinstance(i, torch.Tensor) else i for i in case.inputs)
         row = {}
         with torch.no_grad():
-            for backend in ("eager", "inductor", "permalloy"):
+            for backend in backends:
                 torch._dynamo.reset()
                 fn = model if backend == "eager" else torch.compile(model, backend=BACKENDS[backend])
                 for _ in range(3):
@@ -79,11 +88,8 @@ def main() -> None:
                 if backend != "eager":
                     with open(out / f"{backend}.txt", "a") as log:
                         log.write(f"==== {name}\n{profile_text(fn, inputs)}\n")
-        print(
-            f"{name:24s} {row['eager']:9.1f} {row['inductor']:9.1f} {row['permalloy']:9.1f}"
-            f"  {row['inductor'] / row['permalloy']:.2f}x",
-            flush=True,
-        )
+        ratio = f"{row['inductor'] / row['permalloy']:.2f}x" if "inductor" in row and "permalloy" in row else "-"
+        print(f"{name:24s} " + " ".join(f"{row[b]:21.1f}" for b in backends) + f"  {ratio}", flush=True)
 
 
 if __name__ == "__main__":

@@ -70,6 +70,9 @@ class CompileOptions:
     cache: bool = True
     """Whether to use the compiled-graph cache (which `PERMALLOY_CACHE=0` turns
     off as well)."""
+    host: str = "native"
+    """"native": calls run the host program compiled to machine code where the
+    target allows (`targets.native`); "python": the generated Python program."""
 
 
 class StageDumper:
@@ -200,7 +203,7 @@ def compile_graph(
             watched = details is not None and details.needs_pipeline
             entry = cache.load(key) if dumper is None and not watched else None
         if entry is not None:
-            loaded = _load_entry(entry, target, times, cache.path(key), hints)
+            loaded = _load_entry(entry, target, times, cache.path(key), hints, options.host == "native")
             if loaded is None:
                 target = _make_target(options, times)
     if loaded is not None:
@@ -212,12 +215,14 @@ def compile_graph(
         if dumper is not None:
             dump_kernels(module, target, dumper)
         recording = RecordingTarget(target)
-        program = _host_program(module, recording, times, hints)
+        program = _host_program(module, recording, times, hints, options.host == "native")
         if cache is not None:
             with times.measure("cache_store"):
                 cache.store(key, _cache_entry(key, module, recording))
     if dumper is not None:
         dumper.write("host.py", program.source)
+        if program.native_source is not None:
+            dumper.write("host.ll", program.native_source)
     if details is not None:
         details.record(graph, imported.value_labels, module, target, program.source)
     outputs, program = size_outputs(list(imported.outputs), module, program)
@@ -237,6 +242,8 @@ def compile_graph(
         compile_seconds=time.perf_counter() - start,
         compile_times=times,
         cache="off" if cache is None else "hit" if loaded is not None else "miss",
+        host="python" if program.native_source is None else "native",
+        host_callbacks=program.callback_count,
     )
     return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph))
 
@@ -298,7 +305,7 @@ def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget) ->
 
 
 def _load_entry(
-    entry: CacheEntry, target: KernelTarget, times: CompileTimes, path: Path, hints: dict[str, int]
+    entry: CacheEntry, target: KernelTarget, times: CompileTimes, path: Path, hints: dict[str, int], native: bool
 ) -> tuple[ModuleOp, HostProgram] | None:
     """The buffer-level module of a cache entry and its host program, with the
     entry's kernels loaded (the kernels' IR is parsed only for a target that
@@ -309,19 +316,20 @@ def _load_entry(
             module = parse_module(entry.host)
             if not (entry.complete and hasattr(target, "load_kernel")):
                 module = join_modules(module, parse_module(entry.kernel_module))
-        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints)
+        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native)
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
         GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
         return None
 
 
 def _host_program(
-    module: ModuleOp, target: KernelTarget, times: CompileTimes, hints: dict[str, int]
+    module: ModuleOp, target: KernelTarget, times: CompileTimes, hints: dict[str, int], native: bool
 ) -> HostProgram:
-    """The module's host program; its time less the kernels' goes to `host_program`."""
+    """The module's host program, `native` where asked and possible; its time
+    less the kernels' goes to `host_program`."""
     kernels = times.kernel_seconds()
     started = time.perf_counter()
-    program = build_host_program(module, target, symbol_hints=hints)
+    program = build_host_program(module, target, symbol_hints=hints, native=native)
     elapsed = time.perf_counter() - started
     times.add("host_program", elapsed - (times.kernel_seconds() - kernels))
     return program

@@ -120,6 +120,12 @@ class GraphStats:
     size_symbols: dict[str, int] = field(default_factory=dict)
     """The values of the size symbols (`s0`, ...) at compilation, the first
     call's sizes: empty for a graph of constant sizes."""
+    host: str = "python"
+    """What runs each call: "native" (the host program compiled to machine
+    code, `targets.native`) or "python" (the generated Python program)."""
+    host_callbacks: int = 0
+    """The ops a native host program runs in Python, calling back (library
+    calls without a function in torch's C shim, fallbacks, constants)."""
     host_us_per_call: float | None = None
     """The median wall time of the compiled program's calls 2 to
     `HOST_TIMED_CALLS + 1` in microseconds (the first call compiles and

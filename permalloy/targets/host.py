@@ -135,6 +135,13 @@ class HostProgram:
     function: Any
     kernel_count: int
     extern_count: int
+    native_source: str | None = None
+    """The LLVM IR of the native host program running the calls, if one does
+    (`targets.native`); `source` is then its readable form."""
+    callback_count: int = 0
+    """The ops the native host program runs in Python, by calling back."""
+    python_function: Any = None
+    """The Python host program's function (`function` too where no native one runs)."""
 
     def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
         return self.function(*args)
@@ -176,6 +183,8 @@ class _Emitter:
     """The size symbols' values at the first call, where known."""
     kernel_count: int = 0
     extern_count: int = 0
+    launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
+    """Each launch's compiled kernel and the symbols it takes."""
 
     def name(self, value: SSAValue) -> str:
         if value not in self.names:
@@ -329,6 +338,7 @@ class _Emitter:
         operands = [*op.inputs, *op.outputs]
         layouts = [buf.buffer_type(v) for v in operands]
         compiled, symbols = self._launched_kernel(name, layouts)
+        self.launched[op] = (compiled, symbols)
         callable_name = self.constant(f"kernel_{name}", compiled)
         precompile = getattr(compiled, "precompile", None)
         if precompile is not None and all(s in self.symbol_hints for s in symbols):
@@ -409,7 +419,7 @@ class _Emitter:
         constant = self.constant("constant", DeviceConstant(extern_call(op), contiguous))
         name = self.name(result)
         self.roots[result] = name
-        copy = ".clone()" if _returned(result) else ""
+        copy = ".clone()" if returned(result) else ""
         self.lines.append(f"{name} = {constant}({self._device()}){copy}")
         self.extern_count += 1
 
@@ -445,12 +455,12 @@ def _launched(value: SSAValue) -> bool:
     return False
 
 
-def _returned(value: SSAValue) -> bool:
+def returned(value: SSAValue) -> bool:
     """Whether the function returns `value` or a view of it."""
     for use in value.uses:
         if isinstance(use.operation, func.ReturnOp):
             return True
-        if isinstance(use.operation, buf.ViewOp) and _returned(use.operation.result):
+        if isinstance(use.operation, buf.ViewOp) and returned(use.operation.result):
             return True
     return False
 
@@ -460,8 +470,11 @@ def build_host_program(
     target: KernelTarget,
     function_name: str | None = None,
     symbol_hints: dict[str, int] | None = None,
+    native: bool = True,
 ) -> HostProgram:
-    """Generate and compile the host program of a buffer-level module.
+    """Generate and compile the host program of a buffer-level module; with
+    `native`, calls run a native host program where one applies
+    (`targets.native`), the Python one staying its readable form.
 
     With `symbol_hints`, the size symbols' values at the first call, kernels
     whose target can compile ahead (`precompile(symbol values)`, as the Triton
@@ -471,4 +484,15 @@ def build_host_program(
         functions = [f for f in functions if f.sym_name.data == function_name]
     if not functions:
         raise ValueError("the module has no function to run")
-    return _Emitter(module, functions[0], target, symbol_hints=dict(symbol_hints or {})).emit()
+    emitter = _Emitter(module, functions[0], target, symbol_hints=dict(symbol_hints or {}))
+    program = emitter.emit()
+    program.python_function = program.function
+    if native:
+        from permalloy.targets.native import native_host
+
+        hosted = native_host(functions[0], emitter.launched, target, program.function)
+        if hosted is not None:
+            program.function = hosted.function
+            program.native_source = hosted.source.source
+            program.callback_count = hosted.callback_count
+    return program

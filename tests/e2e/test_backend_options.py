@@ -135,14 +135,15 @@ def _check_dumps(root: Path) -> None:
     passes = [f"after_{name.split('{')[0]}.mlir" for name in default_pipeline(target="llvm")]
     for folder, record in zip(folders, records, strict=True):
         names = _stage_names(folder)
-        kernels = names[1 + len(passes) : -1]
+        kernels = names[1 + len(passes) : -2]
         assert names[0] == "imported.mlir"
         assert names[1 : 1 + len(passes)] == passes
-        assert names[-1] == "host.py"
+        assert names[-2:] == ["host.py", "host.ll"]
         assert len(kernels) == record["kernels"] > 0
         assert all(re.fullmatch(r"kernel_\w+\.ll", k) for k in kernels), kernels
         host = next(folder.glob("*_host.py")).read_text()
         assert host.startswith("def host(")
+        assert "define i32 @" in next(folder.glob("*_host.ll")).read_text()
         for kernel in sorted(folder.glob("*_kernel_*.ll")):
             assert "define " in kernel.read_text()
         _check_round_trip(sorted(folder.glob("*.mlir")))

@@ -27,7 +27,7 @@ def _batch_matmul(op: pt.BatchMatmulOp) -> ExternCall:
     return lambda tensors, symbols: (torch.bmm(*tensors),)
 
 
-def _addmm_scales(op: pt.AddmmOp) -> tuple[float, float]:
+def addmm_scales(op: pt.AddmmOp) -> tuple[float, float]:
     """`addmm`'s `beta` and `alpha`."""
     beta = 1.0 if op.beta is None else op.beta.value.data
     alpha = 1.0 if op.alpha is None else op.alpha.value.data
@@ -35,7 +35,7 @@ def _addmm_scales(op: pt.AddmmOp) -> tuple[float, float]:
 
 
 def _addmm(op: pt.AddmmOp) -> ExternCall:
-    beta, alpha = _addmm_scales(op)
+    beta, alpha = addmm_scales(op)
     if beta == 1.0 and alpha == 1.0:
         return lambda tensors, symbols: (torch.addmm(*tensors),)
     return lambda tensors, symbols: (torch.addmm(*tensors, beta=beta, alpha=alpha),)
@@ -50,7 +50,7 @@ def _batch_matmul_into(op: pt.BatchMatmulOp) -> ExternIntoCall:
 
 
 def _addmm_into(op: pt.AddmmOp) -> ExternIntoCall:
-    beta, alpha = _addmm_scales(op)
+    beta, alpha = addmm_scales(op)
     if beta == 1.0 and alpha == 1.0:
         return lambda tensors, out: torch.addmm(*tensors, out=out)
     return lambda tensors, out: torch.addmm(*tensors, beta=beta, alpha=alpha, out=out)

@@ -77,6 +77,7 @@ class JIT:
         self._context = llvm.create_context()
         empty = llvm.parse_assembly("", context=self._context)
         self._engine = llvm.create_mcjit_compiler(empty, host.target_machine)
+        self._names = 0
         tuning = llvm.create_pipeline_tuning_options(speed_level=3)
         tuning.loop_vectorization = False  # kernels come vectorized
         self._pass_builder = llvm.create_pass_builder(host.target_machine, tuning)
@@ -103,6 +104,11 @@ class JIT:
         except (OSError, AttributeError):
             return False
         return True
+
+    def fresh_name(self, stem: str) -> str:
+        """A function name no module loaded into this JIT has used."""
+        self._names += 1
+        return f"{stem}_{self._names}"
 
     def optimize(self, text: str) -> llvm.ModuleRef:
         module = llvm.parse_assembly(text, context=self._context)
@@ -168,6 +174,8 @@ class CompiledLLVMKernel:
         object_code: bytes = b"",
     ):
         self._jit = jit  # owns the machine code: it lives as long as any of its kernels
+        self.address = address
+        """The entry `i32 (ptr data, ptr symbols, i32 threads)`, which native host programs call."""
         self._function = _ENTRY(address)
         self.num_tensors = num_tensors
         self._pointers = ctypes.c_void_p * num_tensors

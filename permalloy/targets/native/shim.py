@@ -1,0 +1,102 @@
+"""
+torch's stable C shim: the `aoti_torch_*` functions libtorch exports for
+AOTInductor's generated code, as a native host program calls them.
+
+A tensor crosses the shim as an `AtenTensorHandle`, a pointer to an
+`at::Tensor`. An `at::Tensor` is one word, the address of its `TensorImpl`,
+which is what a Python tensor's `_cdata` gives: a word holding `_cdata` is a
+borrowed handle of that tensor, valid while the Python tensor lives, which
+costs no reference count. Handles the shim returns ("new references") are
+owned and are given back with `aoti_torch_delete_tensor_object`. Every
+function returns 0 on success.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from functools import cache
+
+import torch
+
+SHIM_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "aoti_torch_get_data_ptr": ("i32", ("ptr", "ptr")),
+    "aoti_torch_get_sizes": ("i32", ("ptr", "ptr")),
+    "aoti_torch_get_strides": ("i32", ("ptr", "ptr")),
+    "aoti_torch_get_device_type": ("i32", ("ptr", "ptr")),
+    "aoti_torch_get_device_index": ("i32", ("ptr", "ptr")),
+    "aoti_torch_get_dtype": ("i32", ("ptr", "ptr")),
+    "aoti_torch_is_contiguous": ("i32", ("ptr", "ptr")),
+    "aoti_torch_empty_strided": ("i32", ("i64", "ptr", "ptr", "i32", "i32", "i32", "ptr")),
+    "aoti_torch__reinterpret_tensor": ("i32", ("ptr", "i64", "ptr", "ptr", "i64", "ptr")),
+    "aoti_torch_new_tensor_handle": ("i32", ("ptr", "ptr")),
+    "aoti_torch_delete_tensor_object": ("i32", ("ptr",)),
+    "aoti_torch_copy_": ("i32", ("ptr", "ptr", "i32")),
+    "aoti_torch_cpu_mm_out": ("i32", ("ptr", "ptr", "ptr")),
+    "aoti_torch_cpu_bmm_out": ("i32", ("ptr", "ptr", "ptr")),
+    "aoti_torch_cpu_addmm_out": ("i32", ("ptr", "ptr", "ptr", "ptr", "f64", "f64")),
+    "aoti_torch_cpu_convolution": (
+        "i32",
+        ("ptr", "ptr", "ptr", "ptr", "i64", "ptr", "i64", "ptr", "i64", "i32", "ptr", "i64", "i64", "ptr"),
+    ),
+}
+"""The shim functions a native host program may call: name -> (result type,
+parameter types), in LLVM's words (`ptr`, `i32`, `i64`, `f64`)."""
+
+
+@dataclass(frozen=True)
+class Shim:
+    """The shim of this process's libtorch: each function's address, and the
+    codes it gives dtypes and device types."""
+
+    addresses: dict[str, int]
+    dtype_codes: dict[torch.dtype, int]
+    device_codes: dict[str, int]
+
+    def dtype_code(self, dtype: torch.dtype) -> int | None:
+        return self.dtype_codes.get(dtype)
+
+
+_DTYPE_NAMES = {
+    torch.bool: "bool", torch.uint8: "uint8", torch.int8: "int8", torch.int16: "int16",
+    torch.int32: "int32", torch.int64: "int64", torch.float16: "float16", torch.bfloat16: "bfloat16",
+    torch.float32: "float32", torch.float64: "float64",
+}  # fmt: skip
+
+
+def _library() -> ctypes.CDLL | None:
+    path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+    try:
+        return ctypes.CDLL(path)
+    except OSError:
+        return None
+
+
+@cache
+def load_shim() -> Shim | None:
+    """The shim of the libtorch this process runs, None where it lacks one
+    of the functions a native host program calls (a build without the C
+    shim, or one whose library is not where torch's package keeps it)."""
+    library = _library()
+    if library is None:
+        return None
+    addresses = {}
+    for name in SHIM_FUNCTIONS:
+        function = getattr(library, name, None)
+        if function is None:
+            return None
+        addresses[name] = ctypes.cast(function, ctypes.c_void_p).value
+    codes = {}
+    for dtype, name in _DTYPE_NAMES.items():
+        code = getattr(library, f"aoti_torch_dtype_{name}", None)
+        if code is not None:
+            code.restype = ctypes.c_int32
+            codes[dtype] = int(code())
+    devices = {}
+    for device in ("cpu", "cuda"):
+        code = getattr(library, f"aoti_torch_device_type_{device}", None)
+        if code is not None:
+            code.restype = ctypes.c_int32
+            devices[device] = int(code())
+    return Shim(addresses, codes, devices)

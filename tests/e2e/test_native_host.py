@@ -1,0 +1,168 @@
+"""The native host program (`targets.native`) against the Python host program
+of the same compiled graph: the same results, bit for bit, with the same
+strides, the same errors, and no reference to a tensor left behind."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from permalloy.compiler import CompileOptions, compile_graph
+from permalloy.lowering.capture import capture_with_inputs
+
+F = torch.nn.functional
+
+
+def _compiled(fn, *inputs, dynamic=False, **options):
+    (captured,) = capture_with_inputs(fn, *inputs, dynamic=dynamic)
+    compiled = compile_graph(captured.graph_module, CompileOptions(target="llvm", cache=False, **options))
+    return compiled, captured.inputs
+
+
+def _assert_identical(native, python):
+    assert len(native) == len(python)
+    for n, p in zip(native, python):
+        assert n.dtype == p.dtype and n.shape == p.shape and n.stride() == p.stride()
+        assert n.storage_offset() == p.storage_offset()
+        assert torch.equal(n, p) or (n.is_floating_point() and torch.equal(n.isnan(), p.isnan()))
+
+
+def _run_both(fn, *inputs, dynamic=False, callbacks=None):
+    compiled, args = _compiled(fn, *inputs, dynamic=dynamic)
+    program = compiled.program
+    assert program.native_source is not None, "the graph runs on the Python host"
+    if callbacks is not None:
+        assert program.callback_count == callbacks
+    native = program.function(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    python = program.python_function(*[a.clone() if isinstance(a, torch.Tensor) else a for a in args])
+    _assert_identical(native, python)
+    return program, args
+
+
+CASES = {
+    "pointwise": (lambda x: x * 2 + 1, (torch.randn(1024),), 0),
+    "reductions": (lambda x: (x.softmax(-1), x.sum(0), x.amax(-1, keepdim=True)), (torch.randn(33, 70),), 0),
+    "views_of_the_input": (lambda x: x.chunk(2, dim=1), (torch.randn(2, 4, 3),), 0),
+    "transposed_input": (lambda x: x.t().contiguous() + 1, (torch.randn(6, 5).t(),), 0),
+    "matrix_products": (
+        lambda x, w, b: (torch.relu(F.linear(x, w, b)), x @ w.t(), torch.bmm(x.view(2, 4, 16), x.view(2, 4, 16).transpose(1, 2))),
+        (torch.randn(8, 16), torch.randn(12, 16), torch.randn(12)),
+        0,
+    ),
+    "convolution": (
+        lambda x, w: torch.relu(F.conv2d(x, w, padding=1)) * 2,
+        (torch.randn(2, 3, 9, 9), torch.randn(4, 3, 3, 3)),
+        0,
+    ),
+    "convolutions_with_bias_and_channels_last": (
+        lambda x, w, b, w2: F.conv2d(torch.relu(F.conv2d(x, w, b, stride=2)), w2, groups=2).sum(1),
+        (torch.randn(2, 4, 11, 11).to(memory_format=torch.channels_last), torch.randn(6, 4, 3, 3),
+         torch.randn(6), torch.randn(4, 3, 1, 1)),
+        0,
+    ),
+    "transposed_convolution": (
+        lambda x, w: F.conv_transpose2d(x, w, stride=2, output_padding=1),
+        (torch.randn(1, 3, 5, 5), torch.randn(3, 2, 3, 3)),
+        0,
+    ),
+    "fallback_op": (lambda x: torch.median(x, dim=-1).values * 2, (torch.randn(5, 7),), 1),
+    "constant": (lambda x: x + torch.tensor([1.0, 2.0, 3.0]), (torch.randn(4, 3),), 1),
+    "integers": (lambda x: (x // 3, x % 5, x.sum(-1)), (torch.randint(-50, 50, (6, 9)),), 0),
+    "half_precision": (lambda x: (x.to(torch.bfloat16) * 3).float().sum(-1), (torch.randn(4, 40),), 0),
+    "returns_an_input_and_twice_a_result": (lambda x: (x, x + 1, (x + 1).view(-1)), (torch.randn(3, 4),), 0),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_native_and_python_hosts_give_identical_results(name):
+    fn, inputs, callbacks = CASES[name]
+    _run_both(fn, *inputs, callbacks=callbacks)
+
+
+def test_symbolic_sizes_are_read_from_the_arguments():
+    fn = lambda x, y: (x.softmax(-1) @ y, x.sum(0))  # noqa: E731
+    x, y = torch.randn(5, 7), torch.randn(7, 3)
+    torch._dynamo.mark_dynamic(x, 0)
+    torch._dynamo.mark_dynamic(x, 1)
+    torch._dynamo.mark_dynamic(y, 0)
+    program, args = _run_both(fn, x, y, dynamic=None)
+    assert any(not isinstance(a, torch.Tensor) for a in args), "the graph takes its sizes as arguments"
+    for rows, inner in ((1, 2), (9, 13)):
+        resized = [torch.randn(rows, inner), torch.randn(inner, 3)]
+        values = [rows if a == 5 else inner if a == 7 else a for a in args if not isinstance(a, torch.Tensor)]
+        call = [*resized, *values] if isinstance(args[0], torch.Tensor) else [*values, *resized]
+        _assert_identical(program.function(*call), program.python_function(*call))
+
+
+def test_a_kernels_division_by_zero_raises_as_on_the_python_host():
+    program, args = _run_both(lambda x, y: x // y, torch.randint(1, 9, (16,)), torch.randint(1, 9, (16,)))
+    x, y = torch.randint(1, 9, (16,)), torch.zeros(16, dtype=torch.int64)
+    for function in (program.function, program.python_function):
+        with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+            function(x, y)
+
+
+@pytest.mark.parametrize("where", ["shim", "callback"])
+def test_an_error_in_torch_is_raised_as_on_the_python_host(where):
+    """A library call that fails, through the shim (which reports a status,
+    so the call runs again on the Python host) or in an op run in Python."""
+    if where == "shim":
+        fn = lambda x, w: F.conv2d(x, w) + 1  # noqa: E731
+        x, w = torch.randn(1, 2, 5, 5), torch.randn(3, 2, 3, 3)
+    else:
+        fn = lambda x, w: torch.linalg.inv_ex(w).inverse + x  # noqa: E731
+        x, w = torch.randn(3), torch.randn(3, 3) + 3 * torch.eye(3)
+    program, args = _run_both(fn, x, w, callbacks=int(where == "callback"))
+    wrong = [a.to(torch.float64 if where == "shim" else torch.int32) if a.shape == w.shape else a for a in args]
+    messages = []
+    for function in (program.function, program.python_function):
+        with pytest.raises(RuntimeError) as raised:
+            function(*wrong)
+        messages.append(str(raised.value))
+    assert messages[0] == messages[1]
+    native, python = program.function(*args), program.python_function(*args)  # still runs after a failure
+    _assert_identical(native, python)
+
+
+def _use_count(tensor):
+    """The references to `tensor`'s storage, less the one of the storage
+    object asking."""
+    return torch._C._storage_Use_Count(tensor.untyped_storage()._cdata) - 1  # noqa: SLF001
+
+
+def test_no_handle_outlives_the_call():
+    """After calls through every kind of op (a view returned, a product,
+    a callback, an input's view returned), the storages are referenced as
+    after the Python host's calls: by the results alone."""
+    fn = lambda x, w: (torch.relu(F.linear(x, w)).t(), torch.median(x, -1).values, x.view(-1)[1:])  # noqa: E731
+    program, args = _run_both(fn, torch.randn(8, 16), torch.randn(12, 16))
+    x, w = torch.randn(8, 16), torch.randn(12, 16)
+    before = (_use_count(x), _use_count(w))
+    for function in (program.python_function, program.function):
+        for _ in range(3):
+            results = function(x, w)
+        assert [_use_count(r) for r in results] == [1, 1, 2]  # the last is a view of x
+        assert (_use_count(x), _use_count(w)) == (before[0] + 1, before[1])
+        del results
+        assert (_use_count(x), _use_count(w)) == before
+
+
+def test_the_python_host_runs_where_asked():
+    compiled, args = _compiled(lambda x: x * 2, torch.randn(8), host="python")
+    assert compiled.program.native_source is None
+    assert compiled.program.function is compiled.program.python_function
+    assert compiled.stats.host == "python"
+
+
+def test_the_backend_runs_the_native_host_and_dumps_it(tmp_path):
+    torch._dynamo.reset()
+    fn = lambda x, w: torch.tanh(x @ w) + 1  # noqa: E731
+    compiled = torch.compile(fn, backend="permalloy", options={"dump_dir": str(tmp_path), "cache": False})
+    x, w = torch.randn(4, 8), torch.randn(8, 3)
+    torch.testing.assert_close(compiled(x, w), fn(x, w))
+    (folder,) = tmp_path.iterdir()
+    (native,) = folder.glob("*_host.ll")
+    text = native.read_text()
+    assert "aoti_torch_cpu_mm_out" in text and "aoti_torch_empty_strided" in text
+    assert list(folder.glob("*_host.py"))
+    torch._dynamo.reset()

@@ -77,11 +77,14 @@ def warm_compile(
     suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None
 ) -> dict[str, Any]:
     """Compile `case` in a new process with the cache of the current one
-    (`$PERMALLOY_CACHE_DIR`, `$TRITON_CACHE_DIR`): its first call's seconds
-    and compile times, or `{"error": ...}`."""
+    (`$PERMALLOY_CACHE_DIR`, `$TRITON_CACHE_DIR`) and its thread count (part
+    of the CPU target's cache key; `threads`, else torch's now): its first
+    call's seconds and compile times, or `{"error": ...}`."""
+    import torch
+
     argv = [sys.executable, "-m", "permalloy.tools.bench.compile_times", "--suite", suite, "--case", case]
     argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
-    argv += ["--threads", str(threads)] if threads is not None else []
+    argv += ["--threads", str(threads if threads is not None else torch.get_num_threads())]
     environment = dict(os.environ)
     package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))

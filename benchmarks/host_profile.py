@@ -7,8 +7,9 @@ of the suite at a size where the host decides (`quick` on a GPU).
 
 `permalloy-python` is permalloy with its Python host program
 (`options={"host": "python"}`) where `permalloy` runs the native one where
-the target has it. For each model and backend it prints the time per back-to-back call (no
-synchronization between calls), and writes the profiler's 30 most
+the target has it. For each model it compiles every backend in one process, then prints each
+backend's median time per back-to-back call (no synchronization between
+calls) over `--rounds` rounds of 200 calls taken in turn, and writes the profiler's 30 most
 expensive functions by own time to `--out/<backend>.txt`, every model's in one file.
 """
 
@@ -68,6 +69,7 @@ def main() -> None:
     parser.add_argument("--size", default="quick")
     parser.add_argument("--out", default="host-profiles")
     parser.add_argument("--backends", default="eager,inductor,permalloy", help="among eager and " + ", ".join(BACKENDS))
+    parser.add_argument("--rounds", type=int, default=15, help="interleaved rounds of back-to-back calls")
     args = parser.parse_args()
     backends = args.backends.split(",")
     out = Path(args.out)
@@ -77,17 +79,24 @@ def main() -> None:
         case = make_model(name, args.size, 0)
         model = case.model.to(args.device)
         inputs = tuple(i.to(args.device) if isinstance(i, torch.Tensor) else i for i in case.inputs)
-        row = {}
         with torch.no_grad():
+            torch._dynamo.reset()
+            compiled = {}
             for backend in backends:
-                torch._dynamo.reset()
                 fn = model if backend == "eager" else torch.compile(model, backend=BACKENDS[backend])
                 for _ in range(3):
                     fn(*inputs)
-                row[backend] = per_call_us(fn, inputs, args.device)
+                compiled[backend] = fn
+            samples: dict[str, list[float]] = {backend: [] for backend in backends}
+            for _ in range(args.rounds):  # interleaved, so that a slow spell of the machine hits every backend
+                for backend, fn in compiled.items():
+                    samples[backend].append(per_call_us(fn, inputs, args.device, rounds=1))
+            row = {backend: statistics.median(times) for backend, times in samples.items()}
+            for backend, fn in compiled.items():
                 if backend != "eager":
                     with open(out / f"{backend}.txt", "a") as log:
                         log.write(f"==== {name}\n{profile_text(fn, inputs)}\n")
+            torch._dynamo.reset()
         ratio = f"{row['inductor'] / row['permalloy']:.2f}x" if "inductor" in row and "permalloy" in row else "-"
         print(f"{name:24s} " + " ".join(f"{row[b]:21.1f}" for b in backends) + f"  {ratio}", flush=True)
 

@@ -242,10 +242,25 @@ def compile_graph(
         compile_seconds=time.perf_counter() - start,
         compile_times=times,
         cache="off" if cache is None else "hit" if loaded is not None else "miss",
-        host="python" if program.native_source is None else "native",
-        host_callbacks=program.callback_count,
     )
+    _record_host(program, stats)
     return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph))
+
+
+def _record_host(program: Any, stats: GraphStats) -> None:
+    """Keep `stats.host` and `stats.host_callbacks` true of the host program
+    that runs the calls, now and when a native one takes over (on a GPU,
+    after the first call)."""
+    while isinstance(program, WrappedProgram):
+        program = program.program
+
+    def record(hosted: HostProgram) -> None:
+        stats.host = "python" if hosted.native_source is None else "native"
+        stats.host_callbacks = hosted.callback_count
+
+    if isinstance(program, HostProgram):
+        record(program)
+        program.on_native = record
 
 
 def _cpu_outputs(graph: torch.fx.GraphModule) -> tuple[int, ...]:

@@ -142,9 +142,19 @@ class HostProgram:
     """The ops the native host program runs in Python, by calling back."""
     python_function: Any = None
     """The Python host program's function (`function` too where no native one runs)."""
+    on_native: Any = None
+    """Called with the program once a native host program runs its calls."""
 
     def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
         return self.function(*args)
+
+    def use_native(self, hosted: Any) -> None:
+        """Run calls with `hosted`, a native host program of the same function."""
+        self.function = hosted.function
+        self.native_source = hosted.source.source
+        self.callback_count = hosted.callback_count
+        if self.on_native is not None:
+            self.on_native(self)
 
 
 class WrappedProgram:
@@ -367,17 +377,7 @@ class _Emitter:
         if self._emit_extern_into(op):
             return
         call = self.constant("extern", extern_call(op))
-        symbols = sorted(
-            {
-                s
-                for t in (*op.operand_types, *op.result_types)
-                if isinstance(t, buf.BufferType)
-                for e in t.sizes
-                for s in e.free_symbols
-                if symbol_kind(s) == "s"
-            },
-            key=lambda s: s.name,
-        )
+        symbols = extern_symbols(op)
         if symbols:
             symbol_map = self.constant("symbols", symbols)
             bindings = f"dict(zip({symbol_map}, ({', '.join(s.name for s in symbols)},)))"
@@ -445,6 +445,22 @@ class _Emitter:
         )
 
 
+def extern_symbols(op: buf.ExternOp) -> list[sympy.Symbol]:
+    """The size symbols of an extern's operand and result sizes, by name:
+    those its call is given the values of."""
+    return sorted(
+        {
+            s
+            for t in (*op.operand_types, *op.result_types)
+            if isinstance(t, buf.BufferType)
+            for e in t.sizes
+            for s in e.free_symbols
+            if symbol_kind(s) == "s"
+        },
+        key=lambda s: s.name,
+    )
+
+
 def _launched(value: SSAValue) -> bool:
     """Whether a kernel launch reads `value` or a view of it."""
     for use in value.uses:
@@ -487,12 +503,8 @@ def build_host_program(
     emitter = _Emitter(module, functions[0], target, symbol_hints=dict(symbol_hints or {}))
     program = emitter.emit()
     program.python_function = program.function
-    if native:
-        from permalloy.targets.native import native_host
+    if native and not getattr(target, "interpret", False):
+        from permalloy.targets.native import attach_native_host
 
-        hosted = native_host(functions[0], emitter.launched, target, program.function)
-        if hosted is not None:
-            program.function = hosted.function
-            program.native_source = hosted.source.source
-            program.callback_count = hosted.callback_count
+        attach_native_host(program, functions[0], emitter.launched, target)
     return program

@@ -70,8 +70,8 @@ VALID_OPTIONS = {
     "fusion": "True (default) or False: fuse loops into fewer kernels",
     "cache": "True (default) or False: load graphs compiled before from the "
     "compiled-graph cache ($PERMALLOY_CACHE_DIR) and store new ones",
-    "host": "'native' (default: the host program compiled to machine code where the "
-    "target allows) or 'python' (the generated Python host program)",
+    "host": "'native' (default, or $PERMALLOY_HOST: the host program compiled to machine "
+    "code where the target allows) or 'python' (the generated Python host program)",
 }
 """The options every target takes; each target adds its own (`TargetDescriptor.options`)."""
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -127,9 +127,10 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
         cache = cache and cache_enabled_by_environment()
     except CacheSettingError as error:
         raise PermalloyOptionError(str(error)) from None
-    host = options.get("host", "native")
+    host = options.get("host", os.environ.get("PERMALLOY_HOST") or "native")
     if host not in VALID_HOSTS:
-        raise PermalloyOptionError(f"unknown host {host!r}; valid values: {', '.join(VALID_HOSTS)}")
+        source = "option 'host'" if "host" in options else "PERMALLOY_HOST"
+        raise PermalloyOptionError(f"unknown host {host!r} ({source}); valid values: {', '.join(VALID_HOSTS)}")
     dump_dir = options.get("dump_dir")
     if dump_dir is not None and not isinstance(dump_dir, str | os.PathLike):
         raise PermalloyOptionError(

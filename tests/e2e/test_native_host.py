@@ -154,6 +154,22 @@ def test_the_python_host_runs_where_asked():
     assert compiled.stats.host == "python"
 
 
+def test_the_host_option_and_its_environment_variable(monkeypatch):
+    from permalloy.tools.backend import PermalloyOptionError, parse_options
+
+    monkeypatch.delenv("PERMALLOY_HOST", raising=False)
+    assert parse_options({}, None).host == "native"
+    assert parse_options({"host": "python"}, None).host == "python"
+    monkeypatch.setenv("PERMALLOY_HOST", "python")
+    assert parse_options({}, None).host == "python"
+    assert parse_options({"host": "native"}, None).host == "native"
+    with pytest.raises(PermalloyOptionError, match="unknown host 'c' .option 'host'.; valid values: native, python"):
+        parse_options({"host": "c"}, None)
+    monkeypatch.setenv("PERMALLOY_HOST", "c")
+    with pytest.raises(PermalloyOptionError, match="PERMALLOY_HOST"):
+        parse_options({}, None)
+
+
 def test_the_backend_runs_the_native_host_and_dumps_it(tmp_path):
     torch._dynamo.reset()
     fn = lambda x, w: torch.tanh(x @ w) + 1  # noqa: E731
@@ -166,3 +182,68 @@ def test_the_backend_runs_the_native_host_and_dumps_it(tmp_path):
     assert "aoti_torch_cpu_mm_out" in text and "aoti_torch_empty_strided" in text
     assert list(folder.glob("*_host.py"))
     torch._dynamo.reset()
+
+
+# -- on a GPU ---------------------------------------------------------------------
+
+cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+
+GPU_CASES = {
+    "pointwise": (lambda x: torch.sigmoid(x) * 2 + 1, ((4096,),)),
+    "layer_norm_gelu": (
+        lambda x, w, b: F.gelu(F.layer_norm(x, (64,), w, b)) + x,
+        ((32, 64), (64,), (64,)),
+    ),
+    "linear_softmax": (lambda x, w, b: torch.softmax(F.linear(x, w, b), -1).sum(0), ((16, 32), (48, 32), (48,))),
+    "convolution_batch_norm": (
+        lambda x, w, m, v: torch.relu(F.batch_norm(F.conv2d(x, w, padding=1), m, v.abs() + 1)),
+        ((2, 8, 16, 16), (16, 8, 3, 3), (16,), (16,)),
+    ),
+    "attention": (
+        lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2,
+        ((2, 4, 32, 16), (2, 4, 32, 16), (2, 4, 32, 16)),
+    ),
+}
+
+
+def _cuda_program(fn, shapes):
+    inputs = [torch.randn(*s) for s in shapes]
+    (captured,) = capture_with_inputs(fn, *[i.cuda() for i in inputs])
+    compiled = compile_graph(captured.graph_module, CompileOptions(target="triton", cache=False))
+    return compiled, captured.inputs
+
+
+@cuda
+@pytest.mark.parametrize("name", list(GPU_CASES))
+def test_gpu_native_host_matches_the_python_host(name):
+    """The first call runs the Python host program and has the native one
+    built; later calls through the native program give the Python one's
+    results bit for bit (the same compiled kernels, launched by the driver)."""
+    fn, shapes = GPU_CASES[name]
+    compiled, args = _cuda_program(fn, shapes)
+    program = compiled.program
+    assert compiled.stats.host == "python" and program.native_source is None
+    first = program(*args)
+    assert program.native_source is not None, "no native host program after the first call"
+    assert compiled.stats.host == "native"
+    assert "cuLaunchKernel" in program.native_source
+    for _ in range(2):
+        _assert_identical(program.function(*args), program.python_function(*args))
+    _assert_identical(program.function(*args), first)
+    torch.cuda.synchronize()
+
+
+@cuda
+def test_gpu_native_host_calls_back_for_other_alignments():
+    """Tensors whose 16-byte alignment differs from the first call's (for
+    which Triton specialized the binaries) run through the kernel's Python
+    launch, which compiles for them; results match the Python host's."""
+    fn = lambda x, y: torch.tanh(x) * y + 1  # noqa: E731
+    compiled, args = _cuda_program(fn, ((1024,), (1024,)))
+    program = compiled.program
+    program(*args)
+    assert program.native_source is not None
+    backing = torch.randn(1025, device="cuda")
+    shifted = [backing[1:], args[1]]  # 4 bytes past an aligned address
+    _assert_identical(program.function(*shifted), program.python_function(*shifted))
+    _assert_identical(program.function(*args), program.python_function(*args))

@@ -5,21 +5,27 @@ The Python host program (`targets.host`) runs a call line by line; for a
 graph of a hundred launches and library calls that is most of a small
 call's time. A native host program is the same function emitted as LLVM IR
 over torch's C shim (`emitter`), compiled with llvmlite and called once from
-Python per call (`program`). The Python program stays the readable form
-(`host.py` in dumps, beside `host.ll`) and runs wherever the native one does
-not apply: a target whose kernels have no native entry, an op or element
-type the emitter does not take, or a libtorch without the shim.
+Python per call (`program`). On the CPU it calls the LLVM target's kernels
+directly; on a GPU it launches the Triton target's compiled CUDA functions
+with the driver, from the second call (the first chooses and compiles each
+kernel's launch). The Python program stays the readable form (`host.py` in
+dumps, beside `host.ll`) and runs wherever the native one does not apply:
+the Triton interpreter, an op or element type the emitter does not take, or
+a libtorch without the shim.
 """
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 import llvmlite.binding as llvm
+import torch
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
+from permalloy.targets.llvm.jit import JIT, HostMachine
 from permalloy.targets.native.emitter import NativeHostEmitter, NativeHostSource, NativeHostUnsupported
 from permalloy.targets.native.program import NativeHost
 from permalloy.targets.native.shim import load_shim
@@ -30,26 +36,64 @@ def native_host(
     launches: dict[Operation, tuple[Any, list[str]]],
     target: Any,
     python: Callable[..., tuple],
+    device: torch.device,
 ) -> NativeHost | None:
     """The native host program of a buffer-level function whose launches
-    `launches` compiled, for `target`; None where it does not apply.
-    `python` is the function's Python host program, which runs a call again
-    where the native one fails in torch's shim (to raise torch's error)."""
-    address_of = getattr(target, "native_kernel_address", None)
-    jit = getattr(target, "jit", None)
+    `launches` compiled, for `target`, computing on `device`; None where it
+    does not apply. `python` is the function's Python host program, which
+    runs a call again where the native one fails in torch's shim (to raise
+    torch's error)."""
     shim = load_shim()
-    if address_of is None or jit is None or shim is None or getattr(target, "device", "cpu") != "cpu":
+    if shim is None:
         return None
+    jit = getattr(target, "jit", None) or JIT(HostMachine())
     entry = jit.fresh_name("permalloy_host")
+    emitter = NativeHostEmitter(function, launches, shim, entry=entry, device=device.type, triple=jit.host.triple)
     try:
-        emitted = NativeHostEmitter(function, launches, address_of, shim, entry=entry, triple=jit.host.triple).emit()
+        emitted = emitter.emit()
     except NativeHostUnsupported:
         return None
     for name, address in shim.addresses.items():
         llvm.add_symbol(name, address)
     address, _ = jit.load(emitted.source, entry)
-    kernels = [address_of(k) for k in emitted.kernels]
-    return NativeHost(emitted, address, kernels, "cpu", owner=jit, python=python)
+    return NativeHost(emitted, address, device, owner=jit, python=python)
 
 
-__all__ = ["NativeHost", "NativeHostSource", "NativeHostUnsupported", "native_host"]
+def attach_native_host(
+    program: Any, function: func.FuncOp, launches: dict[Operation, tuple[Any, list[str]]], target: Any
+) -> None:
+    """Have the calls of `program` (a `HostProgram`) run a native host program
+    where one applies: on the CPU at once; on a GPU from the second call, once
+    the first has chosen and compiled each kernel's launch, whose binaries the
+    native program launches (under Triton's interpreter, never)."""
+    device = getattr(target, "device", "cpu")
+    python = program.python_function
+    if device == "cpu":
+        hosted = native_host(function, launches, target, python, torch.device("cpu"))
+        if hosted is not None:
+            program.use_native(hosted)
+        return
+    if device != "cuda" or load_shim() is None:
+        return
+
+    def first_call(*args: Any) -> tuple:
+        results = python(*args)
+        program.function = python
+        gpu = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+        try:
+            hosted = None if gpu is None else native_host(function, launches, target, python, gpu)
+        except Exception as error:  # noqa: BLE001 - the Python host program goes on running the calls
+            warnings.warn(
+                f"permalloy could not build a native host program ({type(error).__name__}: {error}); "
+                "the Python host program runs the calls",
+                stacklevel=2,
+            )
+            return results
+        if hosted is not None:
+            program.use_native(hosted)
+        return results
+
+    program.function = first_call
+
+
+__all__ = ["NativeHost", "NativeHostSource", "NativeHostUnsupported", "attach_native_host", "native_host"]

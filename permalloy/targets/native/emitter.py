@@ -31,7 +31,7 @@ division by zero, `STATUS_CALLBACK` when an op run in Python raised, or
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,11 +43,11 @@ from xdsl.ir import Operation, SSAValue
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.sym import SymExprAttr, symbol_kind
+from permalloy.dialects.sym import SymExprAttr
 from permalloy.dtypes import torch_dtype
 from permalloy.targets.externs import extern_into_call
 from permalloy.targets.externs.library import addmm_scales
-from permalloy.targets.host import SYMBOL_ATTR
+from permalloy.targets.host import ON_CPU_ATTR, SYMBOL_ATTR, extern_symbols
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.types import I32, I64, PTR
@@ -64,6 +64,11 @@ _NULL = ir.Constant(PTR, None)
 KERNEL = ir.FunctionType(I32, [PTR, PTR, I32])
 """A kernel's entry: data pointers, symbol values, thread count -> status."""
 CALLBACK = ir.FunctionType(I32, [I64, PTR, PTR, PTR])
+_PARAMETER_TYPES = {
+    "i": I32, "I": I32, "l": I64, "K": I64, "b": ir.IntType(8), "B": ir.IntType(8),
+    "h": ir.IntType(16), "H": ir.IntType(16), "f": ir.FloatType(), "d": ir.DoubleType(),
+}  # fmt: skip
+"""The type of each static-launcher code of a scalar kernel parameter."""
 """The callback: op index, input handles, result handles, symbol values -> status."""
 
 _PRODUCTS = {pt.MatmulOp: "mm_out", pt.BatchMatmulOp: "bmm_out", pt.AddmmOp: "addmm_out"}
@@ -84,6 +89,12 @@ class Callback:
     symbols: list[tuple[sympy.Symbol, int]]
     """The symbols its call binds, each with its position in the program's
     symbol array."""
+    kernel: Any = None
+    """For a launch, its compiled kernel, called with the launch's tensors
+    and the values of `symbols`."""
+    fallback: bool = False
+    """Whether it runs only where the native path does not apply (a launch
+    on tensors of other alignments than the first call's)."""
 
 
 @dataclass
@@ -94,8 +105,10 @@ class NativeHostSource:
     arguments: list[str]
     """For each argument of the function: "tensor" or "index"."""
     results: int
-    kernels: list[Any]
-    """The compiled kernels the program launches, in `kernels` order."""
+    addresses: list[int]
+    """The `kernels` table the program is called with: kernel entries and CUDA functions."""
+    kept: list[Any]
+    """The compiled kernels those addresses belong to, kept alive with the program."""
     callbacks: list[Callback]
     operations: list[str]
     """What a failure's position names: the arguments' layouts, then the
@@ -115,13 +128,15 @@ class NativeHostEmitter:
     """The state of emitting one native host program.
 
     `launches` gives, for each `buffer.launch` of the function, its compiled
-    kernel and the symbols it takes; `kernel_address(compiled)` the address of
-    a compiled kernel's entry `i32 (ptr data, ptr symbols, i32 threads)`,
-    None where it has none."""
+    kernel and the symbols it takes. A CPU kernel has an `address`, its entry
+    `i32 (ptr data, ptr symbols, i32 threads)`; a Triton kernel has
+    `native_launches()`, its CUDA functions and their parameters once a
+    first call launched it, which the program launches with the driver's
+    `cuLaunchKernel` where the tensors are on the device and have the
+    alignments of that call, and through a callback elsewhere."""
 
     function: func.FuncOp
     launches: dict[Operation, tuple[Any, list[str]]]
-    kernel_address: Callable[[Any], int | None]
     shim: Shim
     entry: str = ENTRY
     """The name of the module's entry function."""
@@ -131,8 +146,10 @@ class NativeHostEmitter:
     values: dict[SSAValue, _Value] = field(default_factory=dict)
     roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
     symbols: dict[str, ir.Value] = field(default_factory=dict)
-    kernels: list[Any] = field(default_factory=list)
-    kernel_slots: dict[int, int] = field(default_factory=dict)
+    addresses: list[int] = field(default_factory=list)
+    """The `kernels` table: kernel entries and CUDA functions, in order."""
+    kept: list[Any] = field(default_factory=list)
+    """The compiled kernels whose code the addresses point into."""
     callbacks: list[Callback] = field(default_factory=list)
     slots: list[ir.Value] = field(default_factory=list)
     argument_copies: dict[SSAValue, ir.Value] = field(default_factory=dict)
@@ -166,15 +183,15 @@ class NativeHostEmitter:
                 self._release_after(op)
         self._emit_cleanup()
         operations = ["the arguments' layouts", *(op.name for op in self.function.body.block.ops)]
-        return NativeHostSource(str(self.module), arguments, results, self.kernels, self.callbacks, operations)
+        return NativeHostSource(
+            str(self.module), arguments, results, self.addresses, self.kept, self.callbacks, operations
+        )
 
     # -- shim, slots and checks ------------------------------------------------
 
     def _declare_shim(self) -> None:
-        self.shim_functions = {}
-        for name, (result, parameters) in SHIM_FUNCTIONS.items():
-            kind = ir.FunctionType(_TYPES[result], [_TYPES[p] for p in parameters])
-            self.shim_functions[name] = ir.Function(self.module, kind, name)
+        self.shim_functions: dict[str, ir.Function] = {}
+        self._shim_function("aoti_torch_delete_tensor_object")
         release = ir.Function(self.module, ir.FunctionType(ir.VoidType(), [PTR]), "permalloy_release")
         release.linkage = "internal"
         entry = release.append_basic_block("entry")
@@ -185,15 +202,26 @@ class NativeHostEmitter:
         handle = b.load(slot, typ=PTR)
         b.cbranch(b.icmp_unsigned("==", handle, _NULL), done, held)
         b.position_at_end(held)
-        b.call(self.shim_functions["aoti_torch_delete_tensor_object"], [handle])
+        b.call(self._shim_function("aoti_torch_delete_tensor_object"), [handle])
         b.store(_NULL, slot)
         b.branch(done)
         b.position_at_end(done)
         b.ret_void()
         self.release = release
 
+    def _shim_function(self, name: str) -> ir.Function:
+        """The shim function `name`, declared on first use; the process must have it."""
+        function = self.shim_functions.get(name)
+        if function is None:
+            if name not in self.shim.addresses:
+                raise NativeHostUnsupported(f"this process has no {name}")
+            result, parameters = SHIM_FUNCTIONS[name]
+            kind = ir.FunctionType(_TYPES[result], [_TYPES[p] for p in parameters])
+            function = self.shim_functions[name] = ir.Function(self.module, kind, name)
+        return function
+
     def _call(self, name: str, args: Sequence[ir.Value]) -> ir.Value:
-        return self.cg.builder.call(self.shim_functions[name], list(args))
+        return self.cg.builder.call(self._shim_function(name), list(args))
 
     def _check(self, status: ir.Value, code: int) -> None:
         """Go on where `status` is 0, else leave with `code`."""
@@ -252,6 +280,8 @@ class NativeHostEmitter:
                     self.symbols[symbol] = b.load(word, typ=I64)
             elif isinstance(arg.type, buf.BufferType):
                 kinds.append("tensor")
+                if self.device != "cpu" and _argument_attribute(self.function, position, ON_CPU_ATTR) is not None:
+                    raise NativeHostUnsupported("a CPU tensor argument of a GPU program")
             else:
                 raise NativeHostUnsupported(f"an argument of type {arg.type}")
         for arg, word in zip(args, words):
@@ -277,13 +307,7 @@ class NativeHostEmitter:
         b = self.cg.builder
         layout = buf.buffer_type(arg)
         expected = self._exprs(layout.strides.data)
-        strides = self.cg.alloca(PTR)
-        self._call("aoti_torch_get_strides", [word, strides])
-        strides = b.load(strides, typ=PTR)
-        differs = ir.Constant(ir.IntType(1), 0)
-        for dim, stride in enumerate(expected):
-            actual = b.load(b.gep(strides, [I64(dim)], source_etype=I64), typ=I64)
-            differs = b.or_(differs, b.icmp_signed("!=", actual, stride))
+        differs = self._strides_differ(word, expected)
         slot = self._new_slot()
         copy = self.llvm_function.append_basic_block(f"conform{len(self.slots)}")
         done = self.llvm_function.append_basic_block(f"conformed{len(self.slots)}")
@@ -307,6 +331,18 @@ class NativeHostEmitter:
         self.values[arg] = _Value(handle, None)
         self.argument_copies[arg] = slot
 
+    def _strides_differ(self, handle: ir.Value, expected: Sequence[ir.Value]) -> ir.Value:
+        """Whether the tensor's strides differ from `expected` in some dimension."""
+        b = self.cg.builder
+        strides = self.cg.alloca(PTR)
+        self._call("aoti_torch_get_strides", [handle, strides])
+        strides = b.load(strides, typ=PTR)
+        differs = ir.Constant(ir.IntType(1), 0)
+        for dim, stride in enumerate(expected):
+            actual = b.load(b.gep(strides, [I64(dim)], source_etype=I64), typ=I64)
+            differs = b.or_(differs, b.icmp_signed("!=", actual, stride))
+        return differs
+
     def _symbol_array(self) -> None:
         """Every bound symbol's value in one array, which callbacks read."""
         self.symbol_positions = {name: position for position, name in enumerate(self.symbols)}
@@ -317,12 +353,18 @@ class NativeHostEmitter:
         argument's, else the CPU."""
         b = self.cg.builder
         if not self.tensor_words:
+            if self.device != "cpu":
+                raise NativeHostUnsupported("a GPU program without tensor arguments")
             self.device_type, self.device_index = I32(self.shim.device_codes["cpu"]), I32(0)
             return
         device_type, device_index = self.cg.alloca(I32), self.cg.alloca(I32)
         self._call("aoti_torch_get_device_type", [self.tensor_words[0], device_type])
         self._call("aoti_torch_get_device_index", [self.tensor_words[0], device_index])
         self.device_type, self.device_index = b.load(device_type, typ=I32), b.load(device_index, typ=I32)
+        if self.device == "cuda":
+            stream = self.cg.alloca(PTR)
+            self._checked("aoti_torch_get_current_cuda_stream", [self.device_index, stream])
+            self.stream = b.load(stream, typ=PTR)
 
     # -- ops ------------------------------------------------------------------
 
@@ -356,23 +398,119 @@ class NativeHostEmitter:
             [I64(len(layout.sizes)), sizes, strides, I32(code), self.device_type, self.device_index, slot],
         )
 
-    def _emit_launch(self, op: buf.LaunchOp) -> None:
+    def _table_position(self, address: int, owner: Any) -> int:
+        """The position of `address` in the `kernels` table, added if new."""
+        if address not in self.addresses:
+            self.addresses.append(address)
+            self.kept.append(owner)
+        return self.addresses.index(address)
+
+    def _data_pointers(self, operands: Sequence[SSAValue]) -> ir.Value:
+        """An array of the operands' data pointers."""
         b = self.cg.builder
-        compiled, symbols = self.launches[op]
-        address = self.kernel_address(compiled)
-        if address is None:
-            raise NativeHostUnsupported("a kernel without a native entry")
-        position = self.kernel_slots.setdefault(id(compiled), len(self.kernels))
-        if position == len(self.kernels):
-            self.kernels.append(compiled)
-        operands = [*op.inputs, *op.outputs]
-        pointers = self.cg.alloca(PTR, count=len(operands))
+        pointers = self.cg.alloca(PTR, count=max(len(operands), 1))
         for i, operand in enumerate(operands):
             self._call("aoti_torch_get_data_ptr", [self.handle(operand), b.gep(pointers, [I64(i)], source_etype=PTR)])
+        return pointers
+
+    def _emit_launch(self, op: buf.LaunchOp) -> None:
+        compiled, symbols = self.launches[op]
+        if getattr(compiled, "address", None) is not None:
+            self._emit_cpu_launch(op, compiled, symbols)
+        elif hasattr(compiled, "native_launches"):
+            self._emit_cuda_launch(op, compiled, symbols)
+        else:
+            raise NativeHostUnsupported("a kernel without a native launch")
+
+    def _emit_cpu_launch(self, op: buf.LaunchOp, compiled: Any, symbols: list[str]) -> None:
+        b = self.cg.builder
+        position = self._table_position(compiled.address, compiled)
+        pointers = self._data_pointers([*op.inputs, *op.outputs])
         values = self._int64_array([self.symbols[s] for s in symbols])
         entry = b.load(b.gep(self.kernel_table, [I64(position)], source_etype=PTR), typ=KERNEL.as_pointer())
         status = b.call(entry, [pointers, values, self.threads])
         self._check(status, STATUS_ZERO_DIVISOR)
+
+    def _emit_cuda_launch(self, op: buf.LaunchOp, compiled: Any, symbols: list[str]) -> None:
+        """The compiled kernel's CUDA functions launched with the driver where
+        the call's device and the tensors' 16-byte alignments are the first
+        call's (Triton specialized the binaries for them), else the kernel's
+        Python launch, called back."""
+        operands = [*op.inputs, *op.outputs]
+        found = compiled.native_launches()
+        if found is None:
+            self._emit_callback(op, operands, [], Callback(op, len(operands), self._symbol_positions(symbols), compiled))
+            return
+        key, temporaries, launches = found
+        b = self.cg.builder
+        pointers = self._data_pointers(operands)
+        data = [b.ptrtoint(b.load(b.gep(pointers, [I64(i)], source_etype=PTR), typ=PTR), I64) for i in range(len(operands))]
+        scratch = []
+        same = b.icmp_signed("==", self.device_index, I32(int(key[0])))
+        for value, aligned in zip(data, key[1 + len(symbols) :], strict=True):
+            is_aligned = b.icmp_signed("==", b.and_(value, I64(15)), I64(0))
+            same = b.and_(same, is_aligned if aligned else b.not_(is_aligned))
+        direct = self.llvm_function.append_basic_block(f"direct{self.index}")
+        called_back = self.llvm_function.append_basic_block(f"called_back{self.index}")
+        done = self.llvm_function.append_basic_block(f"launched{self.index}")
+        b.cbranch(same, direct, called_back)
+        b.position_at_end(direct)
+        for elements, dtype in temporaries:
+            code = self.shim.dtype_code(dtype)
+            if code is None:
+                raise NativeHostUnsupported(f"a temporary of dtype {dtype}")
+            slot = self._new_slot()
+            sizes, strides = self._int64_array([I64(int(elements))]), self._int64_array([I64(1)])
+            self._checked("aoti_torch_empty_strided", [I64(1), sizes, strides, I32(code), self.device_type, self.device_index, slot])
+            scratch.append(slot)
+            pointer = self.cg.alloca(PTR)
+            self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])
+            data.append(b.ptrtoint(b.load(pointer, typ=PTR), I64))
+        for grid, (_, function, launch), values in launches:
+            self._launch_cuda_function(grid, function, launch, values, data, compiled)
+        for slot in scratch:
+            b.call(self.release, [slot])
+        b.branch(done)
+        b.position_at_end(called_back)
+        callback = Callback(op, len(operands), self._symbol_positions(symbols), compiled, fallback=True)
+        self._emit_callback(op, operands, [], callback)
+        b.branch(done)
+        b.position_at_end(done)
+
+    def _launch_cuda_function(
+        self, grid: int, function: int, launch: Any, values: tuple, data: list[ir.Value], owner: Any
+    ) -> None:
+        """One `cuLaunchKernel` of a static launch (`StaticLaunch`): each
+        passed parameter's value in a stack slot, null scratch pointers last."""
+        b = self.cg.builder
+        passed = [values[p] for p in launch.positions]
+        parameters = self.cg.alloca(PTR, count=max(len(passed) + launch.scratch, 1))
+        for j, (value, code) in enumerate(zip(passed, launch.types, strict=True)):
+            if isinstance(value, tuple):
+                kind, constant = I64, data[value[1]]
+            else:
+                kind = _PARAMETER_TYPES.get(code)
+                if kind is None:
+                    raise NativeHostUnsupported(f"a kernel parameter of type code {code!r}")
+                constant = ir.Constant(kind, float(value) if code in "fd" else int(value))
+            slot = self.cg.alloca(kind)
+            b.store(constant, slot)
+            b.store(slot, b.gep(parameters, [I64(j)], source_etype=PTR))
+        for k in range(launch.scratch):
+            slot = self.cg.alloca(PTR)
+            b.store(_NULL, slot)
+            b.store(slot, b.gep(parameters, [I64(len(passed) + k)], source_etype=PTR))
+        position = self._table_position(function, owner)
+        cuda_function = b.load(b.gep(self.kernel_table, [I64(position)], source_etype=PTR), typ=PTR)
+        status = self._call(
+            "cuLaunchKernel",
+            [cuda_function, I32(int(grid)), I32(1), I32(1), I32(32 * launch.warps), I32(1), I32(1),
+             I32(launch.shared), self.stream, parameters, _NULL],
+        )  # fmt: skip
+        self._check(status, STATUS_SHIM + self.index)
+
+    def _symbol_positions(self, names: Sequence[str]) -> list[tuple[sympy.Symbol, int]]:
+        return [(sympy.Symbol(name), self.symbol_positions[name]) for name in names]
 
     def _emit_view(self, op: buf.ViewOp) -> None:
         layout = buf.buffer_type(op.result)
@@ -390,33 +528,30 @@ class NativeHostEmitter:
             self.roots[result] = result
         if self._emit_product(op) or self._emit_convolution(op):
             return
+        callback = Callback(op, len(op.inputs), self._callback_symbols(op))
+        self._emit_callback(op, list(op.inputs), list(op.results), callback)
+
+    def _emit_callback(
+        self, op: Operation, inputs: Sequence[SSAValue], results: Sequence[SSAValue], callback: Callback
+    ) -> None:
+        """Run `callback` in Python: new handles of `inputs` go to it, the
+        handles it gives back become `results`."""
         b = self.cg.builder
-        inputs = self.cg.alloca(PTR, count=max(len(op.inputs), 1))
-        for i, value in enumerate(op.inputs):
-            self._checked("aoti_torch_new_tensor_handle", [self.handle(value), b.gep(inputs, [I64(i)], source_etype=PTR)])
-        outputs = self.cg.alloca(PTR, count=max(len(op.results), 1))
-        for i in range(len(op.results)):
+        handles = self.cg.alloca(PTR, count=max(len(inputs), 1))
+        for i, value in enumerate(inputs):
+            self._checked("aoti_torch_new_tensor_handle", [self.handle(value), b.gep(handles, [I64(i)], source_etype=PTR)])
+        outputs = self.cg.alloca(PTR, count=max(len(results), 1))
+        for i in range(len(results)):
             b.store(_NULL, b.gep(outputs, [I64(i)], source_etype=PTR))
-        status = b.call(self.callback, [I64(len(self.callbacks)), inputs, outputs, self.symbol_array])
-        for i, result in enumerate(op.results):
+        status = b.call(self.callback, [I64(len(self.callbacks)), handles, outputs, self.symbol_array])
+        for i, result in enumerate(results):
             slot = self._owned(result)
             b.store(b.load(b.gep(outputs, [I64(i)], source_etype=PTR), typ=PTR), slot)
-        self.callbacks.append(Callback(op, len(op.inputs), self._callback_symbols(op)))
+        self.callbacks.append(callback)
         self._check(status, STATUS_CALLBACK)
 
     def _callback_symbols(self, op: buf.ExternOp) -> list[tuple[sympy.Symbol, int]]:
-        names = sorted(
-            {
-                s
-                for t in (*op.operand_types, *op.result_types)
-                if isinstance(t, buf.BufferType)
-                for e in t.sizes
-                for s in e.free_symbols
-                if symbol_kind(s) == "s"
-            },
-            key=lambda s: s.name,
-        )
-        return [(s, self.symbol_positions[s.name]) for s in names]
+        return [(s, self.symbol_positions[s.name]) for s in extern_symbols(op)]
 
     def _emit_product(self, op: buf.ExternOp) -> bool:
         """A matrix product into a dense result the program allocates, through
@@ -475,13 +610,7 @@ class NativeHostEmitter:
             self._call("aoti_torch_is_contiguous", [handle, flag])
             differs = b.icmp_unsigned("==", b.load(flag, typ=ir.IntType(8)), ir.Constant(ir.IntType(8), 0))
         else:
-            strides = self.cg.alloca(PTR)
-            self._call("aoti_torch_get_strides", [handle, strides])
-            strides = b.load(strides, typ=PTR)
-            differs = ir.Constant(ir.IntType(1), 0)
-            for dim, stride in enumerate(expected):
-                actual = b.load(b.gep(strides, [I64(dim)], source_etype=I64), typ=I64)
-                differs = b.or_(differs, b.icmp_signed("!=", actual, stride))
+            differs = self._strides_differ(handle, expected)
         copy = self.llvm_function.append_basic_block(f"relayout{self.index}")
         done = self.llvm_function.append_basic_block(f"relaid{self.index}")
         b.cbranch(differs, copy, done)
@@ -532,13 +661,17 @@ class NativeHostEmitter:
         b.ret(b.load(self.status, typ=I32))
 
 
-def _index_symbol(function: func.FuncOp, position: int) -> str | None:
-    """The size symbol an index argument gives, if any."""
+def _argument_attribute(function: func.FuncOp, position: int, name: str) -> Any:
     attrs = function.arg_attrs
     if attrs is None:
         return None
     entry = attrs.data[position]
-    symbol = entry.data.get(SYMBOL_ATTR) if isinstance(entry, DictionaryAttr) else None
+    return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
+
+
+def _index_symbol(function: func.FuncOp, position: int) -> str | None:
+    """The size symbol an index argument gives, if any."""
+    symbol = _argument_attribute(function, position, SYMBOL_ATTR)
     if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
         return symbol.expr.name
     return None

@@ -15,6 +15,7 @@ owned handles (`unsafe_alloc_void_ptrs_from_tensors`).
 from __future__ import annotations
 
 import ctypes
+import threading
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -87,11 +88,14 @@ def _conform(result: buf.BufferType, symbols: Sequence[sympy.Symbol]) -> Callabl
     return conform
 
 
-def callback_run(callback: Callback, device: str) -> Callable[[list[torch.Tensor], tuple], tuple]:
-    """What a callback runs: the extern's call, its results on `device` where
-    made from nothing, each in its planned layout."""
+def callback_run(callback: Callback, device: Any) -> Callable[[list[torch.Tensor], tuple], tuple]:
+    """What a callback runs: a launch's kernel, or an extern's call, its
+    results on `device` where made from nothing, each in its planned layout."""
     op = callback.op
     symbols = [s for s, _ in callback.symbols]
+    if callback.kernel is not None:
+        kernel = callback.kernel
+        return lambda tensors, values: kernel(tensors, values) or ()
     if isinstance(op.library_op, pt.ConstantOp):
         constant = DeviceConstant(extern_call(op), buf.buffer_type(op.results[0]).is_contiguous())
         copy = returned(op.results[0])
@@ -113,24 +117,20 @@ class NativeHost:
     """A loaded native host program: `function(*args)` runs one call."""
 
     def __init__(
-        self,
-        source: NativeHostSource,
-        address: int,
-        kernel_addresses: Sequence[int],
-        device: str,
-        owner: Any,
-        python: Callable[..., tuple],
+        self, source: NativeHostSource, address: int, device: Any, owner: Any, python: Callable[..., tuple]
     ):
         self.source = source
         self._python = python
         """The Python host program of the same function."""
         self._owner = owner  # holds the machine code at `address`
         self._function = HOST_FUNCTION(address)
-        self._kernels = (ctypes.c_void_p * max(len(kernel_addresses), 1))(*kernel_addresses)
+        self._kernels = (ctypes.c_void_p * max(len(source.addresses), 1))(*source.addresses)
         self._runs = [callback_run(c, device) for c in source.callbacks]
         self._callback = CALLBACK_FUNCTION(self._run_callback)
-        self._error: BaseException | None = None
-        self.callback_count = len(source.callbacks)
+        self._raised = threading.local()
+        """The exception a callback of this thread's call raised, if any."""
+        self.callback_count = sum(not c.fallback for c in source.callbacks)
+        """The ops always run in Python, by calling back."""
         self.function = self._wrapper()
 
     def _run_callback(self, index: int, inputs: Any, outputs: Any, symbols: Any) -> int:
@@ -142,7 +142,7 @@ class NativeHost:
                 outputs[i] = handle
             return 0
         except BaseException as error:  # noqa: BLE001 - raised again by the call, in Python
-            self._error = error
+            self._raised.error = error
             return STATUS_CALLBACK
 
     def fail(self, status: int, args: tuple) -> tuple:
@@ -154,8 +154,9 @@ class NativeHost:
         returned, with a warning."""
         if status == STATUS_ZERO_DIVISOR:
             raise RuntimeError("ZeroDivisionError")
-        if status == STATUS_CALLBACK and self._error is not None:
-            error, self._error = self._error, None
+        error = getattr(self._raised, "error", None)
+        if status == STATUS_CALLBACK and error is not None:
+            self._raised.error = None
             raise error
         position = status - STATUS_SHIM
         results = self._python(*args)

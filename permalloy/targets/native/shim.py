@@ -33,16 +33,25 @@ SHIM_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aoti_torch_new_tensor_handle": ("i32", ("ptr", "ptr")),
     "aoti_torch_delete_tensor_object": ("i32", ("ptr",)),
     "aoti_torch_copy_": ("i32", ("ptr", "ptr", "i32")),
-    "aoti_torch_cpu_mm_out": ("i32", ("ptr", "ptr", "ptr")),
-    "aoti_torch_cpu_bmm_out": ("i32", ("ptr", "ptr", "ptr")),
-    "aoti_torch_cpu_addmm_out": ("i32", ("ptr", "ptr", "ptr", "ptr", "f64", "f64")),
-    "aoti_torch_cpu_convolution": (
-        "i32",
-        ("ptr", "ptr", "ptr", "ptr", "i64", "ptr", "i64", "ptr", "i64", "i32", "ptr", "i64", "i64", "ptr"),
-    ),
 }
 """The shim functions a native host program may call: name -> (result type,
 parameter types), in LLVM's words (`ptr`, `i32`, `i64`, `f64`)."""
+
+for _device in ("cpu", "cuda"):
+    SHIM_FUNCTIONS.update({
+        f"aoti_torch_{_device}_mm_out": ("i32", ("ptr", "ptr", "ptr")),
+        f"aoti_torch_{_device}_bmm_out": ("i32", ("ptr", "ptr", "ptr")),
+        f"aoti_torch_{_device}_addmm_out": ("i32", ("ptr", "ptr", "ptr", "ptr", "f64", "f64")),
+        f"aoti_torch_{_device}_convolution": (
+            "i32",
+            ("ptr", "ptr", "ptr", "ptr", "i64", "ptr", "i64", "ptr", "i64", "i32", "ptr", "i64", "i64", "ptr"),
+        ),
+    })  # fmt: skip
+SHIM_FUNCTIONS["aoti_torch_get_current_cuda_stream"] = ("i32", ("i32", "ptr"))
+SHIM_FUNCTIONS["cuLaunchKernel"] = (
+    "i32",
+    ("ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "ptr"),
+)  # the CUDA driver's, which launches a loaded CUDA function
 
 
 @dataclass(frozen=True)
@@ -51,6 +60,8 @@ class Shim:
     codes it gives dtypes and device types."""
 
     addresses: dict[str, int]
+    """The address of each function of `SHIM_FUNCTIONS` this process has
+    (the CUDA ones where torch was built with CUDA and a driver is there)."""
     dtype_codes: dict[torch.dtype, int]
     device_codes: dict[str, int]
 
@@ -65,28 +76,41 @@ _DTYPE_NAMES = {
 }  # fmt: skip
 
 
-def _library() -> ctypes.CDLL | None:
-    path = os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")
+def _library(name: str) -> ctypes.CDLL | None:
+    """A library of torch's package, or the system's where `name` has no
+    folder (the CUDA driver); None where it is not there."""
+    path = os.path.join(os.path.dirname(torch.__file__), "lib", name) if name.startswith("libtorch") else name
     try:
         return ctypes.CDLL(path)
     except OSError:
         return None
 
 
+REQUIRED = ("aoti_torch_empty_strided", "aoti_torch_delete_tensor_object", "aoti_torch_get_data_ptr")
+"""Functions without which no native host program runs."""
+
+
 @cache
 def load_shim() -> Shim | None:
-    """The shim of the libtorch this process runs, None where it lacks one
-    of the functions a native host program calls (a build without the C
-    shim, or one whose library is not where torch's package keeps it)."""
-    library = _library()
+    """The shim of the libtorch this process runs (and on a machine with a
+    GPU, of its CUDA library and the driver), None where it lacks the
+    functions every native host program calls (a build without the C shim,
+    or one whose library is not where torch's package keeps it)."""
+    library = _library("libtorch_cpu.so")
     if library is None:
         return None
+    libraries = [library]
+    if torch.cuda.is_available():
+        libraries += [lib for lib in (_library("libtorch_cuda.so"), _library("libcuda.so.1")) if lib is not None]
     addresses = {}
     for name in SHIM_FUNCTIONS:
-        function = getattr(library, name, None)
-        if function is None:
-            return None
-        addresses[name] = ctypes.cast(function, ctypes.c_void_p).value
+        for candidate in libraries:
+            function = getattr(candidate, name, None)
+            if function is not None:
+                addresses[name] = ctypes.cast(function, ctypes.c_void_p).value
+                break
+    if not all(name in addresses for name in REQUIRED):
+        return None
     codes = {}
     for dtype, name in _DTYPE_NAMES.items():
         code = getattr(library, f"aoti_torch_dtype_{name}", None)

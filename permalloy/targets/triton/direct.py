@@ -23,6 +23,7 @@ import hashlib
 import operator
 import os
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from permalloy.cache.files import cache_dir, write_bytes_atomically
@@ -121,7 +122,9 @@ def static_launch(kernel: Any, device: int) -> Launch | None:
     """`kernel` (compiled by Triton, not yet loaded) as a launch through
     torch's static launcher, loaded on GPU `device`: a function taking the
     arguments of Triton's launcher (grid, stream, function, metadata, three
-    hooks, every parameter), so that generated launchers call either alike.
+    hooks, every parameter), so that generated launchers call either alike,
+    the function, and in the metadata's place (which the function ignores)
+    the `StaticLaunch`, which native host programs read.
     None where the static launcher does not apply: no such launcher, a
     kernel spanning several blocks' clusters, cooperative or programmatic
     launches, scratch memory, or a parameter type it does not take."""
@@ -143,16 +146,43 @@ def static_launch(kernel: Any, device: int) -> Launch | None:
     loaded = launcher._load_kernel(path, metadata.name, metadata.shared, device)  # noqa: SLF001
     function = loaded[-3]  # (module,) function, registers, spills
     positions, types = parameters
-    types += "O" * len(scratch)  # the binary takes a null pointer for each scratch buffer
-    unused = (None,) * len(scratch)
-    launch_kernel = launcher._launch_kernel  # noqa: SLF001
-    warps, shared = metadata.num_warps, metadata.shared
-    passed = _picker(positions)
+    launch = StaticLaunch(function, metadata.num_warps, metadata.shared, types, tuple(positions), len(scratch))
+    return launch.run, function, launch
 
-    def run(grid_x, grid_y, grid_z, stream, function, _metadata, _launch_metadata, _enter, _exit, *values):
-        launch_kernel(function, grid_x, grid_y, grid_z, warps, shared, types, passed(values) + unused, stream)
 
-    return run, function, None
+@dataclass
+class StaticLaunch:
+    """A compiled kernel launched through torch's static launcher: a function
+    taking the arguments of Triton's launcher (grid, stream, function,
+    metadata, three hooks, every parameter), so that generated launchers call
+    either alike; its fields are what a native host program launches it with."""
+
+    function: int
+    """The loaded CUDA function."""
+    warps: int
+    shared: int
+    """Bytes of dynamic shared memory."""
+    types: str
+    """The static launcher's code of each value passed (`O` a pointer, `i` an
+    i32, `l` an i64, ...), not counting the scratch buffers."""
+    positions: tuple[int, ...]
+    """The position of each value passed among the function's parameters."""
+    scratch: int
+    """The scratch buffers the binary takes, each passed a null pointer last."""
+
+    def __post_init__(self) -> None:
+        launch_kernel = static_launcher()._launch_kernel  # noqa: SLF001
+        warps, shared, types = self.warps, self.shared, self.types + "O" * self.scratch
+        passed = _picker(self.positions)
+        unused = (None,) * self.scratch
+
+        def run(grid_x, grid_y, grid_z, stream, function, _metadata, _launch_metadata, _enter, _exit, *values):
+            launch_kernel(function, grid_x, grid_y, grid_z, warps, shared, types, passed(values) + unused, stream)
+
+        self.run = run
+
+    def __call__(self, *arguments: Any) -> None:
+        self.run(*arguments)
 
 
 def _picker(positions: Sequence[int]) -> Callable[[tuple], tuple]:

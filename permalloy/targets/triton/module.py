@@ -82,7 +82,8 @@ def module_source(plan: KernelPlan, interpret: bool) -> str:
         return _assemble(plan, interpret, writer.helpers, functions, launchers)
     body = SourceWriter(depth=1)
     KernelBodyWriter(plan, body).emit()
-    launchers = [_launcher(plan), _direct_launcher(plan)] + ([] if interpret else [_warmup(plan)])
+    launchers = [_launcher(plan), _direct_launcher(plan), _native_launches(plan)]
+    launchers += [] if interpret else [_warmup(plan)]
     return _assemble(plan, interpret, body.helpers, [_kernel_function(plan, body)], launchers)
 
 
@@ -177,6 +178,20 @@ def _warmup(plan: KernelPlan) -> str:
     return w.text()
 
 
+def _bind_fixed_launch(plan: KernelPlan, w: SourceWriter) -> list[str]:
+    """The lines of a launch at fixed sizes and configuration that bind the
+    size symbols, `RBLOCK`, `idx64` and the iterator over the compiled kernels
+    (`compiled`); the kernel's compile-time parameters."""
+    if plan.symbols:
+        w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
+    constexprs = constexpr_names(plan)
+    if "RBLOCK" in constexprs:
+        w.line("RBLOCK = config['RBLOCK']")
+    _bind_idx64(plan, constexprs, w)
+    w.line("compiled = iter(kernels)")
+    return constexprs
+
+
 def _bind_idx64(plan: KernelPlan, constexprs: list[str], w: SourceWriter) -> None:
     """The line computing `idx64` (whether some index needs 64 bits) where the
     kernel takes it."""
@@ -228,13 +243,7 @@ def _direct_launcher(plan: KernelPlan) -> str:
     with w.indented():
         w.line('"""A function `run(tensors, stream)` launching the kernel at the sizes `symbols` with')
         w.line('`config` through `kernels`, the compiled kernels `launch` returned for them."""')
-        if plan.symbols:
-            w.line(f"{''.join(s + ', ' for s in plan.symbols)}= symbols")
-        constexprs = constexpr_names(plan)
-        if "RBLOCK" in constexprs:
-            w.line("RBLOCK = config['RBLOCK']")
-        _bind_idx64(plan, constexprs, w)
-        w.line("compiled = iter(kernels)")
+        constexprs = _bind_fixed_launch(plan, w)
         for position, group in enumerate(plan.groups):
             w.line(f"XBLOCK{position} = {_xblock(plan, group, 'config')}")
             w.line(f"grid{position} = {_grid(plan, group, 'config')}")
@@ -265,6 +274,36 @@ def _direct_launcher(plan: KernelPlan) -> str:
                     )
         w.line("")
         w.line("return run")
+    return w.text()
+
+
+def _native_launches(plan: KernelPlan) -> str:
+    """`native_launches(symbols, config, kernels)`: what a native host program
+    launches at fixed sizes and configuration, from the compiled kernels that
+    `launch` returned: the temporaries to allocate for a call (elements and
+    dtype of each), and for each launch of a program its grid, its compiled
+    kernel's `(run, function, metadata)` and the values of every parameter,
+    a tensor given as `("tensor", position)` among the launch's tensors and
+    then the temporaries."""
+    w = SourceWriter()
+    w.line("def native_launches(symbols, config, kernels):")
+    with w.indented():
+        w.line('"""The temporaries (elements, dtype) and each launch of the kernel at the sizes')
+        w.line('`symbols` with `config`: grid, compiled kernel and parameter values, tensors as')
+        w.line('("tensor", position)."""')
+        constexprs = _bind_fixed_launch(plan, w)
+        w.line("launches = []")
+        tensors = [f'("tensor", {i})' for i in range(len(plan.tensors))]
+        for position, group in enumerate(plan.groups):
+            w.line(f"XBLOCK{position} = {_xblock(plan, group, 'config')}")
+            w.line(f"grid{position} = {_grid(plan, group, 'config')}")
+            bound = {"XBLOCK": f"XBLOCK{position}", "STAGE": str(position), "IDX64": "idx64"}
+            values = tensors + list(plan.symbols) + [bound.get(name, name) for name in constexprs]
+            w.line(f"if grid{position} > 0:")
+            with w.indented():
+                w.line(f"launches.append((grid{position}, next(compiled), ({', '.join(values)},)))")
+        temporaries = [f"({python_expr(_numel(t.sizes))}, {TORCH_DTYPES[t.dtype]})" for t in plan.temporaries]
+        w.line(f"return [{', '.join(temporaries)}], launches")
     return w.text()
 
 

@@ -20,7 +20,12 @@ from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
-from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
+from permalloy.targets.triton.direct import (
+    StaticLaunch,
+    compiled_launches,
+    current_stream,
+    direct_launch_available,
+)
 from permalloy.targets.triton.loader import ModuleLoader
 from permalloy.targets.triton.module import function_name, module_source
 from permalloy.targets.triton.plan import KernelPlan, plan_kernel
@@ -107,6 +112,9 @@ class TritonKernel:
         self.launchers: dict[tuple, Callable] = {}
         """The direct launch of each (device index, sizes, 16-byte alignment of
         each tensor) seen: the keys of Triton's specialization."""
+        self.direct_launches: dict[tuple, tuple] = {}
+        """The sizes, configuration and compiled launches behind each of
+        `launchers`, which native host programs launch from."""
         self.workers = None if interpret else workers
         self.requested: set[tuple[int, ...]] = set()
         """The sizes the compile workers were asked to compile this kernel for."""
@@ -185,11 +193,13 @@ class TritonKernel:
             self._record("autotuning", started)
         started = time.perf_counter()
         if direct_key is not None:
-            run = self._direct_run(tensors, symbols, config)
+            launches = self._compiled_direct(tensors, symbols, config)
+            run = None if launches is None else self.module.launcher(symbols, config, launches)
             if first:
                 self._record("kernel_compilation", started)
             if run is not None:
                 self.launchers[direct_key] = run
+                self.direct_launches[direct_key] = (tuple(symbols), config, launches)
                 run(tensors, self.stream(direct_key[0]))
                 return
         kernels = self.module.launch(tensors, symbols, config)
@@ -200,13 +210,35 @@ class TritonKernel:
             if launches is not None:
                 self.launchers[direct_key] = self.module.launcher(symbols, config, launches)
 
-    def _direct_run(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> Callable | None:
-        """The direct launch of `config` for these tensors and sizes: its
+    def _compiled_direct(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> list | None:
+        """The compiled launches of `config` for these tensors and sizes: its
         kernels compiled for them (nothing runs) and loaded on their GPU;
         None where a compiled kernel cannot be launched directly."""
         kernels = self.module.launch(tensors, symbols, config, True)
-        launches = compiled_launches(kernels, tensors[0].get_device())
+        return compiled_launches(kernels, tensors[0].get_device())
+
+    def _direct_run(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> Callable | None:
+        """The direct launch of `config` for these tensors and sizes (see
+        `_compiled_direct`)."""
+        launches = self._compiled_direct(tensors, symbols, config)
         return None if launches is None else self.module.launcher(symbols, config, launches)
+
+    def native_launches(self) -> tuple[tuple, list] | None:
+        """What a native host program launches for this kernel: the key of
+        its one direct launch so far (device index, sizes, each tensor's
+        16-byte alignment), and the temporaries and launches of the module's
+        `native_launches` for it; None where the kernel has had several,
+        none, or a launch the static launcher does not run."""
+        if len(self.direct_launches) != 1:
+            return None
+        ((key, (symbols, config, launches)),) = self.direct_launches.items()
+        make = getattr(self.module, "native_launches", None)
+        if make is None:
+            return None
+        temporaries, found = make(symbols, config, launches)
+        if not all(isinstance(kernel[2], StaticLaunch) for _, kernel, _ in found):
+            return None
+        return key, temporaries, found
 
     def _tuning_launch(self) -> Callable[[Sequence, Sequence[int], dict[str, int]], None]:
         """What the autotuner runs a candidate with: its direct launch, made

@@ -160,9 +160,10 @@ def _graph_summary(record: dict[str, Any]) -> dict[str, Any]:
     """What the report keeps of one graph's record: for a training step the
     forward graph's comes before the backward graph's."""
     keys = (
-        "compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds", "compile_times", "cache"
+        "compiled", "kernels", "extern_calls", "fallback_ops", "compile_seconds", "compile_times", "cache",
+        "host", "host_callbacks", "host_us_per_call",
     )
-    return {key: record[key] for key in keys}
+    return {key: record.get(key) for key in keys}
 
 
 def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:

@@ -50,6 +50,13 @@ class HostMachine:
             cpu=self.cpu, features=self.features.flatten(), opt=3, jit=True
         )
 
+    @cached_property
+    def quick_target_machine(self) -> llvm.TargetMachine:
+        """A target machine generating code without optimizing it (LLVM's fast
+        instruction selection), for code whose cost is in what it calls."""
+        target = llvm.Target.from_triple(self.triple)
+        return target.create_target_machine(cpu=self.cpu, features=self.features.flatten(), opt=0, jit=True)
+
     def has(self, feature: str) -> bool:
         return bool(self.features.get(feature, False))
 
@@ -123,11 +130,19 @@ class JIT:
             manager.detach()
         return module
 
-    def compile(self, text: str) -> bytes:
-        """Optimize a module and compile it to object code for the host."""
-        module = self.optimize(text)
+    def compile(self, text: str, optimize: bool = True) -> bytes:
+        """Optimize a module (unless not `optimize`: straight-line code of
+        calls, which LLVM's passes make no faster, as a host program's) and
+        compile it to object code for the host."""
+        if optimize:
+            module = self.optimize(text)
+            machine = self.host.target_machine
+        else:
+            module = llvm.parse_assembly(text, context=self._context)
+            module.verify()
+            machine = self.host.quick_target_machine
         try:
-            return self.host.target_machine.emit_object(module)
+            return machine.emit_object(module)
         finally:
             module.close()
 
@@ -141,10 +156,10 @@ class JIT:
             raise ValueError(f"the object code defines no function '{entry}'")
         return address
 
-    def load(self, text: str, entry: str) -> tuple[int, bytes]:
-        """Optimize, compile and load a module; the address of its function
-        `entry`, and the object code."""
-        code = self.compile(text)
+    def load(self, text: str, entry: str, optimize: bool = True) -> tuple[int, bytes]:
+        """Optimize (see `compile`), compile and load a module; the address of
+        its function `entry`, and the object code."""
+        code = self.compile(text, optimize)
         return self.load_object(code, entry), code
 
     def assembly(self, text: str) -> str:

@@ -55,7 +55,7 @@ def native_host(
         return None
     for name, address in shim.addresses.items():
         llvm.add_symbol(name, address)
-    address, _ = jit.load(emitted.source, entry)
+    address, _ = jit.load(emitted.source, entry, optimize=False)
     return NativeHost(emitted, address, device, owner=jit, python=python)
 
 

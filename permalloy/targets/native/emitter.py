@@ -152,6 +152,7 @@ class NativeHostEmitter:
     """The compiled kernels whose code the addresses point into."""
     callbacks: list[Callback] = field(default_factory=list)
     slots: list[ir.Value] = field(default_factory=list)
+    constant_arrays: dict[tuple[int, ...], ir.GlobalVariable] = field(default_factory=dict)
     argument_copies: dict[SSAValue, ir.Value] = field(default_factory=dict)
     """The slot of each tensor argument's copy in its buffer's layout (null
     where the argument had that layout)."""
@@ -255,6 +256,19 @@ class NativeHostEmitter:
         return self.cg.builder.load(entry.slot, typ=PTR)
 
     def _int64_array(self, values: Sequence[ir.Value]) -> ir.Value:
+        """An array of the values: a constant of the module where all are
+        constants (one per distinct array), else a stack array filled here."""
+        if all(isinstance(v, ir.Constant) for v in values):
+            key = tuple(int(v.constant) for v in values)
+            array = self.constant_arrays.get(key)
+            if array is None:
+                kind = ir.ArrayType(I64, max(len(key), 1))
+                array = ir.GlobalVariable(self.module, kind, f"sizes{len(self.constant_arrays)}")
+                array.linkage = "private"
+                array.global_constant = True
+                array.initializer = ir.Constant(kind, list(key) or [0])
+                self.constant_arrays[key] = array
+            return array
         array = self.cg.alloca(I64, count=max(len(values), 1))
         for position, value in enumerate(values):
             self.cg.builder.store(value, self.cg.builder.gep(array, [I64(position)], source_etype=I64))
@@ -303,33 +317,64 @@ class NativeHostEmitter:
 
     def _conform_argument(self, arg: SSAValue, word: ir.Value) -> None:
         """The argument itself where its strides are its buffer's, else a copy
-        of it in its buffer's layout (owned)."""
+        of it in its buffer's layout (owned), made by `permalloy_conform`."""
         b = self.cg.builder
         layout = buf.buffer_type(arg)
-        expected = self._exprs(layout.strides.data)
-        differs = self._strides_differ(word, expected)
-        slot = self._new_slot()
-        copy = self.llvm_function.append_basic_block(f"conform{len(self.slots)}")
-        done = self.llvm_function.append_basic_block(f"conformed{len(self.slots)}")
-        b.cbranch(differs, copy, done)
-        b.position_at_end(copy)
-        dtype, device_type, device_index = self.cg.alloca(I32), self.cg.alloca(I32), self.cg.alloca(I32)
-        self._call("aoti_torch_get_dtype", [word, dtype])
-        self._call("aoti_torch_get_device_type", [word, device_type])
-        self._call("aoti_torch_get_device_index", [word, device_index])
         sizes = self._int64_array(self._exprs(layout.sizes))
-        self._checked(
-            "aoti_torch_empty_strided",
-            [I64(len(expected)), sizes, self._int64_array(expected),
-             b.load(dtype, typ=I32), b.load(device_type, typ=I32), b.load(device_index, typ=I32), slot],
-        )  # fmt: skip
-        self._checked("aoti_torch_copy_", [b.load(slot, typ=PTR), word, I32(0)])
-        b.branch(done)
-        b.position_at_end(done)
+        strides = self._int64_array(self._exprs(layout.strides.data))
+        slot = self._new_slot()
+        status = b.call(self._conform_function(), [word, I64(len(layout.sizes)), sizes, strides, slot])
+        self._check(status, STATUS_SHIM + self.index)
         copied = b.load(slot, typ=PTR)
         handle = b.select(b.icmp_unsigned("==", copied, _NULL), word, copied)
         self.values[arg] = _Value(handle, None)
         self.argument_copies[arg] = slot
+
+    def _conform_function(self) -> ir.Function:
+        """`i32 permalloy_conform(ptr handle, i64 ndim, ptr sizes, ptr strides,
+        ptr slot)`: where the tensor's strides differ from `strides`, a new
+        tensor of `sizes` and `strides`, its dtype and device, holding a copy of
+        it, in `slot`; the status of the shim's calls."""
+        existing = self.module.globals.get("permalloy_conform")
+        if existing is not None:
+            return existing
+        kind = ir.FunctionType(I32, [PTR, I64, PTR, PTR, PTR])
+        function = ir.Function(self.module, kind, "permalloy_conform")
+        function.linkage = "internal"
+        handle, ndim, sizes, strides, slot = function.args
+        entry, loop, differs, copy, done = (function.append_basic_block(n) for n in ("entry", "loop", "next", "copy", "done"))
+        b = ir.IRBuilder(entry)
+        actual_slot, dtype, device_type, device_index = b.alloca(PTR), b.alloca(I32), b.alloca(I32), b.alloca(I32)
+        b.call(self._shim_function("aoti_torch_get_strides"), [handle, actual_slot])
+        actual = b.load(actual_slot, typ=PTR)
+        b.branch(loop)
+        b.position_at_end(loop)
+        dim = b.phi(I64)
+        dim.add_incoming(I64(0), entry)
+        b.cbranch(b.icmp_signed("<", dim, ndim), differs, done)
+        b.position_at_end(differs)
+        have = b.load(b.gep(actual, [dim], source_etype=I64), typ=I64)
+        want = b.load(b.gep(strides, [dim], source_etype=I64), typ=I64)
+        dim.add_incoming(b.add(dim, I64(1)), differs)
+        b.cbranch(b.icmp_signed("!=", have, want), copy, loop)
+        b.position_at_end(copy)
+        b.call(self._shim_function("aoti_torch_get_dtype"), [handle, dtype])
+        b.call(self._shim_function("aoti_torch_get_device_type"), [handle, device_type])
+        b.call(self._shim_function("aoti_torch_get_device_index"), [handle, device_index])
+        made = b.call(
+            self._shim_function("aoti_torch_empty_strided"),
+            [ndim, sizes, strides, b.load(dtype, typ=I32), b.load(device_type, typ=I32), b.load(device_index, typ=I32), slot],
+        )
+        failed = function.append_basic_block("failed")
+        fill = function.append_basic_block("fill")
+        b.cbranch(b.icmp_signed("!=", made, I32(0)), failed, fill)
+        b.position_at_end(failed)
+        b.ret(made)
+        b.position_at_end(fill)
+        b.ret(b.call(self._shim_function("aoti_torch_copy_"), [b.load(slot, typ=PTR), handle, I32(0)]))
+        b.position_at_end(done)
+        b.ret(I32(0))
+        return function
 
     def _strides_differ(self, handle: ir.Value, expected: Sequence[ir.Value]) -> ir.Value:
         """Whether the tensor's strides differ from `expected` in some dimension."""

@@ -102,10 +102,27 @@ class FloorDiv(sympy.Function):
             return base
         if base == 0:
             return sympy.Integer(0)
+        if divisor.is_Integer:
+            return _exact_quotient(base, int(divisor))
         quotient = sympy.cancel(base / divisor)
         if quotient.is_integer:
             return quotient
         return None
+
+
+def _exact_quotient(base: sympy.Expr, divisor: int) -> sympy.Expr | None:
+    """`base / divisor` where every term of `base` (index expressions are
+    sums of integer-valued terms) has a coefficient `divisor` divides, else
+    None: what cancelling and asking sympy whether the quotient is an integer
+    finds for an integer divisor, without either (the two cost most of a
+    reshape's lowering)."""
+    terms = base.as_coefficients_dict()
+    if not all(term.is_integer for term in terms):
+        quotient = sympy.cancel(base / divisor)
+        return quotient if quotient.is_integer else None
+    if any(not coefficient.is_Integer or int(coefficient) % divisor for coefficient in terms.values()):
+        return None
+    return sympy.Add(*(term * (int(coefficient) // divisor) for term, coefficient in terms.items()))
 
 
 class CeilDiv(sympy.Function):

@@ -53,7 +53,16 @@ def linearize(index: Sequence[sympy.Expr], sizes: Sequence[sympy.Expr]) -> sympy
 def delinearize(flat: sympy.Expr, sizes: Sequence[sympy.Expr]) -> Index:
     """The index of row-major position `flat` in a tensor of `sizes`. An empty
     tensor has no positions: its index is all zeros (never read), where
-    dividing by its strides would divide by zero."""
+    dividing by its strides would divide by zero.
+
+    Building the `floordiv` and `mod` terms costs sympy most of a reshape's
+    lowering; the layers of a model repeat the same reshapes, so the result
+    is remembered per (position, sizes)."""
+    return _delinearize(sympy.sympify(flat), tuple(sympy.sympify(s) for s in sizes))
+
+
+@functools.lru_cache(maxsize=1 << 12)
+def _delinearize(flat: sympy.Expr, sizes: tuple[sympy.Expr, ...]) -> Index:
     if any(size == 0 for size in sizes):
         return tuple(sympy.Integer(0) for _ in sizes)
     result: list[sympy.Expr] = []

@@ -69,3 +69,17 @@ def test_unbacked_symbols_are_rejected_clearly() -> None:
 def test_float_size_expressions_are_rejected_clearly() -> None:
     with pytest.raises(GraphImportError, match="ToFloat"):
         SymbolTable().convert(torch_functions.ToFloat(S77))
+
+
+def test_floordiv_by_an_integer_divides_exactly_divisible_sums_at_once():
+    """A floordiv by an integer that divides every coefficient is the exact
+    quotient; otherwise it stays, as when sympy cancels the quotient."""
+    from permalloy.dialects.sym import FloorDiv
+
+    d0, d1, s0 = sympy.symbols("d0 d1 s0", integer=True, nonnegative=True)
+    assert FloorDiv(8 * d0 + 16 * d1 + 24, 8) == d0 + 2 * d1 + 3
+    assert FloorDiv(8 * s0 * d0, 4) == 2 * s0 * d0
+    assert FloorDiv(8 * d0 + d1, 8) == FloorDiv(8 * d0 + d1, 8, evaluate=False)
+    assert FloorDiv(6 * FloorDiv(d0, 3), 2) == 3 * FloorDiv(d0, 3)
+    x = sympy.Symbol("x")  # not known to be an integer: the general path, which does not divide
+    assert isinstance(FloorDiv(2 * x, 2), FloorDiv)

@@ -170,6 +170,25 @@ def test_the_host_option_and_its_environment_variable(monkeypatch):
         parse_options({}, None)
 
 
+def test_a_gpu_program_of_symbolic_sizes_stays_on_the_python_host():
+    """A Triton kernel's native launches are its first call's grids and
+    configuration, so on a GPU only graphs of constant sizes run natively."""
+    from xdsl.dialects import func
+
+    from permalloy.compiler import lower_module
+    from permalloy.lowering.import_fx import import_graph
+    from permalloy.targets.native.emitter import NativeHostEmitter, NativeHostUnsupported
+    from permalloy.targets.native.shim import load_shim
+
+    x = torch.randn(5, 7)
+    torch._dynamo.mark_dynamic(x, 0)
+    (captured,) = capture_with_inputs(lambda x: torch.softmax(x, -1), x, dynamic=None)
+    module = lower_module(import_graph(captured.graph_module).module, target="triton")
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp)]
+    with pytest.raises(NativeHostUnsupported, match="symbolic sizes"):
+        NativeHostEmitter(function, {}, load_shim(), device="cuda").emit()
+
+
 def test_the_backend_runs_the_native_host_and_dumps_it(tmp_path):
     torch._dynamo.reset()
     fn = lambda x, w: torch.tanh(x @ w) + 1  # noqa: E731
@@ -231,6 +250,20 @@ def test_gpu_native_host_matches_the_python_host(name):
         _assert_identical(program.function(*args), program.python_function(*args))
     _assert_identical(program.function(*args), first)
     torch.cuda.synchronize()
+
+
+@cuda
+def test_gpu_graphs_of_symbolic_sizes_run_on_the_python_host():
+    x = torch.randn(5, 64, device="cuda")
+    torch._dynamo.mark_dynamic(x, 0)
+    (captured,) = capture_with_inputs(lambda x: torch.softmax(x, -1) * 2, x, dynamic=None)
+    compiled = compile_graph(captured.graph_module, CompileOptions(target="triton", cache=False))
+    for rows in (5, 5, 9):
+        args = [torch.randn(rows, 64, device="cuda") if isinstance(a, torch.Tensor) else rows for a in captured.inputs]
+        (result,) = compiled.program(*args)
+        tensor = next(a for a in args if isinstance(a, torch.Tensor))
+        torch.testing.assert_close(result, torch.softmax(tensor, -1) * 2)
+    assert compiled.program.native_source is None and compiled.stats.host == "python"
 
 
 @cuda

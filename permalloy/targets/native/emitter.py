@@ -389,7 +389,11 @@ class NativeHostEmitter:
         return differs
 
     def _symbol_array(self) -> None:
-        """Every bound symbol's value in one array, which callbacks read."""
+        """Every bound symbol's value in one array, which callbacks read. On a
+        GPU, only graphs of constant sizes: a Triton kernel's launches, grids
+        and configuration are the first call's, at its sizes."""
+        if self.device != "cpu" and self.symbols:
+            raise NativeHostUnsupported("a GPU program of symbolic sizes")
         self.symbol_positions = {name: position for position, name in enumerate(self.symbols)}
         self.symbol_array = self._int64_array(list(self.symbols.values()))
 

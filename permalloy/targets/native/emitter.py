@@ -6,20 +6,23 @@ The host program as one LLVM function over torch's C shim.
 `words` holds one 64-bit word per argument of the buffer-level function: a
 tensor's `_cdata`, whose address is then a borrowed handle of it (`shim`),
 or an index argument's value. `results` receives an owned handle of each
-returned tensor. `kernels` holds the address of each launched kernel, in the
-order of `NativeHostSource.kernels`, and `callback` is the function that
-runs, in Python, the ops the shim has no function for (`Callback`); so the
-module holds no address of this process.
+returned tensor. `kernels` holds the addresses of the launched kernels'
+entries (CPU) or CUDA functions (GPU), in the order of
+`NativeHostSource.addresses`, and `callback` is the function that runs, in
+Python, the ops the shim has no function for (`Callback`); so the module
+holds no address of this process.
 
 Each op of the function becomes a few shim calls, as the Python host
 program's line does: `buffer.alloc` is `aoti_torch_empty_strided` on the
 device of the first tensor argument, `buffer.view` is
 `aoti_torch__reinterpret_tensor` of the view's root buffer, `buffer.copy`
 is `aoti_torch_copy_`, `buffer.launch` passes the operands' data pointers
-to the kernel, and the matrix products whose dense result the program
-allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out` and
-`addmm_out`. An argument whose strides differ from its buffer's is copied
-into a tensor of the buffer's layout first.
+to a CPU kernel's entry or, for a Triton kernel, each of its launches to
+the driver's `cuLaunchKernel`, the matrix products whose dense result the
+program allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out`
+and `addmm_out`, and convolutions its `convolution`. An argument whose
+strides differ from its buffer's is copied into a tensor of the buffer's
+layout first.
 
 The handles the program makes live in stack slots, one per value, released
 after the value's last use and, on every path out of the function, any
@@ -64,12 +67,12 @@ _NULL = ir.Constant(PTR, None)
 KERNEL = ir.FunctionType(I32, [PTR, PTR, I32])
 """A kernel's entry: data pointers, symbol values, thread count -> status."""
 CALLBACK = ir.FunctionType(I32, [I64, PTR, PTR, PTR])
+"""The callback: op index, input handles, result handles, symbol values -> status."""
 _PARAMETER_TYPES = {
     "i": I32, "I": I32, "l": I64, "K": I64, "b": ir.IntType(8), "B": ir.IntType(8),
     "h": ir.IntType(16), "H": ir.IntType(16), "f": ir.FloatType(), "d": ir.DoubleType(),
 }  # fmt: skip
 """The type of each static-launcher code of a scalar kernel parameter."""
-"""The callback: op index, input handles, result handles, symbol values -> status."""
 
 _PRODUCTS = {pt.MatmulOp: "mm_out", pt.BatchMatmulOp: "bmm_out", pt.AddmmOp: "addmm_out"}
 """The library ops the shim computes into a given tensor, by op class."""
@@ -600,7 +603,13 @@ class NativeHostEmitter:
         self._check(status, STATUS_CALLBACK)
 
     def _callback_symbols(self, op: buf.ExternOp) -> list[tuple[sympy.Symbol, int]]:
-        return [(s, self.symbol_positions[s.name]) for s in extern_symbols(op)]
+        """The symbols of the extern's sizes (its call's) and of its results'
+        strides (its results' layout fixes'), with their positions."""
+        strides = {
+            s for r in op.results for e in buf.buffer_type(r).strides.data for s in e.free_symbols if s.name in self.symbols
+        }
+        symbols = sorted(set(extern_symbols(op)) | strides, key=lambda s: s.name)
+        return [(s, self.symbol_positions[s.name]) for s in symbols]
 
     def _emit_product(self, op: buf.ExternOp) -> bool:
         """A matrix product into a dense result the program allocates, through

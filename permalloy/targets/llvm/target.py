@@ -66,10 +66,6 @@ class LLVMTarget:
             self._cache[key] = compiled
         return compiled
 
-    def native_kernel_address(self, compiled: CompiledLLVMKernel) -> int:
-        """The address of a compiled kernel's entry, which a native host program calls."""
-        return compiled.address
-
     def cache_identity(self) -> str:
         """What compiled kernels depend on besides the kernel and its layouts:
         the host (triple, CPU, features), the vector width, the threshold of

@@ -77,6 +77,9 @@ def test_a_static_launch_passes_the_binary_s_parameters_and_null_scratch(monkeyp
 
     assert launcher.loads == [(CUBIN, "k", 512, 2)]
     assert launcher.launches == [(1234, 10, 1, 1, 8, 512, "OOilfOO", ("in", "out", 5, 6, 0.5, None, None), 77)]
+    # what a native host program launches with, in the metadata's place
+    assert (metadata.function, metadata.warps, metadata.shared) == (1234, 8, 512)
+    assert (metadata.types, metadata.positions, metadata.scratch) == ("OOilf", (0, 1, 2, 3, 4), 2)
 
 
 def test_a_kernel_of_one_parameter_is_passed_a_tuple(monkeypatch):

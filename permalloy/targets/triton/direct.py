@@ -152,10 +152,10 @@ def static_launch(kernel: Any, device: int) -> Launch | None:
 
 @dataclass
 class StaticLaunch:
-    """A compiled kernel launched through torch's static launcher: a function
-    taking the arguments of Triton's launcher (grid, stream, function,
+    """A compiled kernel launched through torch's static launcher: `run`
+    takes the arguments of Triton's launcher (grid, stream, function,
     metadata, three hooks, every parameter), so that generated launchers call
-    either alike; its fields are what a native host program launches it with."""
+    either alike; the fields are what a native host program launches it with."""
 
     function: int
     """The loaded CUDA function."""
@@ -180,9 +180,6 @@ class StaticLaunch:
             launch_kernel(function, grid_x, grid_y, grid_z, warps, shared, types, passed(values) + unused, stream)
 
         self.run = run
-
-    def __call__(self, *arguments: Any) -> None:
-        self.run(*arguments)
 
 
 def _picker(positions: Sequence[int]) -> Callable[[tuple], tuple]:

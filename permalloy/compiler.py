@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from permalloy.cache import (
@@ -406,15 +406,13 @@ def size_outputs(
 def _symbol_readers(function: func.FuncOp) -> dict[str, str]:
     """For each size symbol of the function, a Python expression reading its
     value from the arguments `a0, a1, ...`."""
-    from permalloy.targets.host import SYMBOL_ATTR
+    from permalloy.targets.host import index_argument_symbol
 
     readers: dict[str, str] = {}
-    attributes = function.arg_attrs.data if function.arg_attrs is not None else ()
-    for position, (arg, entry) in enumerate(zip(function.args, attributes)):
-        symbol = entry.data.get(SYMBOL_ATTR) if isinstance(entry, DictionaryAttr) else None
-        if isinstance(arg.type, IndexType) and isinstance(symbol, SymExprAttr):
-            if symbol.expr.is_Symbol and symbol.expr.name not in readers:
-                readers[symbol.expr.name] = f"int(a{position})"
+    for position, arg in enumerate(function.args):
+        symbol = index_argument_symbol(function, position) if isinstance(arg.type, IndexType) else None
+        if symbol is not None and symbol not in readers:
+            readers[symbol] = f"int(a{position})"
     for position, arg in enumerate(function.args):
         if isinstance(arg.type, BufferType):
             for dim, size in enumerate(arg.type.sizes):

@@ -228,7 +228,7 @@ class _Emitter:
     def _bind_symbols(self, args: Sequence[SSAValue]) -> None:
         for position, arg in enumerate(args):
             if isinstance(arg.type, IndexType):
-                symbol = self._symbol_of_index_argument(position)
+                symbol = index_argument_symbol(self.function, position)
                 if symbol is not None and symbol not in self.bound:
                     self.lines.append(f"{symbol} = int({self.name(arg)})")
                     self.bound.add(symbol)
@@ -244,23 +244,10 @@ class _Emitter:
                 self._conform_argument(arg)
                 self.roots[arg] = self.name(arg)
 
-    def _argument_attribute(self, position: int, name: str) -> Any:
-        attrs = self.function.arg_attrs
-        if attrs is None:
-            return None
-        entry = attrs.data[position]
-        return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
-
-    def _symbol_of_index_argument(self, position: int) -> str | None:
-        symbol = self._argument_attribute(position, SYMBOL_ATTR)
-        if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
-            return symbol.expr.name
-        return None
-
     def _move_to_gpu_for_kernels(self, position: int, arg: SSAValue) -> None:
         """A CPU tensor argument of a GPU graph that a kernel reads is moved
         to the program's GPU first, as eager's GPU kernels take CPU indices."""
-        if getattr(self.target, "device", "cpu") != "cuda" or self._argument_attribute(position, ON_CPU_ATTR) is None:
+        if getattr(self.target, "device", "cpu") != "cuda" or argument_attribute(self.function, position, ON_CPU_ATTR) is None:
             return
         if _launched(arg):
             name = self.name(arg)
@@ -445,6 +432,23 @@ class _Emitter:
         )
 
 
+def argument_attribute(function: func.FuncOp, position: int, name: str) -> Any:
+    """The attribute `name` of the function's argument at `position`, if it has one."""
+    attrs = function.arg_attrs
+    if attrs is None:
+        return None
+    entry = attrs.data[position]
+    return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
+
+
+def index_argument_symbol(function: func.FuncOp, position: int) -> str | None:
+    """The size symbol an index argument gives the value of, if any."""
+    symbol = argument_attribute(function, position, SYMBOL_ATTR)
+    if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
+        return symbol.expr.name
+    return None
+
+
 def extern_symbols(op: buf.ExternOp) -> list[sympy.Symbol]:
     """The size symbols of an extern's operand and result sizes, by name:
     those its call is given the values of."""
@@ -503,7 +507,7 @@ def build_host_program(
     emitter = _Emitter(module, functions[0], target, symbol_hints=dict(symbol_hints or {}))
     program = emitter.emit()
     program.python_function = program.function
-    if native and not getattr(target, "interpret", False):
+    if native:
         from permalloy.targets.native import attach_native_host
 
         attach_native_host(program, functions[0], emitter.launched, target)

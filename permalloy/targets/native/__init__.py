@@ -68,6 +68,8 @@ def attach_native_host(
     native program launches (under Triton's interpreter, never)."""
     device = getattr(target, "device", "cpu")
     python = program.python_function
+    if getattr(target, "interpret", False):
+        return
     if device == "cpu":
         hosted = native_host(function, launches, target, python, torch.device("cpu"))
         if hosted is not None:

@@ -41,16 +41,15 @@ from typing import Any
 import sympy
 from llvmlite import ir
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IndexType
+from xdsl.dialects.builtin import IndexType
 from xdsl.ir import Operation, SSAValue
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.sym import SymExprAttr
 from permalloy.dtypes import torch_dtype
 from permalloy.targets.externs import extern_into_call
 from permalloy.targets.externs.library import addmm_scales
-from permalloy.targets.host import ON_CPU_ATTR, SYMBOL_ATTR, extern_symbols
+from permalloy.targets.host import ON_CPU_ATTR, argument_attribute, extern_symbols, index_argument_symbol
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.types import I32, I64, PTR
@@ -292,12 +291,12 @@ class NativeHostEmitter:
             words.append(word)
             if isinstance(arg.type, IndexType):
                 kinds.append("index")
-                symbol = _index_symbol(self.function, position)
+                symbol = index_argument_symbol(self.function, position)
                 if symbol is not None and symbol not in self.symbols:
                     self.symbols[symbol] = b.load(word, typ=I64)
             elif isinstance(arg.type, buf.BufferType):
                 kinds.append("tensor")
-                if self.device != "cpu" and _argument_attribute(self.function, position, ON_CPU_ATTR) is not None:
+                if self.device != "cpu" and argument_attribute(self.function, position, ON_CPU_ATTR) is not None:
                     raise NativeHostUnsupported("a CPU tensor argument of a GPU program")
             else:
                 raise NativeHostUnsupported(f"an argument of type {arg.type}")
@@ -717,22 +716,6 @@ class NativeHostEmitter:
         for slot in self.slots:
             b.call(self.release, [slot])
         b.ret(b.load(self.status, typ=I32))
-
-
-def _argument_attribute(function: func.FuncOp, position: int, name: str) -> Any:
-    attrs = function.arg_attrs
-    if attrs is None:
-        return None
-    entry = attrs.data[position]
-    return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
-
-
-def _index_symbol(function: func.FuncOp, position: int) -> str | None:
-    """The size symbol an index argument gives, if any."""
-    symbol = _argument_attribute(function, position, SYMBOL_ATTR)
-    if isinstance(symbol, SymExprAttr) and symbol.expr.is_Symbol:
-        return symbol.expr.name
-    return None
 
 
 def _reads(op: Operation, roots: dict[SSAValue, SSAValue]) -> list[SSAValue]:

@@ -211,6 +211,17 @@ class BackendCheck:
         return actual
 
 
+@pytest.fixture(autouse=True)
+def float32_without_tf32(monkeypatch):
+    """Float32 convolutions and products in float32 on a GPU, as in eager's
+    default for products and the bench's for both: cuDNN's TF32 default rounds
+    inputs to 10 bits, so two algorithms (one per memory layout, say) would
+    differ far beyond float32's tolerance."""
+    if TEST_DEVICE == "cuda":
+        monkeypatch.setattr(torch.backends.cudnn, "allow_tf32", False)
+        monkeypatch.setattr(torch.backends.cuda.matmul, "allow_tf32", False)
+
+
 @pytest.fixture
 def fresh_backend():
     """A test that starts with no compiled code in Dynamo and an empty stats log."""

@@ -54,6 +54,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from permalloy import logs
 from permalloy.cache import CacheSettingError, cache_enabled_by_environment
 from permalloy.compiler import CompileOptions, boxed, compile_graph
+from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
 from permalloy.lowering.capture import aten_backend
@@ -342,7 +343,7 @@ def _compile_one(
     details = attempt.details() if attempt is not None else None
     # AOTAutograd calls this under its fake mode; the graph's constants
     # (get_attr tensors) are real and are read as real tensors.
-    with unset_fake_temporarily():
+    with unset_fake_temporarily(), garbage_collection_paused():
         compiled = compile_graph(graph, resolved) if details is None else compile_graph(graph, resolved, details)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     if compiled.cpu_outputs:
@@ -420,7 +421,8 @@ def permalloy_backend(
     attempt = CompileAttempt(parse_options(options, mode), explanation=explanation)
     logs.log_recompile(graph)
     try:
-        return aten_backend(graph_compiler(attempt))(graph, example_inputs)
+        with garbage_collection_paused():
+            return aten_backend(graph_compiler(attempt))(graph, example_inputs)
     except DYNAMO_CONTROL_FLOW:
         raise
     except Exception as error:  # noqa: BLE001 - any failure falls back to eager

@@ -25,6 +25,7 @@ import torch
 from xdsl.dialects import func
 from xdsl.ir import Operation
 
+from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.targets.llvm.jit import JIT, HostMachine
 from permalloy.targets.native.emitter import NativeHostEmitter, NativeHostSource, NativeHostUnsupported
 from permalloy.targets.native.program import NativeHost
@@ -79,6 +80,10 @@ def attach_native_host(
         return
 
     def first_call(*args: Any) -> tuple:
+        with garbage_collection_paused():
+            return _first_call(*args)
+
+    def _first_call(*args: Any) -> tuple:
         results = python(*args)
         program.function = python
         gpu = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)

@@ -14,7 +14,7 @@ import torch
 
 from permalloy.dialects.buffer import BufferType
 from permalloy.targets.llvm.testing import parse_kernel, pointwise_kernel, tensor
-from permalloy.targets.triton.autotune import SCREEN_MARGIN, Autotuner, scratch_tensors
+from permalloy.targets.triton.autotune import Autotuner, scratch_tensors
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.plan import plan_kernel
 
@@ -118,36 +118,6 @@ def test_the_fastest_configuration_is_chosen_and_cached_on_disk(tmp_path):
     other = Autotuner(tmp_path, timer=fresh.timer)
     assert other.choose("source", "another GPU", fresh.launch, configs[:3], tensors, [4], 1) == Config(1024)
     assert other.benchmarked == 1
-
-
-def test_the_screen_leaves_only_candidates_near_the_fastest_to_time_fully(tmp_path):
-    """A rough time of every candidate first: those more than
-    `SCREEN_MARGIN` slower than the fastest are not timed fully, and a lone
-    survivor is chosen without a full timing."""
-    configs = [Config(1024), Config(512), Config(256), Config(128)]
-    screened = {1024: 3.0, 512: 1.0, 256: 1.2, 128: 1.0 * SCREEN_MARGIN * 1.01}
-    fake = FakeKernel({1024: 0.5, 512: 2.0, 256: 1.5, 128: 0.1})
-    fully_timed: list[int] = []
-
-    def timer(fn):
-        time = fake.timer(fn)
-        fully_timed.append(fake.launched[-1]["XBLOCK"])
-        return time
-
-    def screen(fn):
-        fn()
-        return screened[fake.launched[-1]["XBLOCK"]]
-
-    tuner = Autotuner(tmp_path, timer=timer, screen=screen)
-    tensors = [torch.randn(4), torch.empty(4)]
-    assert tuner.choose("source", "GPU", fake.launch, configs, tensors, [4], 1) == Config(256)
-    assert sorted(fully_timed) == [256, 512]
-
-    fully_timed.clear()
-    screened.update({256: 2.0})
-    lone = Autotuner(tmp_path, timer=timer, screen=screen)
-    assert lone.choose("another source", "GPU", fake.launch, configs, tensors, [4], 1) == Config(512)
-    assert fully_timed == []
 
 
 def test_scratch_copies_protect_inputs_that_outputs_overwrite():

@@ -8,11 +8,6 @@ is kept: in memory, and on disk under `<cache>/triton/autotune/`, keyed by the
 kernel's source, the device name and the sizes, so a later process starts
 with it. Candidates that fail to compile (too many registers, shared memory)
 are skipped.
-
-Timing a candidate to a few percent takes milliseconds (`gpu_timer`), and a
-model has hundreds: a screen first times each candidate a few times
-(`gpu_screen`), and only those within `SCREEN_MARGIN` of the fastest are
-timed fully; a lone survivor is chosen without it.
 """
 
 from __future__ import annotations
@@ -48,50 +43,11 @@ def gpu_timer(warmup_ms: int = 1, repeat_ms: int = 4) -> Timer:
     return time
 
 
-SCREEN_MARGIN = 1.25
-"""Candidates whose screened time exceeds the fastest one's by this factor
-are not timed fully: the screen's error is well under it."""
-
-FLUSH_BYTES = 256 * 1024 * 1024
-"""What the screen writes before each run to empty the L2 cache, as
-`triton.testing.do_bench` does."""
-
-SCREEN_SAMPLES = 3
-"""Runs of each candidate the screen times, after a cache flush each; the fastest counts."""
-
-
-def gpu_screen(samples: int = SCREEN_SAMPLES) -> Timer:
-    """A rough time of a callable on the GPU, in milliseconds: the fastest of
-    `samples` runs, each after the L2 flush `gpu_timer` makes, timed by CUDA
-    events. Three runs of a kernel of tens of microseconds cost about half a
-    millisecond, where `gpu_timer` spends five."""
-
-    def time(fn: Callable[[], Any]) -> float:
-        import torch
-
-        flush = torch.empty(FLUSH_BYTES, dtype=torch.int8, device="cuda")
-        best = float("inf")
-        for _ in range(samples):
-            flush.zero_()
-            start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            start.record()
-            fn()
-            end.record()
-            end.synchronize()
-            best = min(best, start.elapsed_time(end))
-        return best
-
-    return time
-
-
 class Autotuner:
-    """Picks and remembers the fastest configuration of each kernel and size;
-    `screen` (by default `gpu_screen` where `timer` is the default too)
-    rules out clearly slower candidates before `timer` times the rest."""
+    """Picks and remembers the fastest configuration of each kernel and size."""
 
-    def __init__(self, directory: Path | None = None, timer: Timer | None = None, screen: Timer | None = None):
+    def __init__(self, directory: Path | None = None, timer: Timer | None = None):
         self.directory = (directory or cache_dir()) / "triton" / "autotune"
-        self.screen = screen if screen is not None or timer is not None else gpu_screen()
         self.timer = timer or gpu_timer()
         self.chosen: dict[str, Config] = {}
         self.benchmarked = 0
@@ -136,23 +92,17 @@ class Autotuner:
 
     def _benchmark(self, launch: Launch, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int], outputs_from: int) -> Config:
         scratch = scratch_tensors(tensors, outputs_from)
-        runs: dict[int, Callable[[], None]] = {}
+        timings: list[tuple[float, int]] = []
         for position, config in enumerate(candidates):
             values = config.as_dict()
             try:
                 launch(scratch, symbols, values)
+                time = self.timer(lambda values=values: launch(scratch, symbols, values))
             except Exception:  # noqa: BLE001 - a configuration that does not compile is skipped
                 continue
-            runs[position] = lambda values=values: launch(scratch, symbols, values)
-        if not runs:
+            timings.append((time, position))
+        if not timings:
             return candidates[0]
-        if self.screen is not None and len(runs) > 1:
-            screened = {position: self.screen(run) for position, run in runs.items()}
-            fastest = min(screened.values())
-            runs = {p: run for p, run in runs.items() if screened[p] <= fastest * SCREEN_MARGIN}
-        if len(runs) == 1:
-            return candidates[next(iter(runs))]
-        timings = [(self.timer(run), position) for position, run in runs.items()]
         return candidates[min(timings)[1]]
 
 

@@ -23,7 +23,7 @@ and results, so a kernel says what to compute and the host program where.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sympy
 from xdsl.dialects.builtin import FunctionType, StringAttr, SymbolRefAttr
@@ -70,9 +70,10 @@ from permalloy.dialects.ptensor import (
 from permalloy.dialects.sym import SymExprAttr, format_expr, parse_expr, symbol_kind
 
 
-def _require(condition: bool, message: str) -> None:
+def _require(condition: bool, message: str | Callable[[], str]) -> None:
+    """Raise `message`, or what a callable `message` gives, unless `condition` holds."""
     if not condition:
-        raise VerifyException(message)
+        raise VerifyException(message() if callable(message) else message)
 
 
 def contiguous_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
@@ -201,7 +202,7 @@ def _check_holds(what: str, buffer: BufferType, tensor: Attribute) -> None:
         isinstance(tensor, TensorType)
         and shapes_equal(buffer.sizes, tensor.sizes)
         and buffer.element_type == tensor.element_type,
-        f"{what}: buffer {buffer} cannot hold {tensor}",
+        lambda: f"{what}: buffer {buffer} cannot hold {tensor}",
     )
 
 
@@ -374,7 +375,7 @@ class KernelOp(IRDLOperation):
         for t in (*inputs, *self.function_type.outputs.data):
             _require(
                 isinstance(t, TensorType),
-                f"buffer.kernel arguments and results are !ptensor.tensor, got {t}",
+                lambda t=t: f"buffer.kernel arguments and results are !ptensor.tensor, got {t}",
             )
         terminator = block.last_op
         _require(
@@ -424,7 +425,7 @@ class LaunchOp(IRDLOperation):
         kernel = SymbolTable.lookup_symbol(self, self.kernel)
         _require(
             isinstance(kernel, KernelOp),
-            f"buffer.launch: no buffer.kernel named {self.kernel}",
+            lambda: f"buffer.launch: no buffer.kernel named {self.kernel}",
         )
         assert isinstance(kernel, KernelOp)
         signature = kernel.function_type
@@ -517,8 +518,7 @@ class ExternOp(IRDLOperation):
         for arg, value in zip(block.args, self.inputs):
             _require(
                 arg.type == buffer_type(value).tensor_type(),
-                f"buffer.extern: body argument {arg.type} does not match input "
-                f"{value.type}",
+                lambda arg=arg, value=value: f"buffer.extern: body argument {arg.type} does not match input {value.type}",
             )
         terminator = block.last_op
         _require(

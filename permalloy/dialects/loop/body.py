@@ -154,18 +154,17 @@ class LoadOp(IRDLOperation):
         shaped = source_shape_and_element(source_type)
         require(
             shaped is not None,
-            f"loop.load reads a !ptensor.tensor or a !buffer.buffer, got {source_type}",
+            lambda: f"loop.load reads a !ptensor.tensor or a !buffer.buffer, got {source_type}",
         )
         assert shaped is not None
         shape, element_type = shaped
         require(
             len(self.indices.data) == len(shape),
-            f"loop.load: {len(self.indices.data)} indices for an input of rank "
-            f"{len(shape)} {format_shape(shape)}",
+            lambda: f"loop.load: {len(self.indices.data)} indices for an input of rank {len(shape)} {format_shape(shape)}",
         )
         require(
             self.result.type == scalar_type(element_type),
-            f"loop.load: result type {self.result.type} should be "
+            lambda: f"loop.load: result type {self.result.type} should be "
             f"{scalar_type(element_type)} to read elements of {element_type}",
         )
         _check_index_symbols(self, self.indices.data, len(self.index_values))

@@ -112,8 +112,7 @@ class LoopOp(IRDLOperation):
         for arg, value in zip(block.args, self.inputs):
             require(
                 arg.type == value.type,
-                f"{self.name}: body argument type {arg.type} differs from its "
-                f"input's {value.type}",
+                lambda arg=arg, value=value: f"{self.name}: body argument type {arg.type} differs from its input's {value.type}",
             )
         require(
             isinstance(block.last_op, YieldOp),

@@ -6,7 +6,7 @@ equal element types, broadcasting, float operands. Each raises a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import sympy
 from xdsl.ir import Operation, SSAValue
@@ -22,9 +22,12 @@ from permalloy.dialects.ptensor.types import (
 )
 
 
-def require(condition: bool, message: str) -> None:
+def require(condition: bool, message: str | Callable[[], str]) -> None:
+    """Raise `message` (or what a callable `message` gives: checks that run
+    for every op of a module format theirs only when they fail) unless
+    `condition` holds."""
     if not condition:
-        raise VerifyException(message)
+        raise VerifyException(message() if callable(message) else message)
 
 
 def check_dims(dims: Sequence[int], rank: int, what: str) -> None:

@@ -193,7 +193,7 @@ def sizes_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     divisions are compared as the floor divisions they equal (`a ceildiv b` is
     `(a + b - 1) floordiv b`), so that `(s0 ceildiv 2 + 1) floordiv 2` and
     `s0 ceildiv 2 ceildiv 2` (a slice of a slice, each with step 2) agree."""
-    if sympy.simplify(a - b) == 0:
+    if a == b or sympy.simplify(a - b) == 0:
         return True
     a, b = sympy.sympify(a), sympy.sympify(b)
     if not (a.has(CeilDiv) or b.has(CeilDiv)):

@@ -432,15 +432,25 @@ def test_dynamo_restarts_pass_through_the_backend(fallback) -> None:
     assert [record["compiled"] for record in permalloy.stats()] == [True]
 
 
-def test_decomposition_failure_warns_once_and_runs_eagerly(monkeypatch) -> None:
-    """A failure inside AOTAutograd (here a decomposition) is the backend's to
-    handle: one warning, then Dynamo's graph runs eagerly."""
+@pytest.fixture
+def exploding_mean(monkeypatch):
+    """`aten.mean`'s decomposition raising, in a decomposition table built
+    for the test (the table is built once per process): the table is built
+    again after it, without the broken entry."""
     from permalloy.lowering import decompositions
 
     def broken(*args, **kwargs):
         raise IndexError("decomposition exploded")
 
     monkeypatch.setitem(decompositions.OWN, torch.ops.aten.mean, broken)
+    decompositions._built_table.cache_clear()  # noqa: SLF001
+    yield
+    decompositions._built_table.cache_clear()  # noqa: SLF001
+
+
+def test_decomposition_failure_warns_once_and_runs_eagerly(exploding_mean) -> None:
+    """A failure inside AOTAutograd (here a decomposition) is the backend's to
+    handle: one warning, then Dynamo's graph runs eagerly."""
     x = torch.randn(3, 4)
     result, messages = _run_with_fallback(lambda x: x.mean(dim=0) + 1, x, calls=3)
     assert len(messages) == 1 and "IndexError: decomposition exploded" in messages[0]
@@ -449,14 +459,9 @@ def test_decomposition_failure_warns_once_and_runs_eagerly(monkeypatch) -> None:
     assert not record["compiled"] and "IndexError" in record["reason"]
 
 
-def test_decomposition_failure_is_a_clear_error_with_fallback_raise(monkeypatch) -> None:
-    from permalloy.lowering import decompositions
+def test_decomposition_failure_is_a_clear_error_with_fallback_raise(exploding_mean) -> None:
     from permalloy.tools.backend import PermalloyCompileError
 
-    def broken(*args, **kwargs):
-        raise IndexError("decomposition exploded")
-
-    monkeypatch.setitem(decompositions.OWN, torch.ops.aten.mean, broken)
     compiled = torch.compile(lambda x: x.mean(dim=0), backend="permalloy", options={"fallback": "raise"})
     with pytest.raises(BackendCompilerFailed) as caught:
         compiled(torch.randn(3))

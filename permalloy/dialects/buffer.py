@@ -23,7 +23,7 @@ and results, so a kernel says what to compute and the host program where.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import sympy
 from xdsl.dialects.builtin import FunctionType, StringAttr, SymbolRefAttr
@@ -67,13 +67,8 @@ from permalloy.dialects.ptensor import (
     is_element_type,
     shapes_equal,
 )
+from permalloy.dialects.ptensor.checks import require
 from permalloy.dialects.sym import SymExprAttr, format_expr, parse_expr, symbol_kind
-
-
-def _require(condition: bool, message: str | Callable[[], str]) -> None:
-    """Raise `message`, or what a callable `message` gives, unless `condition` holds."""
-    if not condition:
-        raise VerifyException(message() if callable(message) else message)
 
 
 def contiguous_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
@@ -198,7 +193,7 @@ def buffer_type(value: SSAValue) -> BufferType:
 
 def _check_holds(what: str, buffer: BufferType, tensor: Attribute) -> None:
     """Check that `buffer` can hold a value of `tensor`'s type."""
-    _require(
+    require(
         isinstance(tensor, TensorType)
         and shapes_equal(buffer.sizes, tensor.sizes)
         and buffer.element_type == tensor.element_type,
@@ -220,7 +215,7 @@ class AllocOp(IRDLOperation):
         super().__init__(result_types=[result_type])
 
     def verify_(self) -> None:
-        _require(
+        require(
             buffer_type(self.result).offset.expr == 0,
             "buffer.alloc: a new buffer starts at offset 0",
         )
@@ -262,7 +257,7 @@ class ViewOp(IRDLOperation):
         super().__init__(operands=[source], result_types=[result_type])
 
     def verify_(self) -> None:
-        _require(
+        require(
             buffer_type(self.source).element_type
             == buffer_type(self.result).element_type,
             "buffer.view cannot change the element type",
@@ -290,7 +285,7 @@ class CopyOp(IRDLOperation):
 
     def verify_(self) -> None:
         source, target = buffer_type(self.source), buffer_type(self.target)
-        _require(
+        require(
             shapes_equal(source.sizes, target.sizes)
             and source.element_type == target.element_type,
             f"buffer.copy: {source} and {target} differ in shape or element type",
@@ -368,22 +363,22 @@ class KernelOp(IRDLOperation):
     def verify_(self) -> None:
         block = self.body.block
         inputs = self.function_type.inputs.data
-        _require(
+        require(
             tuple(a.type for a in block.args) == tuple(inputs),
             "buffer.kernel: the body's arguments differ from the signature",
         )
         for t in (*inputs, *self.function_type.outputs.data):
-            _require(
+            require(
                 isinstance(t, TensorType),
                 lambda t=t: f"buffer.kernel arguments and results are !ptensor.tensor, got {t}",
             )
         terminator = block.last_op
-        _require(
+        require(
             isinstance(terminator, YieldOp),
             "buffer.kernel: the body must end with buffer.yield",
         )
         assert isinstance(terminator, YieldOp)
-        _require(
+        require(
             tuple(v.type for v in terminator.values)
             == tuple(self.function_type.outputs.data),
             "buffer.kernel: buffer.yield's types differ from the signature's results",
@@ -423,13 +418,13 @@ class LaunchOp(IRDLOperation):
 
     def verify_(self) -> None:
         kernel = SymbolTable.lookup_symbol(self, self.kernel)
-        _require(
+        require(
             isinstance(kernel, KernelOp),
             lambda: f"buffer.launch: no buffer.kernel named {self.kernel}",
         )
         assert isinstance(kernel, KernelOp)
         signature = kernel.function_type
-        _require(
+        require(
             len(self.inputs) == len(signature.inputs.data)
             and len(self.outputs) == len(signature.outputs.data),
             f"buffer.launch: {kernel.sym_name.data} takes "
@@ -511,22 +506,22 @@ class ExternOp(IRDLOperation):
 
     def verify_(self) -> None:
         block = self.body.block
-        _require(
+        require(
             len(block.args) == len(self.inputs),
             "buffer.extern: one body argument per input",
         )
         for arg, value in zip(block.args, self.inputs):
-            _require(
+            require(
                 arg.type == buffer_type(value).tensor_type(),
                 lambda arg=arg, value=value: f"buffer.extern: body argument {arg.type} does not match input {value.type}",
             )
         terminator = block.last_op
-        _require(
+        require(
             isinstance(terminator, YieldOp),
             "buffer.extern: the body must end with buffer.yield",
         )
         assert isinstance(terminator, YieldOp)
-        _require(
+        require(
             len(terminator.values) == len(self.results),
             "buffer.extern: buffer.yield gives a value per result",
         )

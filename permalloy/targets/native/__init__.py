@@ -81,21 +81,18 @@ def attach_native_host(
 
     def first_call(*args: Any) -> tuple:
         with garbage_collection_paused():
-            return _first_call(*args)
-
-    def _first_call(*args: Any) -> tuple:
-        results = python(*args)
-        program.function = python
-        gpu = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
-        try:
-            hosted = None if gpu is None else native_host(function, launches, target, python, gpu)
-        except Exception as error:  # noqa: BLE001 - the Python host program goes on running the calls
-            warnings.warn(
-                f"permalloy could not build a native host program ({type(error).__name__}: {error}); "
-                "the Python host program runs the calls",
-                stacklevel=2,
-            )
-            return results
+            results = python(*args)
+            program.function = python
+            gpu = next((a.device for a in args if isinstance(a, torch.Tensor) and a.is_cuda), None)
+            try:
+                hosted = None if gpu is None else native_host(function, launches, target, python, gpu)
+            except Exception as error:  # noqa: BLE001 - the Python host program goes on running the calls
+                warnings.warn(
+                    f"permalloy could not build a native host program ({type(error).__name__}: {error}); "
+                    "the Python host program runs the calls",
+                    stacklevel=2,
+                )
+                return results
         if hosted is not None:
             program.use_native(hosted)
         return results

@@ -120,6 +120,38 @@ def test_the_fastest_configuration_is_chosen_and_cached_on_disk(tmp_path):
     assert other.benchmarked == 1
 
 
+class RecordingMode(torch.utils._python_dispatch.TorchDispatchMode):
+    """A dispatch mode like the one AOTAutograd runs a graph's first call
+    under: it sees every operator."""
+
+    def __init__(self):
+        super().__init__()
+        self.seen: list[str] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.seen.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_candidates_run_outside_the_caller_s_dispatch_modes(tmp_path):
+    ran_under: list[list] = []
+
+    def launch(tensors, symbols, config):
+        from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
+
+        ran_under.append(_get_current_dispatch_mode_stack())
+        torch.mm(tensors[0], tensors[0], out=tensors[1])
+
+    tuner = Autotuner(tmp_path, timer=lambda fn: float(fn() or 1.0))
+    tensors = [torch.randn(4, 4), torch.empty(4, 4)]
+    mode = RecordingMode()
+    with mode:
+        tuner.choose("source", "GPU", launch, [Config(1024), Config(512)], tensors, [4], 1)
+        torch.mm(tensors[0], tensors[0])
+    assert ran_under and all(stack == [] for stack in ran_under)
+    assert mode.seen == ["aten.mm.default"], "the caller's mode is back after tuning, and saw none of its runs"
+
+
 def test_scratch_copies_protect_inputs_that_outputs_overwrite():
     base = torch.arange(8.0)
     alias = base[2:6]

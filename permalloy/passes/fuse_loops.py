@@ -15,6 +15,7 @@ from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
 from permalloy.passes.fusion_inlining import InliningCost
 from permalloy.passes.fusion_product_rows import split_product_rows
+from permalloy.passes.fusion_rounding import round_read_reductions
 from permalloy.passes.fusion_worklist import InliningWorklist
 
 
@@ -36,7 +37,10 @@ class FuseLoopsPass(ModulePass):
     2. Grouping: consecutive loop ops over the same rows, reading each other
        only at their own row or sharing inputs, become one `loop.fused` (one
        kernel with several outputs): a reduction with its pointwise epilogue,
-       sibling reductions (softmax, layer norm), horizontal neighbours.
+       sibling reductions (softmax, layer norm), horizontal neighbours. A
+       reduction that every reader reads rounded to a narrower type first
+       gets that rounding as its epilogue (`fusion_rounding.py`), so it
+       stores the narrow tensor.
 
     `inline=false` or `group=false` turns a step off. A pass made with
     `recording_into(decisions)` records each decision, with the rule behind
@@ -96,6 +100,9 @@ class FuseLoopsPass(ModulePass):
             if self.group:
                 split_product_rows(function)
                 sink_views(function)
+                round_read_reductions(function)
+                if decisions is not None:
+                    decisions.start(list(function.body.block.ops))
                 groups = find_groups(function, self.max_group_size, decisions)
             else:
                 groups = []

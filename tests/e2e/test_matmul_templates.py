@@ -92,6 +92,12 @@ def _heads(q, k):
     return s.reshape(batch, heads, length, length) + 1.0
 
 
+def _gated_mlp(x, gate, up, down):
+    """A SiLU-gated MLP: the gate's product, read only rounded by the kernel
+    that multiplies it in, is stored in the inputs' type."""
+    return (torch.nn.functional.silu(x @ gate) * (x @ up)) @ down
+
+
 def _half(*tensors):
     return [t.half() for t in tensors]
 
@@ -111,6 +117,11 @@ CASES = {
     "bare_transposed": (_bare, lambda: [torch.randn(40, 24).half().t(), torch.randn(8, 40).half().t()], 1),
     "empty_inner": (_bare, lambda: _half(torch.randn(5, 0), torch.randn(0, 6)), None),
     "linear_over_tokens": (_linear_over_tokens, lambda: _half(torch.randn(4, 9, 33), torch.randn(20, 33), torch.randn(20)), 1),
+    "gated_mlp_bf16": (
+        _gated_mlp,
+        lambda: [t.bfloat16() for t in (torch.randn(24, 32), torch.randn(32, 40), torch.randn(32, 40), torch.randn(40, 16))],
+        3,
+    ),
     "heads": (_heads, lambda: _half(torch.randn(2, 3, 9, 16), torch.randn(2, 3, 9, 16)), 1),
 }
 

@@ -280,3 +280,32 @@ def test_gpu_native_host_calls_back_for_other_alignments():
     shifted = [backing[1:], args[1]]  # 4 bytes past an aligned address
     _assert_identical(program.function(*shifted), program.python_function(*shifted))
     _assert_identical(program.function(*args), program.python_function(*args))
+
+
+@cuda
+@pytest.mark.parametrize("path", ["template", "library"])
+def test_gpu_native_host_launches_a_product_template_itself(path, monkeypatch):
+    """A half-precision product as a contraction (`matmul_templates`): its
+    template is launched by the driver like any kernel; the library's path
+    (a torch product, then the epilogue kernel) is called back. Results
+    match the Python host's bit for bit either way."""
+    from permalloy.targets.triton import matmul
+
+    chosen = matmul.matmul_candidates
+
+    def only(space, sizes, mode, interpret):
+        configs = chosen(space, sizes, "max-autotune", interpret)
+        return [matmul.LIBRARY_CONFIG] if path == "library" else [c for c in configs if not c.LIBRARY][:1]
+
+    monkeypatch.setattr(matmul, "matmul_candidates", only)
+    inputs = [torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)]
+    inputs = [t.to("cuda", torch.bfloat16) for t in inputs]
+    (captured,) = capture_with_inputs(lambda x, w, b: F.gelu(F.linear(x, w, b)) * 2, *inputs)
+    options = CompileOptions(target="triton", cache=False, target_options={"matmul_templates": True})
+    compiled = compile_graph(captured.graph_module, options)
+    program = compiled.program
+    first = program(*captured.inputs)
+    assert program.native_source is not None and compiled.stats.host == "native"
+    assert program.callback_count == (1 if path == "library" else 0)
+    _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
+    _assert_identical(program.function(*captured.inputs), first)

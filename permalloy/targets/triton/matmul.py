@@ -546,6 +546,30 @@ class MatmulWriter:
             w.line("return run")
         return w.text()
 
+    def native_launches(self) -> str:
+        """`native_launches(symbols, config, kernels)`: the template's one launch
+        for a native host program (no temporaries), as the other kernels'
+        modules give theirs; None for the library's path, whose product is a
+        torch call that the program calls back into Python for."""
+        w = SourceWriter()
+        w.line("def native_launches(symbols, config, kernels):")
+        with w.indented():
+            w.line('"""The temporaries (none) and the launch of the template at the sizes `symbols`')
+            w.line('with `config`: grid, compiled kernel and parameter values, tensors as ("tensor",')
+            w.line('position); None for the library\'s path."""')
+            w.line("if config.get('LIBRARY'):")
+            with w.indented():
+                w.line("return None")
+            self._bind(w, tensors=False)
+            tensors = [f'("tensor", {i})' for i in range(len(self.plan.tensors))]
+            constexprs = ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']"]
+            constexprs += ["idx64"] if self.plan.index_bits is None else []
+            values = tensors + list(self.plan.symbols) + constexprs
+            w.line(f"grid = {self._template_grid()}")
+            w.line(f"launches = [(grid, next(iter(kernels)), ({', '.join(values)},))] if grid > 0 else []")
+            w.line("return [], launches")
+        return w.text()
+
     def warmup(self) -> str:
         w = SourceWriter()
         w.line("def warmup(symbols, config):")

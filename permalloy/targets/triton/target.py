@@ -228,14 +228,18 @@ class TritonKernel:
         its one direct launch so far (device index, sizes, each tensor's
         16-byte alignment), and the temporaries and launches of the module's
         `native_launches` for it; None where the kernel has had several,
-        none, or a launch the static launcher does not run."""
+        none, a launch the static launcher does not run, or a torch call
+        among its launches (a matrix product's library path)."""
         if len(self.direct_launches) != 1:
             return None
         ((key, (symbols, config, launches)),) = self.direct_launches.items()
         make = getattr(self.module, "native_launches", None)
         if make is None:
             return None
-        temporaries, found = make(symbols, config, launches)
+        made = make(symbols, config, launches)
+        if made is None:
+            return None
+        temporaries, found = made
         if not all(isinstance(kernel[2], StaticLaunch) for _, kernel, _ in found):
             return None
         return key, temporaries, found

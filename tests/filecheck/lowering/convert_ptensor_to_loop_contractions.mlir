@@ -55,10 +55,18 @@ func.func @linear_gelu(%x: !ptensor.tensor<[32, 64], f32>, %w: !ptensor.tensor<[
 // CHECK-NEXT:      loop.load %{{.+}}[d0 * 3 + d1, r0, d3] : bf16
 // CHECK:         loop.pointwise ins(%{{.+}} = %[[S]] : !ptensor.tensor<[2, 3, 5, 5], f32>) -> !ptensor.tensor<[2, 3, 5, 5], bf16> {
 // CHECK:           arith.truncf
+// The scores are read only rounded: the product keeps its rounding as its
+// epilogue and stores bf16, which the max reads without rounding again.
 // FUSED-LABEL:   func.func @half_scores
-// FUSED-NOT:       loop.fused
-// FUSED:           %[[S:.+]] = loop.reduce sum
-// FUSED:           loop.reduce max ins(%{{.+}} = %[[S]] : !ptensor.tensor<[2, 3, 5, 5], f32>)
+// FUSED:           %[[S:.+]] = loop.fused
+// FUSED:             loop.reduce sum
+// FUSED:             loop.pointwise ins({{.+}} : !ptensor.tensor<[2, 3, 5, 5], f32>) -> !ptensor.tensor<[2, 3, 5, 5], bf16>
+// FUSED-NEXT:          loop.load
+// FUSED-NEXT:          arith.truncf
+// FUSED:           loop.reduce max ins(%{{.+}} = %[[S]] : !ptensor.tensor<[2, 3, 5, 5], bf16>)
+// FUSED-NEXT:        loop.load %{{.+}}[d0, d1, d2, r0] : bf16
+// FUSED-NEXT:        arith.extf
+// FUSED-NEXT:        math.exp
 func.func @half_scores(%q: !ptensor.tensor<[6, 5, 8], bf16>, %k: !ptensor.tensor<[6, 8, 5], bf16>) -> !ptensor.tensor<[2, 3, 5], bf16> {
   %s = ptensor.bmm %q, %k : !ptensor.tensor<[6, 5, 8], bf16>, !ptensor.tensor<[6, 8, 5], bf16> -> !ptensor.tensor<[6, 5, 5], bf16>
   %v = ptensor.reshape %s : !ptensor.tensor<[6, 5, 5], bf16> -> !ptensor.tensor<[2, 3, 5, 5], bf16>

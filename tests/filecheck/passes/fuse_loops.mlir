@@ -1094,3 +1094,51 @@ func.func @two_inputs_read_twice(%a: !ptensor.tensor<[4, 8], f32>, %b: !ptensor.
   }
   func.return %u, %v : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], f32>
 }
+
+// -----
+
+// A reduction every reader reads rounded stores the rounded tensor: it gets
+// the rounding as its epilogue, and the reader loads bf16 with no truncf.
+// CHECK-LABEL: func.func @rounded_reads
+// CHECK:         %[[S:.+]] = loop.fused
+// CHECK:           loop.reduce sum
+// CHECK:           loop.pointwise ins({{.+}} : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], bf16>
+// CHECK:         loop.pointwise ins(%[[B:.+]] = %[[S]] : !ptensor.tensor<[4], bf16>) -> !ptensor.tensor<[8, 4], bf16>
+// CHECK-NEXT:      %[[V:.+]] = loop.load %[[B]][d1] : bf16
+// CHECK-NEXT:      loop.yield %[[V]] : bf16
+func.func @rounded_reads(%x: !ptensor.tensor<[4, 8], bf16>) -> !ptensor.tensor<[8, 4], bf16> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], bf16>) over [8] -> !ptensor.tensor<[4], f32> {
+    %v = loop.load %a[d0, r0] : bf16
+    %w = arith.extf %v : bf16 to f32
+    loop.yield %w : f32
+  }
+  %y = loop.pointwise ins(%b = %s : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[8, 4], bf16> {
+    %v = loop.load %b[d1] : f32
+    %h = arith.truncf %v : f32 to bf16
+    loop.yield %h : bf16
+  }
+  func.return %y : !ptensor.tensor<[8, 4], bf16>
+}
+
+// -----
+
+// A reader that also computes with the float32 value keeps the reduction's
+// float32 result.
+// CHECK-LABEL: func.func @unrounded_read
+// CHECK:         %[[S:.+]] = loop.reduce sum
+// CHECK:         loop.pointwise ins(%{{.+}} = %[[S]] : !ptensor.tensor<[4], f32>)
+// CHECK:           arith.truncf
+func.func @unrounded_read(%x: !ptensor.tensor<[4, 8], bf16>) -> !ptensor.tensor<[8, 4], bf16> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], bf16>) over [8] -> !ptensor.tensor<[4], f32> {
+    %v = loop.load %a[d0, r0] : bf16
+    %w = arith.extf %v : bf16 to f32
+    loop.yield %w : f32
+  }
+  %y = loop.pointwise ins(%b = %s : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[8, 4], bf16> {
+    %v = loop.load %b[d1] : f32
+    %d = arith.mulf %v, %v : f32
+    %h = arith.truncf %d : f32 to bf16
+    loop.yield %h : bf16
+  }
+  func.return %y : !ptensor.tensor<[8, 4], bf16>
+}

@@ -1,0 +1,123 @@
+"""
+Reductions whose every reader rounds what it reads store the rounded value.
+
+A half-precision matrix product or sum accumulates in float32 and is rounded
+to its type (`arith.truncf`) where it is used. Vertical fusion inlines that
+rounding into the readers, so when the reduction stays a kernel of its own it
+writes float32: twice the bytes of the half-precision tensor each reader
+actually uses (a bf16 SiLU-gated MLP's gate product, written as float32 and
+read back by the kernel that multiplies it in). `round_read_reductions`
+gives such a reduction a rounding epilogue, a `loop.pointwise` of its own
+that grouping then joins to it, and has its readers load the rounded tensor,
+their `truncf` gone. The values are the same: rounding twice to a type gives
+what rounding once does.
+
+Before:
+```
+%p = loop.reduce sum ins(...) over [64] -> !ptensor.tensor<[32, 128], f32> {...}
+%y = loop.pointwise ins(%a = %p : !ptensor.tensor<[32, 128], f32>) -> ... {
+  %v = loop.load %a[d0, d1] : f32
+  %h = arith.truncf %v : f32 to bf16
+  ...
+```
+After:
+```
+%p = loop.reduce sum ins(...) over [64] -> !ptensor.tensor<[32, 128], f32> {...}
+%r = loop.pointwise ins(%a = %p : !ptensor.tensor<[32, 128], f32>) -> !ptensor.tensor<[32, 128], bf16> {
+  %v = loop.load %a[d0, d1] : f32
+  %h = arith.truncf %v : f32 to bf16
+  loop.yield %h : bf16
+}
+%y = loop.pointwise ins(%a = %r : !ptensor.tensor<[32, 128], bf16>) -> ... {
+  %h = loop.load %a[d0, d1] : bf16
+  ...
+```
+"""
+
+from __future__ import annotations
+
+from xdsl.dialects import arith, func
+from xdsl.ir import Attribute, Block, BlockArgument, Region
+from xdsl.rewriter import InsertPoint, Rewriter
+
+from permalloy.dialects import loop
+from permalloy.dialects.ptensor import TensorType, is_float
+from permalloy.dialects.sym import parallel_index
+
+
+def round_read_reductions(function: func.FuncOp) -> None:
+    """Give each reduction of `function` that every reader reads rounded to one
+    narrower type a rounding epilogue, and its readers the rounded tensor."""
+    for op in list(function.body.block.ops):
+        if isinstance(op, loop.ReduceOp):
+            rounded_type = _type_every_reader_rounds_to(op)
+            if rounded_type is not None:
+                _round_at_the_source(op, rounded_type)
+
+
+def _reader_arguments(producer: loop.ReduceOp) -> list[BlockArgument] | None:
+    """The body arguments through which loop ops read `producer`; None when
+    something else (the host program, a return) reads it."""
+    arguments = []
+    for use in producer.result.uses:
+        reader = use.operation
+        if not isinstance(reader, loop.LoopOp) or reader.parent_op() is not producer.parent_op():
+            return None
+        arguments.append(reader.body.block.args[use.index])
+    return arguments
+
+
+def _type_every_reader_rounds_to(producer: loop.ReduceOp) -> Attribute | None:
+    """The one type every read of the reduction's float result is rounded to
+    at once (each load used only by `truncf`s to it), or None."""
+    result_type = producer.result.type
+    if not isinstance(result_type, TensorType) or not is_float(result_type.element_type):
+        return None
+    arguments = _reader_arguments(producer)
+    if not arguments:
+        return None
+    rounded: set[Attribute] = set()
+    for argument in arguments:
+        for use in argument.uses:
+            load = use.operation
+            if not isinstance(load, loop.LoadOp) or use.index != 0 or not load.result.uses:
+                return None
+            for read in load.result.uses:
+                if not isinstance(read.operation, arith.TruncFOp):
+                    return None
+                rounded.add(read.operation.result.type)
+    return rounded.pop() if len(rounded) == 1 else None
+
+
+def _round_at_the_source(producer: loop.ReduceOp, rounded_type: Attribute) -> None:
+    result_type = producer.result.type
+    assert isinstance(result_type, TensorType)
+    narrow = TensorType(result_type.sizes, rounded_type)
+    arguments = _reader_arguments(producer)
+    assert arguments is not None
+    body = Block(arg_types=[result_type])
+    index = [parallel_index(i) for i in range(len(result_type.sizes))]
+    load = loop.LoadOp(body.args[0], index, result_type.element_type)
+    truncate = arith.TruncFOp(load.result, rounded_type)
+    body.add_ops([load, truncate, loop.YieldOp(truncate.result)])
+    rounding = loop.PointwiseOp([producer.result], narrow, Region(body))
+    rounding.result.name_hint = producer.result.name_hint
+    Rewriter.insert_op(rounding, InsertPoint.after(producer))
+    for argument in arguments:
+        reader = argument.block.parent_op()
+        assert isinstance(reader, loop.LoopOp)
+        reader.operands[argument.index] = rounding.result
+        narrow_argument = Rewriter.replace_value_with_new_type(argument, narrow)
+        for use in list(narrow_argument.uses):
+            _load_rounded(use.operation, rounded_type)
+
+
+def _load_rounded(load: loop.LoadOp, rounded_type: Attribute) -> None:
+    """`load`, whose every use rounds it to `rounded_type`, made a load of
+    the rounded tensor: its roundings go."""
+    rounded = Rewriter.replace_value_with_new_type(load.result, rounded_type)
+    for use in list(rounded.uses):
+        truncate = use.operation
+        truncate.results[0].replace_all_uses_with(rounded)
+        truncate.detach()
+        truncate.erase()

@@ -89,21 +89,55 @@ def _type_every_reader_rounds_to(producer: loop.ReduceOp) -> Attribute | None:
     return rounded.pop() if len(rounded) == 1 else None
 
 
+def _is_rounding(reader: loop.LoopOp, producer: loop.ReduceOp) -> bool:
+    """Whether `reader` only rounds the whole of `producer`'s result: a
+    `loop.pointwise` over its shape whose body loads it at its own index,
+    truncates, and yields."""
+    if not isinstance(reader, loop.PointwiseOp) or list(reader.inputs) != [producer.result]:
+        return False
+    if reader.parallel_sizes != producer.parallel_sizes:
+        return False
+    load, truncate, end = (list(reader.body.block.ops) + [None, None, None])[:3]
+    return (
+        isinstance(load, loop.LoadOp)
+        and tuple(load.indices.data) == reader.result_index
+        and not load.index_values
+        and load.mask is None
+        and isinstance(truncate, arith.TruncFOp)
+        and isinstance(end, loop.YieldOp)
+        and end.value is truncate.result
+    )
+
+
+def _rounding_of(producer: loop.ReduceOp, rounded_type: Attribute) -> loop.PointwiseOp:
+    """The reader of `producer` that only rounds it (the rounding a half-
+    precision product is lowered with), or a new one placed after it."""
+    for use in producer.result.uses:
+        if _is_rounding(use.operation, producer):
+            return use.operation
+    result_type = producer.result.type
+    assert isinstance(result_type, TensorType)
+    body = Block(arg_types=[result_type])
+    index = [parallel_index(i) for i in range(len(result_type.sizes))]
+    load = loop.LoadOp(body.args[0], index, result_type.element_type)
+    truncate = arith.TruncFOp(load.result, rounded_type)
+    body.add_ops([load, truncate, loop.YieldOp(truncate.result)])
+    rounding = loop.PointwiseOp([producer.result], TensorType(result_type.sizes, rounded_type), Region(body))
+    rounding.result.name_hint = producer.result.name_hint
+    Rewriter.insert_op(rounding, InsertPoint.after(producer))
+    return rounding
+
+
 def _round_at_the_source(producer: loop.ReduceOp, rounded_type: Attribute) -> None:
     result_type = producer.result.type
     assert isinstance(result_type, TensorType)
     narrow = TensorType(result_type.sizes, rounded_type)
     arguments = _reader_arguments(producer)
     assert arguments is not None
-    body = Block(arg_types=[result_type])
-    index = [parallel_index(i) for i in range(len(result_type.sizes))]
-    load = loop.LoadOp(body.args[0], index, result_type.element_type)
-    truncate = arith.TruncFOp(load.result, rounded_type)
-    body.add_ops([load, truncate, loop.YieldOp(truncate.result)])
-    rounding = loop.PointwiseOp([producer.result], narrow, Region(body))
-    rounding.result.name_hint = producer.result.name_hint
-    Rewriter.insert_op(rounding, InsertPoint.after(producer))
+    rounding = _rounding_of(producer, rounded_type)
     for argument in arguments:
+        if argument.block.parent_op() is rounding:
+            continue
         reader = argument.block.parent_op()
         assert isinstance(reader, loop.LoopOp)
         reader.operands[argument.index] = rounding.result

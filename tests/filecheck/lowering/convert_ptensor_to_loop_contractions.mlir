@@ -81,3 +81,16 @@ func.func @double(%x: !ptensor.tensor<[4, 8], f64>, %y: !ptensor.tensor<[8, 2], 
   %p = ptensor.mm %x, %y : !ptensor.tensor<[4, 8], f64>, !ptensor.tensor<[8, 2], f64> -> !ptensor.tensor<[4, 2], f64>
   func.return %p : !ptensor.tensor<[4, 2], f64>
 }
+
+// A bare half-precision product keeps the one rounding it is lowered with as
+// its epilogue: no second one is added for the value it returns.
+// FUSED-LABEL:   func.func @bare_half
+// FUSED:           loop.fused
+// FUSED:             loop.reduce sum
+// FUSED:             loop.pointwise
+// FUSED-NOT:         loop.pointwise
+// FUSED:             loop.fused_yield
+func.func @bare_half(%x: !ptensor.tensor<[16, 24], bf16>, %w: !ptensor.tensor<[24, 8], bf16>) -> !ptensor.tensor<[16, 8], bf16> {
+  %p = ptensor.mm %x, %w : !ptensor.tensor<[16, 24], bf16>, !ptensor.tensor<[24, 8], bf16> -> !ptensor.tensor<[16, 8], bf16>
+  func.return %p : !ptensor.tensor<[16, 8], bf16>
+}

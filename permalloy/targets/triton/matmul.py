@@ -217,22 +217,28 @@ class MatmulWriter:
             w.line("columns = (pid_n * YBLOCK + tl.arange(0, YBLOCK))[None, :]")
             w.line(f"row_mask = rows < {m}")
             w.line(f"column_mask = columns < {n}")
-            variables.update(decompose(w, "rows", self.row_dims, frozenset({X}), self.operand))
+            w.comment("the factors are read at rows and columns wrapped into range: no load is masked")
+            w.comment("but along the reduction, and a wrapped row or column is never stored")
+            w.line(f"rows_in = rows % {self.operand(self.m)}")
+            w.line(f"columns_in = columns % {self.operand(self.n)}")
+            w.line("all_rows = tl.full([XBLOCK, 1], 1, tl.int1)")
+            w.line("all_columns = tl.full([1, YBLOCK], 1, tl.int1)")
+            factor_variables = {**variables, **decompose(w, "rows_in", self.row_dims, frozenset({X}), self.operand)}
             w.line("acc = tl.full([XBLOCK, YBLOCK], 0, tl.float32)")
             w.line(f"for k0 in range(0, {k}, RBLOCK):")
             with w.indented():
                 w.line("k_row = (k0 + tl.arange(0, RBLOCK))[None, :]")
                 w.line("k_column = (k0 + tl.arange(0, RBLOCK))[:, None]")
-                w.line(f"k_row_mask = k_row < {k}")
-                w.line(f"k_column_mask = k_column < {k}")
+                w.line(f"k_row_mask = {self._reduction_mask('k_row')}")
+                w.line(f"k_column_mask = {self._reduction_mask('k_column')}")
                 left_tile = Tile(
-                    {**variables, self.position.name: Value("k_row", "tl.int64", frozenset({R}))},
-                    {X: "row_mask", R: "k_row_mask"},
+                    {**factor_variables, self.position.name: Value("k_row", "tl.int64", frozenset({R}))},
+                    {X: "all_rows", R: "k_row_mask"},
                 )  # fmt: skip
                 right_tile = Tile(
-                    {**variables, self.column.name: Value("columns", "tl.int64", frozenset({X})),
+                    {**factor_variables, self.column.name: Value("columns_in", "tl.int64", frozenset({X})),
                      self.position.name: Value("k_column", "tl.int64", frozenset({R}))},
-                    {X: "column_mask", R: "k_column_mask"},
+                    {X: "all_columns", R: "k_column_mask"},
                 )  # fmt: skip
                 w.comment("left factor")
                 a = self._dot_operand(w, self.left, left_tile, "k_row_mask", "[XBLOCK, RBLOCK]")
@@ -240,12 +246,22 @@ class MatmulWriter:
                 b = self._dot_operand(w, self.right, right_tile, "k_column_mask", "[RBLOCK, YBLOCK]")
                 precision = "tf32" if self.tf32 and self.dot_dtype == "tl.float32" and not self.interpret else "ieee"
                 w.line(f'acc += tl.dot({a}, {b}, input_precision="{precision}")')
+            variables.update(decompose(w, "rows", self.row_dims, frozenset({X}), self.operand))
             tile = Tile(
                 {**variables, self.column.name: Value("columns", "tl.int64", frozenset({R}))},
                 {X: "row_mask", R: "column_mask"},
             )  # fmt: skip
             self._epilogue(w, tile, Value("acc", "tl.float32", frozenset({X, R})), "row_mask & column_mask", {X, R})
         return w.text()
+
+    def _reduction_mask(self, positions: str) -> str:
+        """The mask of the reduction positions a step reads: where the inner
+        size is a constant that `RBLOCK` divides, a constant true that
+        Triton folds away, so that no load of the loop is masked."""
+        k = sympy.sympify(self.k)
+        if k.is_Integer:
+            return f"({positions} < {k}) | ({k} % RBLOCK == 0)"
+        return f"{positions} < {self.size(k)}"
 
     def _dot_operand(self, w: SourceWriter, factor: Factor, tile: Tile, k_mask: str, shape: str) -> str:
         value = self._compute_factor(w, factor, tile)

@@ -45,9 +45,10 @@ def compiled(fn, backend: str):
     if backend.startswith("inductor"):
         mode = "max-autotune-no-cudagraphs" if backend.endswith("-max") else None
         return torch.compile(fn, backend="inductor", mode=mode)
-    mode = "max-autotune" if backend.endswith("-max") else None
     options = {} if backend == "permalloy-library" else {"matmul_templates": True}
-    return torch.compile(fn, backend="permalloy", mode=mode, options=options)
+    if backend.endswith("-max"):
+        options["mode"] = "max-autotune"  # torch takes mode= or options=, not both
+    return torch.compile(fn, backend="permalloy", options=options)
 
 
 def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:

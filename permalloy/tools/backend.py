@@ -73,6 +73,8 @@ VALID_OPTIONS = {
     "compiled-graph cache ($PERMALLOY_CACHE_DIR) and store new ones",
     "host": "'native' (default, or $PERMALLOY_HOST: the host program compiled to machine "
     "code where the target allows) or 'python' (the generated Python host program)",
+    "mode": "the mode, for a torch.compile call that gives options (torch takes mode= "
+    "or options=, not both): 'default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs'",
 }
 """The options every target takes; each target adds its own (`TargetDescriptor.options`)."""
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
@@ -105,7 +107,9 @@ def parse_options(options: dict[str, Any] | None, mode: str | None) -> CompileOp
             f"unknown permalloy option(s) {', '.join(map(repr, unknown))}; "
             f"valid options: {_option_listing()}"
         )
-    mode = mode or "default"
+    if "mode" in options and mode is not None and options["mode"] != mode:
+        raise PermalloyOptionError(f"mode {mode!r} and option 'mode' {options['mode']!r} differ; give one")
+    mode = options.get("mode") or mode or "default"
     if mode not in VALID_MODES:
         raise PermalloyOptionError(
             f"unknown mode {mode!r}; valid modes: {', '.join(VALID_MODES)}"

@@ -70,8 +70,9 @@ def test_unknown_option_lists_the_valid_ones() -> None:
         ({"options": {"target": "cuda"}}, "unknown target 'cuda'", ("llvm", "reference")),
         ({"options": {"fallback": "ignore"}}, "unknown fallback 'ignore'", ("warn", "raise")),
         ({"mode": "fastest"}, "unknown mode 'fastest'", backend.VALID_MODES),
+        ({"options": {"mode": "fastest"}}, "unknown mode 'fastest'", backend.VALID_MODES),
     ],
-    ids=["target", "fallback", "mode"],
+    ids=["target", "fallback", "mode", "mode_as_option"],
 )
 def test_bad_values_list_the_valid_ones(kwargs, pattern, valid) -> None:
     with pytest.raises(BackendCompilerFailed) as caught:
@@ -349,3 +350,14 @@ def test_matrix_products_write_into_results_the_program_allocates(tmp_path: Path
     calls = [line.strip() for line in source.splitlines() if line.strip().startswith("extern_")]
     assert len(calls) == 3 and all(call.endswith(")") and "), v" in call for call in calls), calls
     assert ".contiguous()" not in source
+
+
+def test_the_mode_can_be_given_among_the_options() -> None:
+    """torch.compile takes `mode=` or `options=`, not both: the mode may come
+    as an option, and a mode given both ways must agree."""
+    assert backend.parse_options({"mode": "max-autotune", "fusion": True}, None).mode == "max-autotune"
+    assert backend.parse_options({"mode": "max-autotune"}, "max-autotune").mode == "max-autotune"
+    with pytest.raises(backend.PermalloyOptionError, match="differ"):
+        backend.parse_options({"mode": "max-autotune"}, "reduce-overhead")
+    x = torch.randn(4)
+    torch.testing.assert_close(_compile(_pointwise, options={"mode": "max-autotune"})(x), _pointwise(x))

@@ -282,13 +282,23 @@ def test_gpu_native_host_calls_back_for_other_alignments():
     _assert_identical(program.function(*args), program.python_function(*args))
 
 
+PRODUCT_CASES = {
+    # (function, callbacks when the library's path runs): a product with an
+    # epilogue kernel calls back; a bare one is the shim's product on views
+    "gelu": (lambda x, w, b: F.gelu(x @ w.t() + b) * 2, 1),
+    "bare": (lambda x, w, b: x @ w.t(), 0),
+}
+
+
 @cuda
+@pytest.mark.parametrize("case", list(PRODUCT_CASES))
 @pytest.mark.parametrize("path", ["template", "library"])
-def test_gpu_native_host_launches_a_product_template_itself(path, monkeypatch):
+def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch):
     """A half-precision product as a contraction (`matmul_templates`): its
-    template is launched by the driver like any kernel; the library's path
-    (a torch product, then the epilogue kernel) is called back. Results
-    match the Python host's bit for bit either way."""
+    template is launched by the driver like any kernel, and the library's
+    path is the shim's product on views where it is one call, else called
+    back (a torch product, then the epilogue kernel). Results match the
+    Python host's bit for bit either way."""
     from permalloy.targets.triton import matmul
 
     chosen = matmul.matmul_candidates
@@ -298,14 +308,15 @@ def test_gpu_native_host_launches_a_product_template_itself(path, monkeypatch):
         return [matmul.LIBRARY_CONFIG] if path == "library" else [c for c in configs if not c.LIBRARY][:1]
 
     monkeypatch.setattr(matmul, "matmul_candidates", only)
+    fn, library_callbacks = PRODUCT_CASES[case]
     inputs = [torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)]
     inputs = [t.to("cuda", torch.bfloat16) for t in inputs]
-    (captured,) = capture_with_inputs(lambda x, w, b: F.gelu(x @ w.t() + b) * 2, *inputs)
+    (captured,) = capture_with_inputs(fn, *inputs)
     options = CompileOptions(target="triton", cache=False, target_options={"matmul_templates": True})
     compiled = compile_graph(captured.graph_module, options)
     program = compiled.program
     first = program(*captured.inputs)
     assert program.native_source is not None and compiled.stats.host == "native"
-    assert program.callback_count == (1 if path == "library" else 0)
+    assert program.callback_count == (library_callbacks if path == "library" else 0)
     _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
     _assert_identical(program.function(*captured.inputs), first)

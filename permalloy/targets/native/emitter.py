@@ -488,6 +488,10 @@ class NativeHostEmitter:
         call's (Triton specialized the binaries for them), else the kernel's
         Python launch, called back."""
         operands = [*op.inputs, *op.outputs]
+        product = compiled.native_product() if hasattr(compiled, "native_product") else None
+        if product is not None:
+            self._emit_library_product(operands, *product)
+            return
         found = compiled.native_launches()
         if found is None:
             self._emit_callback(op, operands, [], Callback(op, len(operands), self._symbol_positions(symbols), compiled))
@@ -527,6 +531,25 @@ class NativeHostEmitter:
         self._emit_callback(op, operands, [], callback)
         b.branch(done)
         b.position_at_end(done)
+
+    def _emit_library_product(self, operands: list[SSAValue], function: str, views: tuple) -> None:
+        """A matrix-product kernel whose configuration runs the library's
+        product as one call on views of its tensors: the views (offsets from
+        each tensor's own), the shim's product into the first, and their
+        handles released."""
+        slots = []
+        for position, sizes, strides, offset in views:
+            slot = self._new_slot()
+            self._checked(
+                "aoti_torch__reinterpret_tensor",
+                [self.handle(operands[position]), I64(len(sizes)), self._int64_array([I64(int(v)) for v in sizes]),
+                 self._int64_array([I64(int(v)) for v in strides]), I64(int(offset)), slot],
+            )  # fmt: skip
+            slots.append(slot)
+        b = self.cg.builder
+        self._checked(f"aoti_torch_{self.device}_{function}", [b.load(slot, typ=PTR) for slot in slots])
+        for slot in slots:
+            b.call(self.release, [slot])
 
     def _launch_cuda_function(
         self, grid: int, function: int, launch: Any, values: tuple, data: list[ir.Value], owner: Any

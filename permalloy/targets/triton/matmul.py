@@ -586,6 +586,55 @@ class MatmulWriter:
             w.line("return [], launches")
         return w.text()
 
+    def _native_views(self) -> list[tuple[str, list[sympy.Expr], list[sympy.Expr], sympy.Expr]] | None:
+        """The product's and the factors' tensors as views (tensor name,
+        sizes, strides, offset) when the library's path is one `mm` or `bmm`
+        of two input views into an output: no flat kernel around it, no
+        reshape or cast of a factor; None otherwise."""
+        in_place = self.writes_product_in_place
+        if in_place is None or self.library_launches() or len(self.batch_vars) > 1:
+            return None
+        if any(f.view is None or f.dtype != self.library_dtype for f in (self.left, self.right)) or len(self.row_vars) != 1:
+            return None
+        output = next(t for t in self.plan.outputs if t.name == in_place)
+        merged = self._merged_strides(output)
+        assert merged is not None
+        batch = list(self.batch_sizes)
+        views = [(in_place, [*batch, self.m, self.n], *merged)]
+        for factor, sizes in ((self.left, [*batch, self.m, self.k]), (self.right, [*batch, self.k, self.n])):
+            name, strides, offset = factor.view
+            views.append((name, sizes, strides, offset))
+        return views
+
+    def native_product(self) -> str:
+        """`native_product(symbols, config)`: the library's product for a native
+        host program to call through torch's shim where `_native_views` finds
+        it one call on views; None for the template, or a path with kernels."""
+        w = SourceWriter()
+        w.line("def native_product(symbols, config):")
+        with w.indented():
+            w.line('"""The library\'s product at the sizes `symbols` as (function, views): the shim\'s')
+            w.line("`mm_out` or `bmm_out`, and the product's, the left and the right factor's view of")
+            w.line("a tensor (position, sizes, strides, offset from the tensor's own); None where the")
+            w.line('configuration runs the template or the path launches kernels."""')
+            views = self._native_views()
+            if views is None:
+                w.line("return None")
+                return w.text()
+            w.line("if not config.get('LIBRARY'):")
+            with w.indented():
+                w.line("return None")
+            if self.plan.symbols:
+                w.line(f"{''.join(s + ', ' for s in self.plan.symbols)}= symbols")
+            positions = {t.name: i for i, t in enumerate(self.plan.tensors)}
+            texts = []
+            for name, sizes, strides, offset in views:
+                listed = lambda values: f"({''.join(python_expr(v) + ', ' for v in values)})"  # noqa: E731
+                texts.append(f"({positions[name]}, {listed(sizes)}, {listed(strides)}, {python_expr(offset)})")
+            function = "bmm_out" if self.batch_vars else "mm_out"
+            w.line(f"return ({function!r}, ({', '.join(texts)}))")
+        return w.text()
+
     def warmup(self) -> str:
         w = SourceWriter()
         w.line("def warmup(symbols, config):")

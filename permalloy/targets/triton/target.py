@@ -244,6 +244,17 @@ class TritonKernel:
             return None
         return key, temporaries, found
 
+    def native_product(self) -> tuple[str, tuple] | None:
+        """The library's matrix product a native host program calls for this
+        kernel through torch's shim, where its one direct launch so far ran
+        that path as one call on views (the module's `native_product`);
+        None otherwise."""
+        if len(self.direct_launches) != 1:
+            return None
+        ((symbols, config, _),) = self.direct_launches.values()
+        make = getattr(self.module, "native_product", None)
+        return None if make is None else make(symbols, config)
+
     def _tuning_launch(self) -> Callable[[Sequence, Sequence[int], dict[str, int]], None]:
         """What the autotuner runs a candidate with: its direct launch, made
         on the candidate's first run, or where there is none Triton's JIT."""

@@ -3,6 +3,7 @@
 // RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true}" | filecheck %s --check-prefix=HALF
 // RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true matmul-float32=true},cse,dce,fuse-loops,cse,dce" | filecheck %s --check-prefix=FUSED
 // RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true matmul-float32=true},cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer" -t triton | filecheck %s --check-prefix=TRITON
+// RUN: permalloy-opt %s -p "convert-ptensor-to-loop{matmul-templates=true},cse,dce,fuse-loops,cse,dce,convert-loop-to-buffer" -t triton | filecheck %s --check-prefix=NATIVE
 
 // With matmul-templates, a float32 or half-precision matrix product is a
 // contraction: a loop.reduce sum over the inner dimension of the product of
@@ -94,3 +95,13 @@ func.func @bare_half(%x: !ptensor.tensor<[16, 24], bf16>, %w: !ptensor.tensor<[2
   %p = ptensor.mm %x, %w : !ptensor.tensor<[16, 24], bf16>, !ptensor.tensor<[24, 8], bf16> -> !ptensor.tensor<[16, 8], bf16>
   func.return %p : !ptensor.tensor<[16, 8], bf16>
 }
+
+// The bare product's library path is one shim call on views that a native
+// host program makes itself: the output's, the left and the right factor's
+// (tensor position, sizes, strides, offset); the template's is a launch.
+// NATIVE-LABEL:  def native_launches(symbols, config, kernels):
+// NATIVE:            return [], launches
+// NATIVE-LABEL:  def native_product(symbols, config):
+// NATIVE:            if not config.get('LIBRARY'):
+// NATIVE-NEXT:           return None
+// NATIVE-NEXT:       return ('mm_out', ((2, (16, 8, ), (8, 1, ), 0), (0, (16, 24, ), (24, 1, ), 0), (1, (24, 8, ), (8, 1, ), 0)))

@@ -283,10 +283,10 @@ def test_gpu_native_host_calls_back_for_other_alignments():
 
 
 PRODUCT_CASES = {
-    # (function, callbacks when the library's path runs): a product with an
-    # epilogue kernel calls back; a bare one is the shim's product on views
-    "gelu": (lambda x, w, b: F.gelu(x @ w.t() + b) * 2, 1),
-    "bare": (lambda x, w, b: x @ w.t(), 0),
+    "gelu": lambda x, w, b: F.gelu(x @ w.t() + b) * 2,
+    "bare": lambda x, w, b: x @ w.t(),
+    "prologue": lambda x, w, b: (x * 2) @ (w.t() + 1),
+    "rows": lambda x, w, b: torch.relu(x.view(4, 16, 96) @ w.t()) + b,
 }
 
 
@@ -295,10 +295,10 @@ PRODUCT_CASES = {
 @pytest.mark.parametrize("path", ["template", "library"])
 def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch):
     """A half-precision product as a contraction (`matmul_templates`): its
-    template is launched by the driver like any kernel, and the library's
-    path is the shim's product on views where it is one call, else called
-    back (a torch product, then the epilogue kernel). Results match the
-    Python host's bit for bit either way."""
+    template is launched by the driver like any kernel, and its library path
+    (flat kernels computing factors, the product, an epilogue kernel) by the
+    driver and the shim's product on views, no step called back. Results
+    match the Python host's bit for bit either way."""
     from permalloy.targets.triton import matmul
 
     chosen = matmul.matmul_candidates
@@ -308,7 +308,7 @@ def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch)
         return [matmul.LIBRARY_CONFIG] if path == "library" else [c for c in configs if not c.LIBRARY][:1]
 
     monkeypatch.setattr(matmul, "matmul_candidates", only)
-    fn, library_callbacks = PRODUCT_CASES[case]
+    fn = PRODUCT_CASES[case]
     inputs = [torch.randn(64, 96), torch.randn(80, 96), torch.randn(80)]
     inputs = [t.to("cuda", torch.bfloat16) for t in inputs]
     (captured,) = capture_with_inputs(fn, *inputs)
@@ -317,6 +317,6 @@ def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch)
     program = compiled.program
     first = program(*captured.inputs)
     assert program.native_source is not None and compiled.stats.host == "native"
-    assert program.callback_count == (library_callbacks if path == "library" else 0)
+    assert program.callback_count == 0
     _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
     _assert_identical(program.function(*captured.inputs), first)

@@ -488,10 +488,6 @@ class NativeHostEmitter:
         call's (Triton specialized the binaries for them), else the kernel's
         Python launch, called back."""
         operands = [*op.inputs, *op.outputs]
-        product = compiled.native_product() if hasattr(compiled, "native_product") else None
-        if product is not None:
-            self._emit_library_product(operands, *product)
-            return
         found = compiled.native_launches()
         if found is None:
             self._emit_callback(op, operands, [], Callback(op, len(operands), self._symbol_positions(symbols), compiled))
@@ -521,7 +517,12 @@ class NativeHostEmitter:
             pointer = self.cg.alloca(PTR)
             self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])
             data.append(b.ptrtoint(b.load(pointer, typ=PTR), I64))
-        for grid, (_, function, launch), values in launches:
+        handles = [self.handle(o) for o in operands] + [b.load(slot, typ=PTR) for slot in scratch]
+        for step in launches:
+            if step[0] == "product":
+                self._emit_library_product(handles, step[1], step[2])
+                continue
+            grid, (_, function, launch), values = step
             self._launch_cuda_function(grid, function, launch, values, data, compiled)
         for slot in scratch:
             b.call(self.release, [slot])
@@ -532,17 +533,16 @@ class NativeHostEmitter:
         b.branch(done)
         b.position_at_end(done)
 
-    def _emit_library_product(self, operands: list[SSAValue], function: str, views: tuple) -> None:
-        """A matrix-product kernel whose configuration runs the library's
-        product as one call on views of its tensors: the views (offsets from
-        each tensor's own), the shim's product into the first, and their
-        handles released."""
+    def _emit_library_product(self, handles: list[ir.Value], function: str, views: tuple) -> None:
+        """A step of a matrix-product kernel's library path: views of the
+        kernel's tensors and temporaries (`handles`; offsets from each one's
+        own), the shim's product into the first, and their handles released."""
         slots = []
-        for position, sizes, strides, offset in views:
+        for (_, position), sizes, strides, offset in views:
             slot = self._new_slot()
             self._checked(
                 "aoti_torch__reinterpret_tensor",
-                [self.handle(operands[position]), I64(len(sizes)), self._int64_array([I64(int(v)) for v in sizes]),
+                [handles[position], I64(len(sizes)), self._int64_array([I64(int(v)) for v in sizes]),
                  self._int64_array([I64(int(v)) for v in strides]), I64(int(offset)), slot],
             )  # fmt: skip
             slots.append(slot)

@@ -563,77 +563,110 @@ class MatmulWriter:
         return w.text()
 
     def native_launches(self) -> str:
-        """`native_launches(symbols, config, kernels)`: the template's one launch
-        for a native host program (no temporaries), as the other kernels'
-        modules give theirs; None for the library's path, whose product is a
-        torch call that the program calls back into Python for."""
+        """`native_launches(symbols, config, kernels)`: what a native host
+        program runs for the kernel, as the other kernels' modules give it
+        (temporaries, then steps): the template's one launch; or the
+        library's path, its flat kernels' launches around a step
+        `("product", "mm_out" or "bmm_out", views)` that the program calls
+        the shim's product for. None where the library's path reshapes or
+        casts a factor (the program then calls back into Python)."""
         w = SourceWriter()
         w.line("def native_launches(symbols, config, kernels):")
         with w.indented():
-            w.line('"""The temporaries (none) and the launch of the template at the sizes `symbols`')
-            w.line('with `config`: grid, compiled kernel and parameter values, tensors as ("tensor",')
-            w.line('position); None for the library\'s path."""')
+            w.line('"""The temporaries (elements, dtype) and the steps of the kernel at the sizes')
+            w.line("`symbols` with `config`: launches (grid, compiled kernel, parameter values) and")
+            w.line("the library's product (\"product\", shim function, views of the product and the")
+            w.line("factors: tensor, sizes, strides, offset), tensors as (\"tensor\", position) among")
+            w.line('the kernel\'s and then the temporaries; None where the program calls back."""')
+            self._bind(w, tensors=False)
+            w.line("compiled = iter(kernels)")
             w.line("if config.get('LIBRARY'):")
             with w.indented():
-                w.line("return None")
-            self._bind(w, tensors=False)
+                self._native_library_steps(w)
             tensors = [f'("tensor", {i})' for i in range(len(self.plan.tensors))]
             constexprs = ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']"]
             constexprs += ["idx64"] if self.plan.index_bits is None else []
             values = tensors + list(self.plan.symbols) + constexprs
             w.line(f"grid = {self._template_grid()}")
-            w.line(f"launches = [(grid, next(iter(kernels)), ({', '.join(values)},))] if grid > 0 else []")
+            w.line(f"launches = [(grid, next(compiled), ({', '.join(values)},))] if grid > 0 else []")
             w.line("return [], launches")
         return w.text()
 
-    def _native_views(self) -> list[tuple[str, list[sympy.Expr], list[sympy.Expr], sympy.Expr]] | None:
-        """The product's and the factors' tensors as views (tensor name,
-        sizes, strides, offset) when the library's path is one `mm` or `bmm`
-        of two input views into an output: no flat kernel around it, no
-        reshape or cast of a factor; None otherwise."""
-        in_place = self.writes_product_in_place
-        if in_place is None or self.library_launches() or len(self.batch_vars) > 1:
-            return None
-        if any(f.view is None or f.dtype != self.library_dtype for f in (self.left, self.right)) or len(self.row_vars) != 1:
-            return None
-        output = next(t for t in self.plan.outputs if t.name == in_place)
-        merged = self._merged_strides(output)
-        assert merged is not None
-        batch = list(self.batch_sizes)
-        views = [(in_place, [*batch, self.m, self.n], *merged)]
-        for factor, sizes in ((self.left, [*batch, self.m, self.k]), (self.right, [*batch, self.k, self.n])):
-            name, strides, offset = factor.view
-            views.append((name, sizes, strides, offset))
-        return views
+    def _merged_rows(self, factor: Factor) -> tuple[list[sympy.Expr], sympy.Expr] | None:
+        """A factor view's strides with its row dimensions as one (the left
+        factor of a product over several row dimensions), and its offset;
+        None where the rows do not merge into one stride."""
+        name, strides, offset = factor.view
+        if factor.name == "right" or len(self.row_vars) == 1:
+            return list(strides), offset
+        batch = len(self.batch_vars)
+        rows = strides[batch:-1]
+        for i in range(len(rows) - 1):
+            if sympy.expand(rows[i] - rows[i + 1] * self.row_sizes[i + 1]) != 0:
+                return None
+        return [*strides[:batch], rows[-1], strides[-1]], offset
 
-    def native_product(self) -> str:
-        """`native_product(symbols, config)`: the library's product for a native
-        host program to call through torch's shim where `_native_views` finds
-        it one call on views; None for the template, or a path with kernels."""
-        w = SourceWriter()
-        w.line("def native_product(symbols, config):")
-        with w.indented():
-            w.line('"""The library\'s product at the sizes `symbols` as (function, views): the shim\'s')
-            w.line("`mm_out` or `bmm_out`, and the product's, the left and the right factor's view of")
-            w.line("a tensor (position, sizes, strides, offset from the tensor's own); None where the")
-            w.line('configuration runs the template or the path launches kernels."""')
-            views = self._native_views()
-            if views is None:
-                w.line("return None")
-                return w.text()
-            w.line("if not config.get('LIBRARY'):")
-            with w.indented():
-                w.line("return None")
-            if self.plan.symbols:
-                w.line(f"{''.join(s + ', ' for s in self.plan.symbols)}= symbols")
-            positions = {t.name: i for i, t in enumerate(self.plan.tensors)}
-            texts = []
-            for name, sizes, strides, offset in views:
-                listed = lambda values: f"({''.join(python_expr(v) + ', ' for v in values)})"  # noqa: E731
-                texts.append(f"({positions[name]}, {listed(sizes)}, {listed(strides)}, {python_expr(offset)})")
+    def _native_library_steps(self, w: SourceWriter) -> None:
+        """The lines returning the library's path for a native host program."""
+        merged = {f.name: self._merged_rows(f) for f in (self.left, self.right) if f.view is not None}
+        casts = any(f.view is not None and f.dtype != self.library_dtype for f in (self.left, self.right))
+        if len(self.batch_vars) > 1 or casts or any(m is None for m in merged.values()):
+            w.line("return None")
+            return
+        positions = {t.name: i for i, t in enumerate(self.plan.tensors)}
+        count = len(self.plan.tensors)
+        batch = list(self.batch_sizes)
+        shapes = {"left": [*batch, self.m, self.k], "right": [*batch, self.k, self.n], "product": [*batch, self.m, self.n]}
+        temporaries: list[tuple[str, sympy.Expr]] = []
+        views: dict[str, tuple[str, list[sympy.Expr], list[sympy.Expr], sympy.Expr]] = {}
+
+        def temporary(name: str) -> str:
+            temporaries.append((name, sympy.expand(sympy.Mul(*shapes[name]))))
+            return f'("tensor", {count + len(temporaries) - 1})'
+
+        def dense(sizes: list[sympy.Expr]) -> list[sympy.Expr]:
+            return [sympy.expand(sympy.Mul(*sizes[i + 1 :])) for i in range(len(sizes))]
+
+        for factor in (self.left, self.right):
+            if factor.view is not None:
+                strides, offset = merged[factor.name]
+                views[factor.name] = (f'("tensor", {positions[factor.view[0]]})', shapes[factor.name], strides, offset)
+            else:
+                views[factor.name] = (temporary(factor.name), shapes[factor.name], dense(shapes[factor.name]), sympy.Integer(0))
+        in_place = self.writes_product_in_place
+        if in_place is not None:
+            output = next(t for t in self.plan.outputs if t.name == in_place)
+            strides, offset = self._merged_strides(output)
+            views["product"] = (f'("tensor", {positions[in_place]})', shapes["product"], strides, offset)
+        else:
+            views["product"] = (temporary("product"), shapes["product"], dense(shapes["product"]), sympy.Integer(0))
+        tensors = [f'("tensor", {i})' for i in range(count)]
+        extras = {name: views[name][0] for name in ("left", "right", "product")}
+        constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
+        w.line("XBLOCK = config['XBLOCK']")
+        w.line("steps = []")
+
+        def listed(values) -> str:
+            return f"({''.join(python_expr(v) + ', ' for v in values)})"
+
+        def product_step() -> None:
+            texts = [f"({views[n][0]}, {listed(views[n][1])}, {listed(views[n][2])}, {python_expr(views[n][3])})" for n in ("product", "left", "right")]
             function = "bmm_out" if self.batch_vars else "mm_out"
-            w.line(f"return ({function!r}, ({', '.join(texts)}))")
-        return w.text()
+            w.line(f"steps.append(('product', {function!r}, ({', '.join(texts)})))")
+
+        launches = self.library_launches()
+        for function, extra, grid in launches:
+            if extra == "product":
+                product_step()
+            w.line(f"grid = {grid}")
+            values = tensors + [extras[extra]] + list(self.plan.symbols) + constexprs
+            w.line(f"if grid > 0:")
+            with w.indented():
+                w.line(f"steps.append((grid, next(compiled), ({', '.join(values)},)))")
+        if not launches or launches[-1][1] != "product":
+            product_step()
+        dtype = TORCH_DTYPES[self.library_dtype]
+        w.line(f"return [{''.join(f'({python_expr(e)}, {dtype}), ' for _, e in temporaries)}], steps")
 
     def warmup(self) -> str:
         w = SourceWriter()

@@ -78,7 +78,7 @@ def module_source(plan: KernelPlan, interpret: bool) -> str:
     if plan.groups and plan.groups[0].mode == MATMUL:
         writer = MatmulWriter(plan, interpret, tf32_allowed())
         functions = writer.functions()
-        launchers = [writer.launch(), writer.launcher(), writer.native_launches(), writer.native_product()] + ([] if interpret else [writer.warmup()])
+        launchers = [writer.launch(), writer.launcher(), writer.native_launches()] + ([] if interpret else [writer.warmup()])
         return _assemble(plan, interpret, writer.helpers, functions, launchers)
     body = SourceWriter(depth=1)
     KernelBodyWriter(plan, body).emit()

@@ -228,8 +228,10 @@ class TritonKernel:
         its one direct launch so far (device index, sizes, each tensor's
         16-byte alignment), and the temporaries and launches of the module's
         `native_launches` for it; None where the kernel has had several,
-        none, a launch the static launcher does not run, or a torch call
-        among its launches (a matrix product's library path)."""
+        none, a launch the static launcher does not run, or a step that
+        calls back (a matrix product's library path that reshapes or casts
+        a factor). Steps are launches and the library's products
+        (`("product", ...)`, see the matrix-product module's)."""
         if len(self.direct_launches) != 1:
             return None
         ((key, (symbols, config, launches)),) = self.direct_launches.items()
@@ -240,20 +242,10 @@ class TritonKernel:
         if made is None:
             return None
         temporaries, found = made
-        if not all(isinstance(kernel[2], StaticLaunch) for _, kernel, _ in found):
+        launches = [step for step in found if step[0] != "product"]
+        if not all(isinstance(kernel[2], StaticLaunch) for _, kernel, _ in launches):
             return None
         return key, temporaries, found
-
-    def native_product(self) -> tuple[str, tuple] | None:
-        """The library's matrix product a native host program calls for this
-        kernel through torch's shim, where its one direct launch so far ran
-        that path as one call on views (the module's `native_product`);
-        None otherwise."""
-        if len(self.direct_launches) != 1:
-            return None
-        ((symbols, config, _),) = self.direct_launches.values()
-        make = getattr(self.module, "native_product", None)
-        return None if make is None else make(symbols, config)
 
     def _tuning_launch(self) -> Callable[[Sequence, Sequence[int], dict[str, int]], None]:
         """What the autotuner runs a candidate with: its direct launch, made

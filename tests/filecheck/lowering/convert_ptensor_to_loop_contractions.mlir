@@ -96,12 +96,11 @@ func.func @bare_half(%x: !ptensor.tensor<[16, 24], bf16>, %w: !ptensor.tensor<[2
   func.return %p : !ptensor.tensor<[16, 8], bf16>
 }
 
-// The bare product's library path is one shim call on views that a native
-// host program makes itself: the output's, the left and the right factor's
+// The bare product's library path is one step a native host program runs
+// itself, the shim's product on views of the output and the factors
 // (tensor position, sizes, strides, offset); the template's is a launch.
 // NATIVE-LABEL:  def native_launches(symbols, config, kernels):
-// NATIVE:            return [], launches
-// NATIVE-LABEL:  def native_product(symbols, config):
-// NATIVE:            if not config.get('LIBRARY'):
-// NATIVE-NEXT:           return None
-// NATIVE-NEXT:       return ('mm_out', ((2, (16, 8, ), (8, 1, ), 0), (0, (16, 24, ), (24, 1, ), 0), (1, (24, 8, ), (8, 1, ), 0)))
+// NATIVE:            if config.get('LIBRARY'):
+// NATIVE:                steps.append(('product', 'mm_out', ((("tensor", 2), (16, 8, ), (8, 1, ), 0), (("tensor", 0), (16, 24, ), (24, 1, ), 0), (("tensor", 1), (24, 8, ), (8, 1, ), 0))))
+// NATIVE-NEXT:           return [], steps
+// NATIVE:            launches = [(grid, next(compiled), (("tensor", 0), ("tensor", 1), ("tensor", 2), config['XBLOCK'], config['YBLOCK'], config['RBLOCK'],))] if grid > 0 else []

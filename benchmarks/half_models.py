@@ -1,9 +1,14 @@
 """
-The models suite's transformers in bf16 on a GPU: eager, Inductor and
-permalloy in one process, each compiled model checked against eager (relative
-error of the output) and timed in interleaved rounds of back-to-back calls.
+The models suite's transformers in bf16 on a GPU: eager, Inductor, permalloy
+and permalloy with the `matmul_templates` option (products as contractions,
+template or library timed per size) in one process. Each compiled model is
+checked against eager (relative error of the output), timed in interleaved
+rounds of back-to-back calls (medians), and profiled (`--profile`: host and
+kernel time per call, as `permalloy-bench --profile` reports them); the
+permalloy runs record each graph's host program (native or Python) and how
+many of its steps call back into Python.
 
-    python benchmarks/half_models.py --cases bert,gpt2,llama,t5 --templates --json out.json
+    python benchmarks/half_models.py --cases bert,gpt2,llama,t5 --profile --json out.json
 """
 
 from __future__ import annotations
@@ -16,13 +21,77 @@ import time
 
 import torch
 
+import permalloy
+from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backend
 from permalloy.tools.models import make_model
+
+BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates")
+GRAPH_FACTS = ("host", "kernels", "extern_calls", "host_callbacks")
+"""What each permalloy graph's stats record is reduced to here."""
 
 
 def _first(value):
     while isinstance(value, tuple | list):
         value = value[0]
+    for field in ("logits", "last_hidden_state"):
+        value = getattr(value, field, value)
     return value
+
+
+def _compiled(model, backend: str):
+    if backend == "eager":
+        return model
+    if backend == "inductor":
+        return torch.compile(model, backend="inductor")
+    from permalloy.tools.backend import permalloy_backend
+
+    return torch.compile(model, backend=permalloy_backend, options={"matmul_templates": backend == "permalloy-templates"})
+
+
+def _case(name: str, size: str, rounds: int, profile: bool) -> dict:
+    torch.manual_seed(0)
+    case = make_model(name, size)
+    model = case.model.eval().to("cuda", torch.bfloat16)
+    inputs = [t.to("cuda", torch.bfloat16) if t.is_floating_point() else t.to("cuda") for t in case.inputs]
+    row: dict = {"case": name, "results": {}}
+    runs = {}
+    with torch.no_grad():
+        expected = _first(model(*inputs)).float()
+        for backend in BACKENDS:
+            torch._dynamo.reset()  # noqa: SLF001
+            permalloy.reset_stats()
+            run = _compiled(model, backend)
+            begin = time.perf_counter()
+            try:
+                actual = _first(run(*inputs)).float()
+            except Exception as error:  # noqa: BLE001 - reported in the row
+                row["results"][backend] = {"error": f"{type(error).__name__}: {error}"[:500]}
+                continue
+            torch.cuda.synchronize()
+            result = {
+                "compile_s": time.perf_counter() - begin,
+                "relative_error": ((actual - expected).norm() / expected.norm()).item(),
+            }
+            if backend.startswith("permalloy"):
+                run(*inputs)  # the native host program is built on the first call and runs from the second
+                result["graphs"] = [{k: g.get(k) for k in GRAPH_FACTS} for g in permalloy.stats()]
+            row["results"][backend] = result
+            runs[backend] = run
+        samples: dict[str, list[float]] = {b: [] for b in runs}
+        for _ in range(rounds):
+            for backend, run in runs.items():
+                torch.cuda.synchronize()
+                begin = time.perf_counter()
+                for _ in range(5):
+                    run(*inputs)
+                torch.cuda.synchronize()
+                samples[backend].append((time.perf_counter() - begin) * 200)
+        for backend, run in runs.items():
+            row["results"][backend]["ms"] = statistics.median(samples[backend])
+            if profile:
+                settings = ProfileSettings(back_to_back_calls=30, profiled_calls=5)
+                row["results"][backend]["profile"] = profile_backend(lambda i, run=run: run(*inputs), "cuda", settings)
+    return row
 
 
 def main(argv=None) -> int:
@@ -30,42 +99,16 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default="bert,gpt2,llama,t5")
     parser.add_argument("--size", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--templates", action="store_true", help="compile with the matmul_templates option")
+    parser.add_argument("--profile", action="store_true", help="also profile each backend (host and kernel time per call)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     rows = []
     for name in args.cases.split(","):
-        torch.manual_seed(0)
-        case = make_model(name, args.size)
-        model = case.model.eval().to("cuda", torch.bfloat16)
-        inputs = [t.to("cuda", torch.bfloat16) if t.is_floating_point() else t.to("cuda") for t in case.inputs]
-        runs, row = {}, {"case": name, "results": {}}
-        with torch.no_grad():
-            expected = _first(model(*inputs)).float()
-            for backend in ("eager", "inductor", "permalloy"):
-                torch._dynamo.reset()  # noqa: SLF001
-                options = {"matmul_templates": True} if backend == "permalloy" and args.templates else None
-                run = model if backend == "eager" else torch.compile(model, backend=backend, options=options)
-                begin = time.perf_counter()
-                actual = _first(run(*inputs)).float()
-                torch.cuda.synchronize()
-                error = ((actual - expected).norm() / expected.norm()).item()
-                row["results"][backend] = {"compile_s": time.perf_counter() - begin, "relative_error": error}
-                runs[backend] = run
-            samples = {b: [] for b in runs}
-            for _ in range(args.rounds):
-                for backend, run in runs.items():
-                    torch.cuda.synchronize()
-                    begin = time.perf_counter()
-                    for _ in range(5):
-                        run(*inputs)
-                    torch.cuda.synchronize()
-                    samples[backend].append((time.perf_counter() - begin) * 200)
-        for backend, values in samples.items():
-            row["results"][backend]["ms"] = statistics.median(values)
+        row = _case(name, args.size, args.rounds, args.profile)
         res = row["results"]
-        print(name, "  ".join(f"{b} {r['ms']:.3f}ms err {r['relative_error']:.1e}" for b, r in res.items()),
-              f" permalloy/inductor {res['inductor']['ms'] / res['permalloy']['ms']:.3f}x", flush=True)  # fmt: skip
+        cells = [f"{b} {r['ms']:.3f}ms" if "ms" in r else f"{b} failed" for b, r in res.items()]
+        ratios = [f"{b}/inductor {res['inductor']['ms'] / res[b]['ms']:.3f}x" for b in BACKENDS[2:] if "ms" in res.get(b, {}) and "ms" in res.get("inductor", {})]
+        print(name, "  ".join(cells), " ", "  ".join(ratios), flush=True)
         rows.append(row)
         if args.json:
             with open(args.json, "w") as out:

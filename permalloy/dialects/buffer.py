@@ -77,7 +77,8 @@ def contiguous_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]:
     running: sympy.Expr = sympy.Integer(1)
     for size in reversed(sizes):
         strides.append(running)
-        running = sympy.expand(running * size)
+        product = running * size
+        running = product if product.is_Integer else sympy.expand(product)
     return tuple(reversed(strides))
 
 

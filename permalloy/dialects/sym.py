@@ -157,7 +157,7 @@ def parse_expr(parser: AttrParser) -> sympy.Expr:
         elif parser.parse_optional_punctuation("-") is not None:
             result = result - _parse_term(parser)
         else:
-            return sympy.sympify(result)
+            return result if isinstance(result, sympy.Expr) else sympy.sympify(result)
 
 
 def _parse_term(parser: AttrParser) -> sympy.Expr:

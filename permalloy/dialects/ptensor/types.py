@@ -62,7 +62,7 @@ class SymListAttr(Data[tuple[sympy.Expr, ...]]):
     name = "ptensor.exprs"
 
     def __init__(self, values: Sequence[sympy.Expr | int]):
-        super().__init__(tuple(sympy.sympify(v) for v in values))
+        super().__init__(tuple(v if isinstance(v, sympy.Expr) else sympy.sympify(v) for v in values))
 
     @classmethod
     def parse_parameter(cls, parser: AttrParser) -> tuple[sympy.Expr, ...]:

@@ -56,12 +56,13 @@ def round_read_reductions(function: func.FuncOp) -> None:
 
 
 def _reader_arguments(producer: loop.ReduceOp) -> list[BlockArgument] | None:
-    """The body arguments through which loop ops read `producer`; None when
-    something else (the host program, a return) reads it."""
+    """The body arguments through which pointwise ops and reductions read
+    `producer`; None when something else (the host program, a return, a
+    scan, scatter or sort) reads it."""
     arguments = []
     for use in producer.result.uses:
         reader = use.operation
-        if not isinstance(reader, loop.LoopOp) or reader.parent_op() is not producer.parent_op():
+        if not isinstance(reader, loop.PointwiseOp | loop.ReduceOp) or reader.parent_op() is not producer.parent_op():
             return None
         arguments.append(reader.body.block.args[use.index])
     return arguments

@@ -1,10 +1,15 @@
 """
 A buffer-level module as the cache keeps it: the host function apart from
 the kernels, so that a hit whose kernels are all loaded from their artifacts
-parses the host function alone.
+parses the host function alone; each text with its tensor and buffer types
+given once, as aliases (`!layout0 = !buffer.buffer<...>`), so that a hit
+parses each distinct type once (MobileNetV2's host function names 934 buffer
+types, 128 of them distinct, and parses in half the time with aliases).
 """
 
 from __future__ import annotations
+
+import re
 
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
@@ -13,15 +18,37 @@ from permalloy.dialects import make_context
 from permalloy.dialects.buffer import KernelOp
 
 
+_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+"""A string literal of the IR text, which a type alias never replaces into."""
+_TYPE = re.compile(r"!(?:buffer\.buffer|ptensor\.tensor)<[^<>\"]*>")
+"""A tensor or buffer type with no nested brackets."""
+
+
+def with_type_aliases(text: str) -> str:
+    """`text` with each tensor and buffer type outside string literals
+    replaced by an alias, the aliases defined ahead of it."""
+    aliases: dict[str, str] = {}
+
+    def alias(match: re.Match) -> str:
+        return aliases.setdefault(match.group(0), f"!layout{len(aliases)}")
+
+    pieces, end = [], 0
+    for string in _STRING.finditer(text):
+        pieces += [_TYPE.sub(alias, text[end : string.start()]), string.group(0)]
+        end = string.end()
+    pieces.append(_TYPE.sub(alias, text[end:]))
+    return "".join(f"{name} = {type_text}\n" for type_text, name in aliases.items()) + "".join(pieces)
+
+
 def _module_text(pieces: list[str]) -> str:
-    return "builtin.module {\n" + "".join(f"{piece}\n" for piece in pieces) + "}\n"
+    return with_type_aliases("builtin.module {\n" + "".join(f"{piece}\n" for piece in pieces) + "}\n")
 
 
 def split_module(module: ModuleOp) -> tuple[str, str]:
     """The text of `module` without its kernels, and that of a module of its
     kernels (a module with attributes of its own is kept whole in the first)."""
     if module.attributes or module.sym_name is not None:
-        return str(module), _module_text([])
+        return with_type_aliases(str(module)), _module_text([])
     kernels = [str(op) for op in module.ops if isinstance(op, KernelOp)]
     others = [str(op) for op in module.ops if not isinstance(op, KernelOp)]
     return _module_text(others), _module_text(kernels)

@@ -49,10 +49,12 @@ def round_read_reductions(function: func.FuncOp) -> None:
     """Give each reduction of `function` that every reader reads rounded to one
     narrower type a rounding epilogue, and its readers the rounded tensor."""
     for op in list(function.body.block.ops):
-        if isinstance(op, loop.ReduceOp):
-            rounded_type = _type_every_reader_rounds_to(op)
-            if rounded_type is not None:
-                _round_at_the_source(op, rounded_type)
+        if not isinstance(op, loop.ReduceOp):
+            continue
+        arguments = _reader_arguments(op)
+        rounded_type = None if not arguments else _type_every_reader_rounds_to(op, arguments)
+        if rounded_type is not None:
+            _round_at_the_source(op, arguments, rounded_type)
 
 
 def _reader_arguments(producer: loop.ReduceOp) -> list[BlockArgument] | None:
@@ -68,14 +70,12 @@ def _reader_arguments(producer: loop.ReduceOp) -> list[BlockArgument] | None:
     return arguments
 
 
-def _type_every_reader_rounds_to(producer: loop.ReduceOp) -> Attribute | None:
-    """The one type every read of the reduction's float result is rounded to
-    at once (each load used only by `truncf`s to it), or None."""
+def _type_every_reader_rounds_to(producer: loop.ReduceOp, arguments: list[BlockArgument]) -> Attribute | None:
+    """The one type every read of the reduction's float result, through its
+    readers' `arguments`, is rounded to at once (each load used only by
+    `truncf`s to it), or None."""
     result_type = producer.result.type
     if not isinstance(result_type, TensorType) or not is_float(result_type.element_type):
-        return None
-    arguments = _reader_arguments(producer)
-    if not arguments:
         return None
     rounded: set[Attribute] = set()
     for argument in arguments:
@@ -129,12 +129,10 @@ def _rounding_of(producer: loop.ReduceOp, rounded_type: Attribute) -> loop.Point
     return rounding
 
 
-def _round_at_the_source(producer: loop.ReduceOp, rounded_type: Attribute) -> None:
+def _round_at_the_source(producer: loop.ReduceOp, arguments: list[BlockArgument], rounded_type: Attribute) -> None:
     result_type = producer.result.type
     assert isinstance(result_type, TensorType)
     narrow = TensorType(result_type.sizes, rounded_type)
-    arguments = _reader_arguments(producer)
-    assert arguments is not None
     rounding = _rounding_of(producer, rounded_type)
     for argument in arguments:
         if argument.block.parent_op() is rounding:

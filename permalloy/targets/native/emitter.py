@@ -517,7 +517,8 @@ class NativeHostEmitter:
             pointer = self.cg.alloca(PTR)
             self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])
             data.append(b.ptrtoint(b.load(pointer, typ=PTR), I64))
-        handles = [self.handle(o) for o in operands] + [b.load(slot, typ=PTR) for slot in scratch]
+        products = any(step[0] == "product" for step in launches)
+        handles = [self.handle(o) for o in operands] + [b.load(slot, typ=PTR) for slot in scratch] if products else []
         for step in launches:
             if step[0] == "product":
                 self._emit_library_product(handles, step[1], step[2])

@@ -44,6 +44,7 @@ from xdsl.ir import Operation, SSAValue
 
 from permalloy.analysis.affine import split_affine
 from permalloy.analysis.contraction import Contraction, cone
+from permalloy.dialects.buffer import contiguous_strides
 from permalloy.dialects.loop import LoadOp, YieldOp
 from permalloy.dialects.sym import reduction_index
 from permalloy.targets.host import python_expr
@@ -373,12 +374,20 @@ class MatmulWriter:
             strides.append(coefficient)
         if any(s.name[0] in "drv" for s in rest.free_symbols):
             return None
+        merged = self._merge_rows(strides)
+        return None if merged is None else (merged, rest)
+
+    def _merge_rows(self, strides: list[sympy.Expr]) -> list[sympy.Expr] | None:
+        """Strides of batch positions, then rows, then one last position, with
+        the rows merged into one (a row's stride is the next one's times its
+        size); None where they do not merge. A factor's or product's strides
+        with one row (or the right factor's, whose `k` stands there) are kept."""
         batch = len(self.batch_vars)
         rows = strides[batch:-1]
         for i in range(len(rows) - 1):
             if sympy.expand(rows[i] - rows[i + 1] * self.row_sizes[i + 1]) != 0:
                 return None
-        return [*strides[:batch], rows[-1], strides[-1]], rest
+        return [*strides[:batch], rows[-1], strides[-1]]
 
     def _library_product(self, w: SourceWriter, device: str, jit: bool) -> str:
         """Lines computing the library's product (in the JIT path, not when
@@ -487,13 +496,26 @@ class MatmulWriter:
         left_shape, right_shape, _ = self._library_shape()
         self._library_operand(w, self.left, left_shape, device)
         self._library_operand(w, self.right, right_shape, device)
-        launches = self.library_launches()
-        for position, (function, extra, grid) in enumerate(launches):
-            if extra == "product":
+        for step in self.library_sequence():
+            if step is None:
                 self._library_product(w, device, jit)
-            self._flat_launch(w, position, function, arguments + [extra] + symbols, grid, jit)
+            else:
+                position, (function, extra, grid) = step
+                self._flat_launch(w, position, function, arguments + [extra] + symbols, grid, jit)
+
+    def library_sequence(self) -> list[tuple[int, tuple[str, str, str]] | None]:
+        """The library's path in order: each flat launch with its position
+        among `library_launches`, and the product (None) after the factors'
+        kernels and before the epilogue's, which reads it."""
+        launches = self.library_launches()
+        sequence: list[tuple[int, tuple[str, str, str]] | None] = []
+        for position, launch in enumerate(launches):
+            if launch[1] == "product":
+                sequence.append(None)
+            sequence.append((position, launch))
         if not launches or launches[-1][1] != "product":
-            self._library_product(w, device, jit)
+            sequence.append(None)
+        return sequence
 
     def _flat_launch(self, w: SourceWriter, position: int, function: str, values: list[str], grid: str, jit: bool) -> None:
         if jit:
@@ -592,23 +614,9 @@ class MatmulWriter:
             w.line("return [], launches")
         return w.text()
 
-    def _merged_rows(self, factor: Factor) -> tuple[list[sympy.Expr], sympy.Expr] | None:
-        """A factor view's strides with its row dimensions as one (the left
-        factor of a product over several row dimensions), and its offset;
-        None where the rows do not merge into one stride."""
-        name, strides, offset = factor.view
-        if factor.name == "right" or len(self.row_vars) == 1:
-            return list(strides), offset
-        batch = len(self.batch_vars)
-        rows = strides[batch:-1]
-        for i in range(len(rows) - 1):
-            if sympy.expand(rows[i] - rows[i + 1] * self.row_sizes[i + 1]) != 0:
-                return None
-        return [*strides[:batch], rows[-1], strides[-1]], offset
-
     def _native_library_steps(self, w: SourceWriter) -> None:
         """The lines returning the library's path for a native host program."""
-        merged = {f.name: self._merged_rows(f) for f in (self.left, self.right) if f.view is not None}
+        merged = {f.name: self._merge_rows(list(f.view[1])) for f in (self.left, self.right) if f.view is not None}
         casts = any(f.view is not None and f.dtype != self.library_dtype for f in (self.left, self.right))
         if len(self.batch_vars) > 1 or casts or any(m is None for m in merged.values()):
             w.line("return None")
@@ -617,29 +625,27 @@ class MatmulWriter:
         count = len(self.plan.tensors)
         batch = list(self.batch_sizes)
         shapes = {"left": [*batch, self.m, self.k], "right": [*batch, self.k, self.n], "product": [*batch, self.m, self.n]}
-        temporaries: list[tuple[str, sympy.Expr]] = []
+        temporaries: list[sympy.Expr] = []
         views: dict[str, tuple[str, list[sympy.Expr], list[sympy.Expr], sympy.Expr]] = {}
 
-        def temporary(name: str) -> str:
-            temporaries.append((name, sympy.expand(sympy.Mul(*shapes[name]))))
-            return f'("tensor", {count + len(temporaries) - 1})'
-
-        def dense(sizes: list[sympy.Expr]) -> list[sympy.Expr]:
-            return [sympy.expand(sympy.Mul(*sizes[i + 1 :])) for i in range(len(sizes))]
+        def temporary(name: str) -> tuple[str, list[sympy.Expr], list[sympy.Expr], sympy.Expr]:
+            """A dense temporary of the shape `name` has, as a view of itself."""
+            temporaries.append(sympy.expand(sympy.Mul(*shapes[name])))
+            return f'("tensor", {count + len(temporaries) - 1})', shapes[name], list(contiguous_strides(shapes[name])), sympy.Integer(0)
 
         for factor in (self.left, self.right):
             if factor.view is not None:
-                strides, offset = merged[factor.name]
-                views[factor.name] = (f'("tensor", {positions[factor.view[0]]})', shapes[factor.name], strides, offset)
+                tensor, _, offset = factor.view
+                views[factor.name] = (f'("tensor", {positions[tensor]})', shapes[factor.name], merged[factor.name], offset)
             else:
-                views[factor.name] = (temporary(factor.name), shapes[factor.name], dense(shapes[factor.name]), sympy.Integer(0))
+                views[factor.name] = temporary(factor.name)
         in_place = self.writes_product_in_place
         if in_place is not None:
             output = next(t for t in self.plan.outputs if t.name == in_place)
             strides, offset = self._merged_strides(output)
             views["product"] = (f'("tensor", {positions[in_place]})', shapes["product"], strides, offset)
         else:
-            views["product"] = (temporary("product"), shapes["product"], dense(shapes["product"]), sympy.Integer(0))
+            views["product"] = temporary("product")
         tensors = [f'("tensor", {i})' for i in range(count)]
         extras = {name: views[name][0] for name in ("left", "right", "product")}
         constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
@@ -654,19 +660,18 @@ class MatmulWriter:
             function = "bmm_out" if self.batch_vars else "mm_out"
             w.line(f"steps.append(('product', {function!r}, ({', '.join(texts)})))")
 
-        launches = self.library_launches()
-        for function, extra, grid in launches:
-            if extra == "product":
+        for step in self.library_sequence():
+            if step is None:
                 product_step()
+                continue
+            _, (_, extra, grid) = step
             w.line(f"grid = {grid}")
             values = tensors + [extras[extra]] + list(self.plan.symbols) + constexprs
-            w.line(f"if grid > 0:")
+            w.line("if grid > 0:")
             with w.indented():
                 w.line(f"steps.append((grid, next(compiled), ({', '.join(values)},)))")
-        if not launches or launches[-1][1] != "product":
-            product_step()
         dtype = TORCH_DTYPES[self.library_dtype]
-        w.line(f"return [{''.join(f'({python_expr(e)}, {dtype}), ' for _, e in temporaries)}], steps")
+        w.line(f"return [{''.join(f'({python_expr(e)}, {dtype}), ' for e in temporaries)}], steps")
 
     def warmup(self) -> str:
         w = SourceWriter()

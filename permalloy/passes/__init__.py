@@ -91,6 +91,12 @@ def _plan_layouts() -> type[ModulePass]:
     return PlanLayoutsPass
 
 
+def _convolutions_as_products() -> type[ModulePass]:
+    from permalloy.passes.convolutions_as_products import ConvolutionsAsProductsPass
+
+    return ConvolutionsAsProductsPass
+
+
 def _plan_memory() -> type[ModulePass]:
     from permalloy.passes.plan_memory import PlanMemoryPass
 
@@ -126,6 +132,7 @@ def all_passes() -> dict[str, PassFactory]:
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-layouts": _plan_layouts,
+        "convolutions-as-products": _convolutions_as_products,
         "plan-memory": _plan_memory,
     }
 

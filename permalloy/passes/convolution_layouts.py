@@ -11,6 +11,10 @@ channels-last, while its float32 dense ones can be faster on NCHW.
 ways, on random tensors of its sizes, counting the copy of an input that
 arrives in NCHW, or for a convolution whose result keeps NCHW memory (a
 graph output) the copy of its channels-last input back to NCHW.
+A pointwise convolution (a window of one element) counts, in each layout,
+the faster of the library's convolution and the matrix product it is
+(`analysis.convolution_products`), which `convolutions-as-products` then
+runs where it measures faster (`product_is_faster`).
 Measurements are kept per convolution geometry for the process, as the same
 layers repeat through a network and through its graphs.
 """
@@ -24,6 +28,7 @@ from dataclasses import dataclass
 
 import torch
 
+from permalloy.analysis.convolution_products import Layout, is_pointwise_geometry, product_views
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.dtypes import torch_dtype
@@ -116,10 +121,104 @@ def _measured_times(signature: Signature) -> LayoutTimes:
 
     synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
     with torch.no_grad():
-        return LayoutTimes(
+        times = LayoutTimes(
             _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize),
             _fastest(channels_last, synchronize),
         )
+        if not is_pointwise_geometry(geometry, weight_sizes):
+            return times
+        result_sizes = (sizes[0], weight_sizes[0], *sizes[2:])
+        nchw_result = torch.empty(result_sizes, dtype=dtype, device=device)
+        planned_result = nchw_result if keeps_nchw else torch.empty_like(nchw_result, memory_format=torch.channels_last)
+        source = x.contiguous(memory_format=torch.channels_last) if copies_input and not keeps_nchw else planned
+        nchw = _product_call(x, weight, bias, nchw_result)
+        channels_last_product = _product_call(source, weight, bias, planned_result)
+        if copies_input and not keeps_nchw and channels_last_product is not None:
+            channels_last_product = _then(lambda: x.contiguous(memory_format=torch.channels_last), channels_last_product)
+        return LayoutTimes(
+            times.nchw if nchw is None else min(times.nchw, _fastest(nchw, synchronize)),
+            times.channels_last
+            if channels_last_product is None
+            else min(times.channels_last, _fastest(channels_last_product, synchronize)),
+        )
+
+
+def product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
+    """Whether the pointwise convolution `op` holds runs faster as its
+    matrix product than as the library's convolution, in the layouts its
+    input and result have, on `device`; True where its sizes or strides are
+    symbolic or the device is a GPU that torch does not see (the product
+    measured faster on every model of the suite, `convolutions-as-products`)."""
+    if device == "cuda" and not torch.cuda.is_available():
+        return True
+    convolution = op.library_op
+    assert isinstance(convolution, pt.ConvolutionOp)
+    layouts = [buf.buffer_type(v) for v in (op.inputs[0], op.inputs[1], op.results[0])]
+    facts = [part for layout in layouts for part in (layout.sizes, layout.strides.data)]
+    if not all(e.is_Integer for part in facts for e in part):
+        return True
+    ints = tuple(tuple(int(e) for e in part) for part in facts)
+    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(convolution))
+    dtype = torch_dtype(layouts[0].element_type)
+    threads = torch.cuda.current_device() if device == "cuda" else torch.get_num_threads()
+    return _product_faster(ints, dtype, convolution.bias is not None, geometry, device, threads)
+
+
+@functools.cache
+def _product_faster(layouts: tuple, dtype: torch.dtype, biased: bool, geometry: tuple, device: str, _: int) -> bool:
+    source_sizes, source_strides, weight_sizes, weight_strides, result_sizes, result_strides = layouts
+    generator = torch.Generator(device).manual_seed(0)
+    x = torch.empty_strided(source_sizes, source_strides, dtype=dtype, device=device)
+    x.copy_(_random(source_sizes, dtype, device, generator))
+    weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
+    weight.copy_(_random(weight_sizes, dtype, device, generator))
+    bias = _random((weight_sizes[0],), dtype, device, generator) if biased else None
+    result = torch.empty_strided(result_sizes, result_strides, dtype=dtype, device=device)
+    product = _product_call(x, weight, bias, result)
+    if product is None:
+        return False
+    stride, padding, dilation, transposed, output_padding, groups = geometry
+    arguments = (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+    synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
+    with torch.no_grad():
+        convolution = _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize)
+        return _fastest(product, synchronize) < convolution
+
+
+def _product_call(
+    x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, result: torch.Tensor
+) -> Callable[[], object] | None:
+    """A call computing the pointwise convolution of `x` by `weight` (plus
+    `bias`) into `result` as the matrix product on views of their memory that
+    `convolutions-as-products` makes, or None where their layouts have none."""
+    views = product_views(
+        Layout(tuple(x.shape), x.stride()),
+        Layout(tuple(weight.shape), weight.stride()),
+        Layout(tuple(result.shape), result.stride()),
+        biased=bias is not None,
+    )
+    if views is None:
+        return None
+
+    def view(tensor: torch.Tensor, layout: Layout) -> torch.Tensor:
+        return tensor.as_strided(layout.sizes, layout.strides, tensor.storage_offset())
+
+    source, factor, out = view(x, views.input), view(weight, views.weight), view(result, views.result)
+    if views.kind == "batched":
+        return lambda: torch.bmm(factor, source, out=out)
+    if bias is not None:
+        return lambda: torch.addmm(bias, source, factor, out=out)
+    return lambda: torch.mm(source, factor, out=out)
+
+
+def _then(first: Callable[[], object], second: Callable[[], object]) -> Callable[[], object]:
+    """A call of `first`, then `second`."""
+
+    def both() -> object:
+        first()
+        return second()
+
+    return both
 
 
 def _random(sizes: tuple, dtype: torch.dtype, device: str, generator: torch.Generator) -> torch.Tensor:

@@ -81,12 +81,18 @@ def test_unknown_target_lists_the_valid_ones():
 def test_pipeline_adds_each_targets_own_passes():
     plain = default_pipeline(True, None)
     cpu_layouts = "plan-layouts{convolutions=measured}"
-    assert [p for p in default_pipeline(True, "llvm") if p not in plain] == ["fuse-loops{instruction-math=true}", cpu_layouts]
+    cpu_products = "convolutions-as-products{choose=measured}"
+    assert [p for p in default_pipeline(True, "llvm") if p not in plain] == [
+        "fuse-loops{instruction-math=true}",
+        cpu_layouts,
+        cpu_products,
+    ]
     gpu = default_pipeline(True, "triton")
     lowering = next(p for p in gpu if p.startswith("convert-ptensor-to-loop"))
     layouts = "plan-layouts{convolutions=measured device=cuda}"
+    products = "convolutions-as-products{choose=measured device=cuda}"
     assert gpu.index("unfuse-bias-add") < gpu.index(lowering) < gpu.index("split-reductions")
-    assert gpu.index("convert-loop-to-buffer") < gpu.index(layouts) < gpu.index("plan-memory")
+    assert gpu.index("convert-loop-to-buffer") < gpu.index(layouts) < gpu.index(products) < gpu.index("plan-memory")
     sorts = "convert-ptensor-to-loop{sort-max-length=4096 sort-max-bits=32}"
     assert [p for p in gpu if p not in plain] == [
         "unfuse-bias-add",
@@ -95,10 +101,11 @@ def test_pipeline_adds_each_targets_own_passes():
         "split-reductions",
         "fuse-loops{instruction-math=true}",
         layouts,
+        products,
     ]
     # The tensor-level additions and fusion's options need fusion to pay off;
     # the loop-level and buffer-level passes do not.
-    assert [p for p in default_pipeline(False, "triton") if p not in plain] == [sorts, "split-reductions", layouts]
+    assert [p for p in default_pipeline(False, "triton") if p not in plain] == [sorts, "split-reductions", layouts, products]
 
 
 def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():

@@ -64,7 +64,7 @@ TARGET = TargetDescriptor(
     make=_make,
     devices=("cpu",),
     default_for=("cpu",),
-    buffer_passes=("plan-layouts{convolutions=measured}",),
+    buffer_passes=("plan-layouts{convolutions=measured}", "convolutions-as-products{choose=measured}"),
     fusion_options="instruction-math=true",
     source_extension="ll",
     unsupported_errors=_unsupported_errors,

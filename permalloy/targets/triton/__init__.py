@@ -71,7 +71,10 @@ TARGET = TargetDescriptor(
     default_for=("cuda",),
     tensor_passes=("unfuse-bias-add", "pad-products"),
     loop_passes=("split-reductions",),
-    buffer_passes=("plan-layouts{convolutions=measured device=cuda}",),
+    buffer_passes=(
+        "plan-layouts{convolutions=measured device=cuda}",
+        "convolutions-as-products{choose=measured device=cuda}",
+    ),
     fusion_options="instruction-math=true",
     atomic_scatters=True,
     sort_limits=(4096, 32),

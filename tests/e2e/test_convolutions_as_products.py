@@ -1,0 +1,139 @@
+"""
+Pointwise convolutions run as matrix products (`convolutions-as-products`)
+on both targets (Triton under its interpreter on the CPU, or on the GPU that
+`PERMALLOY_TEST_DEVICE` names): blocks of 1x1 convolutions with and without
+biases, over NCHW and channels-last memory, 1-d ones and squeeze-excite ones
+on one pixel match eager, inference and training, and the compiled program
+holds products where the layouts allow them and convolutions where they do
+not or the library measures faster.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from permalloy.passes import convolutions_as_products, plan_layouts
+from permalloy.passes.convolution_layouts import LayoutTimes
+from permalloy.passes.plan_layouts import CONVOLUTION_CHOICES
+from permalloy.tools.backend import permalloy_backend
+
+DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+POINTWISE = re.compile(r"ptensor\.convolution .*tensor<\[\d+, \d+, 1(, 1)*\], f32>(, !ptensor\.tensor<\[\d+\], f32>)? ->")
+
+
+@pytest.fixture(autouse=True)
+def triton_mode(monkeypatch, tmp_path_factory):
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+    torch._dynamo.reset()  # noqa: SLF001
+
+
+class Bottleneck(torch.nn.Module):
+    """An inverted residual: 1x1 expansion, depthwise 3x3, squeeze-excite
+    (1x1 convolutions on one pixel, with biases), a 1x1 projection with a
+    bias and a residual add; then a 1-d pointwise convolution over the
+    flattened pixels."""
+
+    def __init__(self, channels: int = 8, expanded: int = 24):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(channels, expanded, 1, bias=False)
+        self.bn = torch.nn.BatchNorm2d(expanded)
+        self.depthwise = torch.nn.Conv2d(expanded, expanded, 3, padding=1, groups=expanded, bias=False)
+        self.squeeze = torch.nn.Conv2d(expanded, 4, 1)
+        self.excite = torch.nn.Conv2d(4, expanded, 1)
+        self.project = torch.nn.Conv2d(expanded, channels, 1)
+        self.mix = torch.nn.Conv1d(channels, 6, 1, bias=False)
+
+    def forward(self, x):
+        y = F.relu6(self.bn(self.expand(x)))
+        y = F.silu(self.depthwise(y))
+        y = y * torch.sigmoid(self.excite(F.relu(self.squeeze(y.mean((2, 3), keepdim=True)))))
+        z = self.project(y) + x
+        return self.mix(z.flatten(2)).relu()
+
+
+def _model(seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    model = Bottleneck()
+    model.bn.running_mean.uniform_(-0.5, 0.5)
+    model.bn.running_var.uniform_(0.5, 1.5)
+    return model.eval().to(DEVICE)
+
+
+def _plan(monkeypatch, channels_last: bool, product_faster: bool = True) -> None:
+    times = LayoutTimes(2.0, 1.0) if channels_last else LayoutTimes(1.0, 2.0)
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device, keeps_nchw=False: times)
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
+    monkeypatch.setattr(convolutions_as_products, "product_is_faster", lambda op, device: product_faster)
+
+
+def _final_program(tmp_path) -> str:
+    (path,) = glob.glob(str(tmp_path / "graph_000" / "*after_plan-memory.mlir"))
+    return open(path).read()
+
+
+def _targets() -> list[str]:
+    return ["triton"] if DEVICE != "cpu" else ["llvm", "triton"]
+
+
+@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_pointwise_convolutions_become_products(tmp_path, monkeypatch, target, channels_last):
+    _plan(monkeypatch, channels_last)
+    model = _model(0)
+    x = torch.randn(2, 8, 7, 6, device=DEVICE)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    program = _final_program(tmp_path)
+    pointwise = [line for line in program.splitlines() if POINTWISE.search(line)]
+    products = len(re.findall(r"ptensor\.(mm|bmm|addmm) ", program))
+    # Triton unfuses every bias into its readers' kernels; the LLVM target
+    # keeps them, and a biased convolution over NCHW images of many pixels
+    # (the projection) stays a convolution
+    kept = 1 if target == "llvm" and not channels_last else 0
+    assert len(pointwise) == kept, pointwise
+    assert products == 5 - kept, program
+    if channels_last:
+        assert "ptensor.mm " in program  # rows merged: [N * H * W, C] products
+    assert "ptensor.bmm " in program  # the 1-d convolution: [N, C, L] images
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_measured_slower_products_stay_convolutions(tmp_path, monkeypatch, target):
+    _plan(monkeypatch, channels_last=True, product_faster=False)
+    model = _model(1)
+    x = torch.randn(2, 8, 5, 5, device=DEVICE)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    program = _final_program(tmp_path)
+    assert not re.search(r"ptensor\.(mm|bmm|addmm) ", program), program
+    assert len([line for line in program.splitlines() if POINTWISE.search(line)]) == 5
+
+
+@pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
+def test_training_through_pointwise_products_matches_eager(monkeypatch, channels_last):
+    """The forward graph's pointwise convolutions are products; the backward
+    graph's gradients of them stay the library's; gradients and batch-norm
+    statistics match eager."""
+    _plan(monkeypatch, channels_last)
+    torch.manual_seed(4)
+    model = Bottleneck().to(DEVICE)
+    twin = Bottleneck().to(DEVICE)
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton"})
+    x = torch.randn(2, 8, 6, 6, device=DEVICE)
+    model(x).square().sum().backward()
+    compiled(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    torch.testing.assert_close(twin.bn.running_mean, model.bn.running_mean)
+    torch.testing.assert_close(twin.bn.running_var, model.bn.running_var)

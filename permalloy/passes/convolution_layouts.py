@@ -149,40 +149,71 @@ def product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
     input and result have, on `device`; True where its sizes or strides are
     symbolic or the device is a GPU that torch does not see (the product
     measured faster on every model of the suite, `convolutions-as-products`)."""
-    if device == "cuda" and not torch.cuda.is_available():
-        return True
     convolution = op.library_op
     assert isinstance(convolution, pt.ConvolutionOp)
-    layouts = [buf.buffer_type(v) for v in (op.inputs[0], op.inputs[1], op.results[0])]
+    return _timed_choice(op, op.inputs[0], op.results[0], convolution, convolution.bias is not None, False, device)
+
+
+def backward_product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
+    """Whether the input gradient of the pointwise convolution whose
+    gradients `op` holds runs faster as a matrix product (the result's
+    gradient by the transposed weight) than as the library's gradient, in
+    the layouts of the result's gradient and the input's; True where sizes
+    or strides are symbolic or there is no GPU to time on."""
+    backward = op.library_op
+    assert isinstance(backward, pt.ConvolutionBackwardOp)
+    return _timed_choice(op, op.inputs[0], op.results[0], backward, False, True, device)
+
+
+def _timed_choice(op: buf.ExternOp, source, result, library_op, biased: bool, backward: bool, device: str) -> bool:
+    if device == "cuda" and not torch.cuda.is_available():
+        return True
+    layouts = [buf.buffer_type(v) for v in (source, op.inputs[-1] if backward else op.inputs[1], result)]
     facts = [part for layout in layouts for part in (layout.sizes, layout.strides.data)]
     if not all(e.is_Integer for part in facts for e in part):
         return True
     ints = tuple(tuple(int(e) for e in part) for part in facts)
-    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(convolution))
+    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(library_op))
     dtype = torch_dtype(layouts[0].element_type)
     threads = torch.cuda.current_device() if device == "cuda" else torch.get_num_threads()
-    return _product_faster(ints, dtype, convolution.bias is not None, geometry, device, threads)
+    return _product_faster(ints, dtype, biased, backward, geometry, device, threads)
 
 
 @functools.cache
-def _product_faster(layouts: tuple, dtype: torch.dtype, biased: bool, geometry: tuple, device: str, _: int) -> bool:
+def _product_faster(
+    layouts: tuple, dtype: torch.dtype, biased: bool, backward: bool, geometry: tuple, device: str, _: int
+) -> bool:
+    """Whether the product form measures faster than the library: of the
+    convolution of a `source` by a `weight` into a `result` or, `backward`,
+    of the input gradient `result` from the result's gradient `source`."""
     source_sizes, source_strides, weight_sizes, weight_strides, result_sizes, result_strides = layouts
     generator = torch.Generator(device).manual_seed(0)
-    x = torch.empty_strided(source_sizes, source_strides, dtype=dtype, device=device)
-    x.copy_(_random(source_sizes, dtype, device, generator))
+    source = torch.empty_strided(source_sizes, source_strides, dtype=dtype, device=device)
+    source.copy_(_random(source_sizes, dtype, device, generator))
     weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
     weight.copy_(_random(weight_sizes, dtype, device, generator))
     bias = _random((weight_sizes[0],), dtype, device, generator) if biased else None
     result = torch.empty_strided(result_sizes, result_strides, dtype=dtype, device=device)
-    product = _product_call(x, weight, bias, result)
+    factor = weight.transpose(0, 1) if backward else weight
+    product = _product_call(source, factor, bias, result)
     if product is None:
         return False
     stride, padding, dilation, transposed, output_padding, groups = geometry
     arguments = (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+    if backward:
+        gradient = torch.ops.aten.convolution_backward.default
+
+        def library() -> object:
+            return gradient(source, result, weight, None, *arguments, [True, False, False])
+
+    else:
+
+        def library() -> object:
+            return torch.convolution(source, weight, bias, *arguments)
+
     synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
     with torch.no_grad():
-        convolution = _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize)
-        return _fastest(product, synchronize) < convolution
+        return _fastest(product, synchronize) < _fastest(library, synchronize)
 
 
 def _product_call(

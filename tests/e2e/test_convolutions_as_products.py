@@ -120,16 +120,19 @@ def test_measured_slower_products_stay_convolutions(tmp_path, monkeypatch, targe
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
-def test_training_through_pointwise_products_matches_eager(monkeypatch, channels_last):
-    """The forward graph's pointwise convolutions are products; the backward
-    graph's gradients of them stay the library's; gradients and batch-norm
-    statistics match eager."""
+def test_training_through_pointwise_products_matches_eager(tmp_path, monkeypatch, channels_last):
+    """The forward graph's pointwise convolutions are products, and so are
+    the input gradients of the backward graph (the weights' gradients stay
+    the library's, asked for alone); gradients and batch-norm statistics
+    match eager."""
     _plan(monkeypatch, channels_last)
+    monkeypatch.setattr(convolutions_as_products, "backward_product_is_faster", lambda op, device: True)
     torch.manual_seed(4)
     model = Bottleneck().to(DEVICE)
     twin = Bottleneck().to(DEVICE)
     twin.load_state_dict(model.state_dict())
-    compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton"})
+    options = {"target": "triton", "dump_dir": str(tmp_path)}
+    compiled = torch.compile(twin, backend=permalloy_backend, options=options)
     x = torch.randn(2, 8, 6, 6, device=DEVICE)
     model(x).square().sum().backward()
     compiled(x).square().sum().backward()
@@ -137,3 +140,9 @@ def test_training_through_pointwise_products_matches_eager(monkeypatch, channels
         torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
     torch.testing.assert_close(twin.bn.running_mean, model.bn.running_mean)
     torch.testing.assert_close(twin.bn.running_var, model.bn.running_var)
+    (backward,) = glob.glob(str(tmp_path / "graph_001" / "*after_plan-memory.mlir"))
+    program = open(backward).read()
+    # the projection's, the squeeze-excite's two and the 1-d convolution's input gradients
+    assert len(re.findall(r"ptensor\.(mm|bmm) ", program)) == 4, program
+    masks = re.findall(r"groups 1 output_mask \[(\d), \d, \d\]", program)
+    assert masks and set(masks) == {"0"}, masks

@@ -87,3 +87,42 @@ func.func @refused(%x: !buffer.buffer<[2, 8, 6, 6], f32>, %w: !buffer.buffer<[8,
   }
   func.return
 }
+
+// The gradients of a pointwise convolution: the input's is the pointwise
+// convolution of the result's gradient by the transposed weight, a bmm of the
+// weight viewed [2, 8, 16] (batch stride 0, transposed) by the [2, 16, 25]
+// gradient images; the weight's stays the library's, asked for alone.
+// CHECK-LABEL: func.func @gradients(
+// CHECK-NEXT:    %[[G:.*]] = buffer.view %dy : !buffer.buffer<[2, 16, 5, 5], f32> -> !buffer.buffer<[2, 16, 25], f32>
+// CHECK-NEXT:    %[[W:.*]] = buffer.view %w : !buffer.buffer<[16, 8, 1, 1], f32> -> !buffer.buffer<[2, 8, 16], f32, strides [0, 1, 8]>
+// CHECK-NEXT:    %[[P:.*]] = buffer.extern ins(%{{.*}} = %[[W]] : {{.*}}, %{{.*}} = %[[G]] : {{.*}}) -> (!buffer.buffer<[2, 8, 25], f32>) {
+// CHECK-NEXT:      %{{.*}} = ptensor.bmm
+// CHECK:         %[[DX:.*]] = buffer.view %[[P]] : !buffer.buffer<[2, 8, 25], f32> -> !buffer.buffer<[2, 8, 5, 5], f32>
+// CHECK-NEXT:    %[[DW:.*]] = buffer.extern ins(%{{.*}} = %dy : {{.*}}, %{{.*}} = %x : {{.*}}, %{{.*}} = %w : {{.*}}) -> (!buffer.buffer<[16, 8, 1, 1], f32>) {
+// CHECK-NEXT:      %{{.*}} = ptensor.convolution_backward {{.*}} output_mask [0, 1, 0]
+// CHECK:         func.return %[[DX]], %[[DW]]
+func.func @gradients(%dy: !buffer.buffer<[2, 16, 5, 5], f32>, %x: !buffer.buffer<[2, 8, 5, 5], f32>, %w: !buffer.buffer<[16, 8, 1, 1], f32>) -> (!buffer.buffer<[2, 8, 5, 5], f32>, !buffer.buffer<[16, 8, 1, 1], f32>) {
+  %dx, %dw = buffer.extern ins(%g = %dy : !buffer.buffer<[2, 16, 5, 5], f32>, %a = %x : !buffer.buffer<[2, 8, 5, 5], f32>, %b = %w : !buffer.buffer<[16, 8, 1, 1], f32>) -> (!buffer.buffer<[2, 8, 5, 5], f32>, !buffer.buffer<[16, 8, 1, 1], f32>) {
+    %r0, %r1 = ptensor.convolution_backward %g, %a, %b stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 output_mask [1, 1, 0] : !ptensor.tensor<[2, 16, 5, 5], f32>, !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[16, 8, 1, 1], f32> -> !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[16, 8, 1, 1], f32>
+    buffer.yield %r0, %r1 : !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[16, 8, 1, 1], f32>
+  }
+  func.return %dx, %dw : !buffer.buffer<[2, 8, 5, 5], f32>, !buffer.buffer<[16, 8, 1, 1], f32>
+}
+
+// Refused: a strided pointwise convolution's gradients, and gradients that
+// do not ask for the input's.
+// CHECK-LABEL: func.func @gradients_refused(
+// CHECK-NOT:     ptensor.bmm
+// CHECK:         output_mask [1, 1, 0]
+// CHECK:         output_mask [0, 1, 0]
+func.func @gradients_refused(%dy: !buffer.buffer<[2, 16, 3, 3], f32>, %x: !buffer.buffer<[2, 8, 6, 6], f32>, %w: !buffer.buffer<[16, 8, 1, 1], f32>, %dz: !buffer.buffer<[2, 16, 6, 6], f32>) -> (!buffer.buffer<[2, 8, 6, 6], f32>, !buffer.buffer<[16, 8, 1, 1], f32>, !buffer.buffer<[16, 8, 1, 1], f32>) {
+  %dx, %dw = buffer.extern ins(%g = %dy : !buffer.buffer<[2, 16, 3, 3], f32>, %a = %x : !buffer.buffer<[2, 8, 6, 6], f32>, %b = %w : !buffer.buffer<[16, 8, 1, 1], f32>) -> (!buffer.buffer<[2, 8, 6, 6], f32>, !buffer.buffer<[16, 8, 1, 1], f32>) {
+    %r0, %r1 = ptensor.convolution_backward %g, %a, %b stride [2, 2] padding [0, 0] dilation [1, 1] groups 1 output_mask [1, 1, 0] : !ptensor.tensor<[2, 16, 3, 3], f32>, !ptensor.tensor<[2, 8, 6, 6], f32>, !ptensor.tensor<[16, 8, 1, 1], f32> -> !ptensor.tensor<[2, 8, 6, 6], f32>, !ptensor.tensor<[16, 8, 1, 1], f32>
+    buffer.yield %r0, %r1 : !ptensor.tensor<[2, 8, 6, 6], f32>, !ptensor.tensor<[16, 8, 1, 1], f32>
+  }
+  %ew = buffer.extern ins(%g = %dz : !buffer.buffer<[2, 16, 6, 6], f32>, %a = %x : !buffer.buffer<[2, 8, 6, 6], f32>, %b = %w : !buffer.buffer<[16, 8, 1, 1], f32>) -> (!buffer.buffer<[16, 8, 1, 1], f32>) {
+    %r = ptensor.convolution_backward %g, %a, %b stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 output_mask [0, 1, 0] : !ptensor.tensor<[2, 16, 6, 6], f32>, !ptensor.tensor<[2, 8, 6, 6], f32>, !ptensor.tensor<[16, 8, 1, 1], f32> -> !ptensor.tensor<[16, 8, 1, 1], f32>
+    buffer.yield %r : !ptensor.tensor<[16, 8, 1, 1], f32>
+  }
+  func.return %dx, %dw, %ew : !buffer.buffer<[2, 8, 6, 6], f32>, !buffer.buffer<[16, 8, 1, 1], f32>, !buffer.buffer<[16, 8, 1, 1], f32>
+}

@@ -160,6 +160,26 @@ def assert_stats(target: str, fallback_ops: Sequence[str] = (), graphs: int | No
     assert found == sorted(fallback_ops), f"fallback ops {found}, expected {sorted(fallback_ops)}"
 
 
+def assert_training_step_matches(make: Callable[[], torch.nn.Module], x: torch.Tensor, options: dict) -> None:
+    """One training step (a squared-sum loss) of a model `make` builds, in
+    eager and compiled with the permalloy backend (`options`) on a twin with
+    the same weights: every gradient, and the running statistics of every
+    batch norm, match eager's."""
+    from permalloy.tools.backend import permalloy_backend
+
+    model = make()
+    twin = make()
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin, backend=permalloy_backend, options=options)
+    model(x).square().sum().backward()
+    compiled(x).square().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    for (name, a), b in zip(model.named_buffers(), twin.buffers()):
+        if name.endswith(("running_mean", "running_var")):
+            torch.testing.assert_close(b, a, msg=name)
+
+
 @dataclass
 class BackendCheck:
     """Compiles functions with the permalloy backend and compares them with eager."""

@@ -17,6 +17,7 @@ import re
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import assert_training_step_matches
 
 from permalloy.passes import convolutions_as_products, plan_layouts
 from permalloy.passes.convolution_layouts import LayoutTimes
@@ -74,9 +75,18 @@ def _plan(monkeypatch, channels_last: bool, product_faster: bool = True) -> None
     monkeypatch.setattr(convolutions_as_products, "product_is_faster", lambda op, device: product_faster)
 
 
-def _final_program(tmp_path) -> str:
-    (path,) = glob.glob(str(tmp_path / "graph_000" / "*after_plan-memory.mlir"))
+def _final_program(tmp_path, graph: str = "graph_000") -> str:
+    (path,) = glob.glob(str(tmp_path / graph / "*after_plan-memory.mlir"))
     return open(path).read()
+
+
+def _compiled_program(model: torch.nn.Module, x: torch.Tensor, target: str, tmp_path) -> str:
+    """Compile `model` for `target`, check its result on `x` against eager,
+    and give the host program it compiled to."""
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    return _final_program(tmp_path)
 
 
 def _targets() -> list[str]:
@@ -87,12 +97,7 @@ def _targets() -> list[str]:
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
 def test_pointwise_convolutions_become_products(tmp_path, monkeypatch, target, channels_last):
     _plan(monkeypatch, channels_last)
-    model = _model(0)
-    x = torch.randn(2, 8, 7, 6, device=DEVICE)
-    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-    program = _final_program(tmp_path)
+    program = _compiled_program(_model(0), torch.randn(2, 8, 7, 6, device=DEVICE), target, tmp_path)
     pointwise = [line for line in program.splitlines() if POINTWISE.search(line)]
     products = len(re.findall(r"ptensor\.(mm|bmm|addmm) ", program))
     # Triton unfuses every bias into its readers' kernels; the LLVM target
@@ -109,12 +114,7 @@ def test_pointwise_convolutions_become_products(tmp_path, monkeypatch, target, c
 @pytest.mark.parametrize("target", _targets())
 def test_measured_slower_products_stay_convolutions(tmp_path, monkeypatch, target):
     _plan(monkeypatch, channels_last=True, product_faster=False)
-    model = _model(1)
-    x = torch.randn(2, 8, 5, 5, device=DEVICE)
-    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
-    program = _final_program(tmp_path)
+    program = _compiled_program(_model(1), torch.randn(2, 8, 5, 5, device=DEVICE), target, tmp_path)
     assert not re.search(r"ptensor\.(mm|bmm|addmm) ", program), program
     assert len([line for line in program.splitlines() if POINTWISE.search(line)]) == 5
 
@@ -128,20 +128,9 @@ def test_training_through_pointwise_products_matches_eager(tmp_path, monkeypatch
     _plan(monkeypatch, channels_last)
     monkeypatch.setattr(convolutions_as_products, "backward_product_is_faster", lambda op, device: True)
     torch.manual_seed(4)
-    model = Bottleneck().to(DEVICE)
-    twin = Bottleneck().to(DEVICE)
-    twin.load_state_dict(model.state_dict())
-    options = {"target": "triton", "dump_dir": str(tmp_path)}
-    compiled = torch.compile(twin, backend=permalloy_backend, options=options)
     x = torch.randn(2, 8, 6, 6, device=DEVICE)
-    model(x).square().sum().backward()
-    compiled(x).square().sum().backward()
-    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
-    torch.testing.assert_close(twin.bn.running_mean, model.bn.running_mean)
-    torch.testing.assert_close(twin.bn.running_var, model.bn.running_var)
-    (backward,) = glob.glob(str(tmp_path / "graph_001" / "*after_plan-memory.mlir"))
-    program = open(backward).read()
+    assert_training_step_matches(lambda: Bottleneck().to(DEVICE), x, {"target": "triton", "dump_dir": str(tmp_path)})
+    program = _final_program(tmp_path, "graph_001")
     # the projection's, the squeeze-excite's two and the 1-d convolution's input gradients
     assert len(re.findall(r"ptensor\.(mm|bmm) ", program)) == 4, program
     masks = re.findall(r"groups 1 output_mask \[(\d), \d, \d\]", program)

@@ -21,6 +21,7 @@ from permalloy.passes.convolution_layouts import LayoutTimes
 from permalloy.passes import plan_layouts
 from permalloy.passes.plan_layouts import CONVOLUTION_CHOICES, channels_last_strides
 from permalloy.tools.backend import permalloy_backend
+from conftest import assert_training_step_matches
 
 DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
 
@@ -203,14 +204,5 @@ def test_channels_last_pointwise_walks_channels(tmp_path):
 
 def test_training_through_convolutions_matches_eager():
     torch.manual_seed(2)
-    model = Block().to(DEVICE)
-    compiled_model = Block().to(DEVICE)
-    compiled_model.load_state_dict(model.state_dict())
-    compiled = torch.compile(compiled_model, backend=permalloy_backend, options={"target": "triton"})
     x = torch.randn(2, 3, 8, 8, device=DEVICE)
-    model(x).square().sum().backward()
-    compiled(x).square().sum().backward()
-    for (name, p), q in zip(model.named_parameters(), compiled_model.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
-    torch.testing.assert_close(compiled_model.bn.running_mean, model.bn.running_mean)
-    torch.testing.assert_close(compiled_model.bn.running_var, model.bn.running_var)
+    assert_training_step_matches(lambda: Block().to(DEVICE), x, {"target": "triton"})

@@ -135,3 +135,31 @@ def test_training_through_pointwise_products_matches_eager(tmp_path, monkeypatch
     assert len(re.findall(r"ptensor\.(mm|bmm) ", program)) == 4, program
     masks = re.findall(r"groups 1 output_mask \[(\d), \d, \d\]", program)
     assert masks and set(masks) == {"0"}, masks
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_volumes_and_sliced_images(tmp_path, monkeypatch, target):
+    """A 3-d pointwise convolution over NCDHW volumes is one batched
+    product; one over a sliced image, whose pixels do not merge, stays a
+    convolution; both match eager."""
+    _plan(monkeypatch, channels_last=False)
+
+    def volumes_and_slices(volume, image, weight3d, weight2d):
+        a = F.conv3d(volume, weight3d).relu()
+        b = F.conv2d(image[:, :, :, 1:], weight2d).relu()
+        return a, b
+
+    torch.manual_seed(5)
+    inputs = [
+        torch.randn(2, 4, 3, 5, 6, device=DEVICE),
+        torch.randn(2, 4, 5, 7, device=DEVICE),
+        torch.randn(6, 4, 1, 1, 1, device=DEVICE),
+        torch.randn(6, 4, 1, 1, device=DEVICE),
+    ]
+    options = {"target": target, "dump_dir": str(tmp_path)}
+    compiled = torch.compile(volumes_and_slices, backend=permalloy_backend, options=options)
+    for actual, expected in zip(compiled(*inputs), volumes_and_slices(*inputs)):
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+    program = _final_program(tmp_path)
+    assert len(re.findall(r"ptensor\.bmm ", program)) == 1, program
+    assert len(re.findall(r"ptensor\.convolution ", program)) == 1, program

@@ -83,3 +83,42 @@ def test_product_call_computes_the_convolution(source_last, result_last, biased)
     assert call is not None
     call()
     torch.testing.assert_close(out, torch.conv2d(x, w, bias), rtol=1e-5, atol=1e-5)
+
+
+def _random_layout(generator: torch.Generator, sizes: tuple[int, ...]) -> torch.Tensor:
+    """A tensor of `sizes` in a random dimension order of its memory, perhaps
+    a slice of a larger one along its last dimension."""
+    order = torch.randperm(len(sizes), generator=generator).tolist()
+    widened = list(sizes)
+    sliced = bool(torch.randint(0, 2, (1,), generator=generator))
+    if sliced:
+        widened[-1] += 2
+    base = torch.randn([widened[i] for i in order], generator=generator).permute(*[order.index(i) for i in range(len(sizes))])
+    return base[..., : sizes[-1]] if sliced else base
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_product_call_matches_the_convolution_in_random_layouts(seed):
+    """Random sizes (size-1 dimensions included), memory orders and slices,
+    1-d to 3-d: wherever the layouts give a product, it computes the
+    convolution; where they give none, it says so (None)."""
+    generator = torch.Generator().manual_seed(seed)
+
+    def size() -> int:
+        return int(torch.randint(1, 5, (1,), generator=generator))
+
+    spatial = tuple(size() for _ in range(int(torch.randint(1, 4, (1,), generator=generator))))
+    batch, channels, outputs = size(), size() + 1, size() + 1
+    x = _random_layout(generator, (batch, channels, *spatial))
+    weight = _random_layout(generator, (outputs, channels, *([1] * len(spatial))))
+    out = _random_layout(generator, (batch, outputs, *spatial))
+    biased = bool(torch.randint(0, 2, (1,), generator=generator))
+    bias = torch.randn(outputs, generator=generator) if biased else None
+    call = _product_call(x, weight, bias, out)
+    views = product_views(_layout(x), _layout(weight), _layout(out), biased=biased)
+    assert (call is None) == (views is None)
+    if call is None:
+        return
+    call()
+    convolve = {1: torch.conv1d, 2: torch.conv2d, 3: torch.conv3d}[len(spatial)]
+    torch.testing.assert_close(out, convolve(x, weight, bias), rtol=1e-5, atol=1e-5)

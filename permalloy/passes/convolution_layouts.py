@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import torch
+from xdsl.ir import SSAValue
 
 from permalloy.analysis.convolution_products import Layout, is_pointwise_geometry, product_views
 from permalloy.dialects import buffer as buf
@@ -61,19 +62,41 @@ def convolution_signature(
     if not all(e.is_Integer for part in facts for e in part):
         return None
     sizes, weight_sizes, weight_strides, (channels,) = (tuple(int(e) for e in part) for part in facts)
-    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(convolution))
     return (
         sizes,
         weight_sizes,
         weight_strides,
         torch_dtype(source.element_type),
         channels if convolution.bias is not None else None,
-        geometry,
+        _geometry(convolution),
         copies_input,
         keeps_nchw,
         device,
-        torch.cuda.current_device() if device == "cuda" else torch.get_num_threads(),
+        _device_identity(device),
     )
+
+
+def _geometry(op: pt.ConvolutionOp | pt.ConvolutionBackwardOp) -> tuple:
+    """The convolution geometry of `op` (`pt.convolution_geometry`) as a key."""
+    return tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(op))
+
+
+def _device_identity(device: str) -> int:
+    """What else a measurement on `device` depends on: the current GPU, or
+    torch's thread count on the CPU."""
+    return torch.cuda.current_device() if device == "cuda" else torch.get_num_threads()
+
+
+def _aten_arguments(geometry: tuple) -> tuple:
+    """aten's stride, padding, dilation, transposed, output_padding and groups
+    arguments of a convolution from its `_geometry`."""
+    stride, padding, dilation, transposed, output_padding, groups = geometry
+    return (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+
+
+def _synchronizer(device: str) -> Callable[[], None]:
+    """What waits for `device`'s queued work."""
+    return torch.cuda.synchronize if device == "cuda" else _nothing
 
 
 @dataclass(frozen=True)
@@ -106,11 +129,9 @@ def _measured_times(signature: Signature) -> LayoutTimes:
     sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, keeps_nchw, device, _ = signature
     generator = torch.Generator(device).manual_seed(0)
     x = _random(sizes, dtype, device, generator)
-    weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
-    weight.copy_(_random(weight_sizes, dtype, device, generator))
+    weight = _random_strided(weight_sizes, weight_strides, dtype, device, generator)
     bias = None if bias_size is None else _random((bias_size,), dtype, device, generator)
-    stride, padding, dilation, transposed, output_padding, groups = geometry
-    arguments = (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+    arguments = _aten_arguments(geometry)
     planned = x.contiguous(memory_format=torch.channels_last)
 
     def channels_last() -> torch.Tensor:
@@ -119,7 +140,7 @@ def _measured_times(signature: Signature) -> LayoutTimes:
         source = x.contiguous(memory_format=torch.channels_last) if copies_input else planned
         return torch.convolution(source, weight, bias, *arguments)
 
-    synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
+    synchronize = _synchronizer(device)
     with torch.no_grad():
         times = LayoutTimes(
             _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize),
@@ -130,9 +151,8 @@ def _measured_times(signature: Signature) -> LayoutTimes:
         result_sizes = (sizes[0], weight_sizes[0], *sizes[2:])
         nchw_result = torch.empty(result_sizes, dtype=dtype, device=device)
         planned_result = nchw_result if keeps_nchw else torch.empty_like(nchw_result, memory_format=torch.channels_last)
-        source = x.contiguous(memory_format=torch.channels_last) if copies_input and not keeps_nchw else planned
         nchw = _product_call(x, weight, bias, nchw_result)
-        channels_last_product = _product_call(source, weight, bias, planned_result)
+        channels_last_product = _product_call(planned, weight, bias, planned_result)
         if copies_input and not keeps_nchw and channels_last_product is not None:
             channels_last_product = _then(lambda: x.contiguous(memory_format=torch.channels_last), channels_last_product)
         return LayoutTimes(
@@ -151,7 +171,8 @@ def product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
     measured faster on every model of the suite, `convolutions-as-products`)."""
     convolution = op.library_op
     assert isinstance(convolution, pt.ConvolutionOp)
-    return _timed_choice(op, op.inputs[0], op.results[0], convolution, convolution.bias is not None, False, device)
+    source, weight = op.inputs[0], op.inputs[1]
+    return _timed_choice(convolution, source, weight, op.results[0], convolution.bias is not None, False, device)
 
 
 def backward_product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
@@ -162,21 +183,31 @@ def backward_product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:
     or strides are symbolic or there is no GPU to time on."""
     backward = op.library_op
     assert isinstance(backward, pt.ConvolutionBackwardOp)
-    return _timed_choice(op, op.inputs[0], op.results[0], backward, False, True, device)
+    grad_output, _, weight = op.inputs
+    return _timed_choice(backward, grad_output, weight, op.results[0], False, True, device)
 
 
-def _timed_choice(op: buf.ExternOp, source, result, library_op, biased: bool, backward: bool, device: str) -> bool:
+def _timed_choice(
+    library_op: pt.ConvolutionOp | pt.ConvolutionBackwardOp,
+    source: SSAValue,
+    weight: SSAValue,
+    result: SSAValue,
+    biased: bool,
+    backward: bool,
+    device: str,
+) -> bool:
+    """`_product_faster` for the buffers `source`, `weight` and `result` of
+    `library_op`; True where a size or stride is symbolic or the device is a
+    GPU that torch does not see."""
     if device == "cuda" and not torch.cuda.is_available():
         return True
-    layouts = [buf.buffer_type(v) for v in (source, op.inputs[-1] if backward else op.inputs[1], result)]
+    layouts = [buf.buffer_type(v) for v in (source, weight, result)]
     facts = [part for layout in layouts for part in (layout.sizes, layout.strides.data)]
     if not all(e.is_Integer for part in facts for e in part):
         return True
     ints = tuple(tuple(int(e) for e in part) for part in facts)
-    geometry = tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(library_op))
     dtype = torch_dtype(layouts[0].element_type)
-    threads = torch.cuda.current_device() if device == "cuda" else torch.get_num_threads()
-    return _product_faster(ints, dtype, biased, backward, geometry, device, threads)
+    return _product_faster(ints, dtype, biased, backward, _geometry(library_op), device, _device_identity(device))
 
 
 @functools.cache
@@ -188,18 +219,15 @@ def _product_faster(
     of the input gradient `result` from the result's gradient `source`."""
     source_sizes, source_strides, weight_sizes, weight_strides, result_sizes, result_strides = layouts
     generator = torch.Generator(device).manual_seed(0)
-    source = torch.empty_strided(source_sizes, source_strides, dtype=dtype, device=device)
-    source.copy_(_random(source_sizes, dtype, device, generator))
-    weight = torch.empty_strided(weight_sizes, weight_strides, dtype=dtype, device=device)
-    weight.copy_(_random(weight_sizes, dtype, device, generator))
+    source = _random_strided(source_sizes, source_strides, dtype, device, generator)
+    weight = _random_strided(weight_sizes, weight_strides, dtype, device, generator)
     bias = _random((weight_sizes[0],), dtype, device, generator) if biased else None
     result = torch.empty_strided(result_sizes, result_strides, dtype=dtype, device=device)
     factor = weight.transpose(0, 1) if backward else weight
     product = _product_call(source, factor, bias, result)
     if product is None:
         return False
-    stride, padding, dilation, transposed, output_padding, groups = geometry
-    arguments = (list(stride), list(padding), list(dilation), transposed, list(output_padding), groups)
+    arguments = _aten_arguments(geometry)
     if backward:
         gradient = torch.ops.aten.convolution_backward.default
 
@@ -211,7 +239,7 @@ def _product_faster(
         def library() -> object:
             return torch.convolution(source, weight, bias, *arguments)
 
-    synchronize = torch.cuda.synchronize if device == "cuda" else _nothing
+    synchronize = _synchronizer(device)
     with torch.no_grad():
         return _fastest(product, synchronize) < _fastest(library, synchronize)
 
@@ -257,6 +285,14 @@ def _random(sizes: tuple, dtype: torch.dtype, device: str, generator: torch.Gene
     image batch of a GPU model took a tenth of a second each, a second of an
     EfficientNet's compile."""
     return torch.empty(sizes, dtype=dtype, device=device).normal_(generator=generator)
+
+
+def _random_strided(
+    sizes: tuple, strides: tuple, dtype: torch.dtype, device: str, generator: torch.Generator
+) -> torch.Tensor:
+    """`_random` samples in memory of the given strides."""
+    tensor = torch.empty_strided(sizes, strides, dtype=dtype, device=device)
+    return tensor.copy_(_random(sizes, dtype, device, generator))
 
 
 def _nothing() -> None:

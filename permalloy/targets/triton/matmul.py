@@ -442,8 +442,20 @@ class MatmulWriter:
             extents = ", ".join(python_expr(e) for e in self.plan.extents)
             w.line(f"idx64 = max({extents}, 0) >= 2**31")
 
+    def _idx64_values(self) -> list[str]:
+        """The launch's `idx64` value, where the index width is decided per call."""
+        return ["idx64"] if self.plan.index_bits is None else []
+
     def _idx64_option(self) -> list[str]:
-        return ["IDX64=idx64"] if self.plan.index_bits is None else []
+        return [f"IDX64={value}" for value in self._idx64_values()]
+
+    def _template_constexprs(self) -> list[str]:
+        """The template's constant parameters, in launch order, from `config`."""
+        return ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']", *self._idx64_values()]
+
+    def _flat_constexprs(self) -> list[str]:
+        """A flat kernel's constant parameters, in launch order."""
+        return ["XBLOCK", *self._idx64_values()]
 
     def _template_options(self) -> list[str]:
         """The keyword arguments of a JIT launch (or warm-up) of the template."""
@@ -527,7 +539,7 @@ class MatmulWriter:
                     f"{', '.join(self._flat_options())}))"
                 )
             return
-        constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
+        constexprs = self._flat_constexprs()
         w.line(f"if grid{position} > 0:")
         with w.indented():
             w.line(
@@ -566,9 +578,7 @@ class MatmulWriter:
                 w.line("return run_library")
             w.line("grid = " + self._template_grid())
             w.line("run0, function0, metadata0 = next(compiled) if grid > 0 else (None, None, None)")
-            constexprs = ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']"]
-            constexprs += ["idx64"] if self.plan.index_bits is None else []
-            w.line(f"constants = ({', '.join(constexprs)},)")
+            w.line(f"constants = ({', '.join(self._template_constexprs())},)")
             w.line("")
             w.line("def run(tensors, stream):")
             with w.indented():
@@ -606,9 +616,7 @@ class MatmulWriter:
             with w.indented():
                 self._native_library_steps(w)
             tensors = [f'("tensor", {i})' for i in range(len(self.plan.tensors))]
-            constexprs = ["config['XBLOCK']", "config['YBLOCK']", "config['RBLOCK']"]
-            constexprs += ["idx64"] if self.plan.index_bits is None else []
-            values = tensors + list(self.plan.symbols) + constexprs
+            values = tensors + list(self.plan.symbols) + self._template_constexprs()
             w.line(f"grid = {self._template_grid()}")
             w.line(f"launches = [(grid, next(compiled), ({', '.join(values)},))] if grid > 0 else []")
             w.line("return [], launches")
@@ -648,7 +656,7 @@ class MatmulWriter:
             views["product"] = temporary("product")
         tensors = [f'("tensor", {i})' for i in range(count)]
         extras = {name: views[name][0] for name in ("left", "right", "product")}
-        constexprs = ["XBLOCK", *(["idx64"] if self.plan.index_bits is None else [])]
+        constexprs = self._flat_constexprs()
         w.line("XBLOCK = config['XBLOCK']")
         w.line("steps = []")
 

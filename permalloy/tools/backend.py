@@ -63,6 +63,8 @@ from permalloy.stats import HOST_TIMED_CALLS, STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
 
+VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+"""The modes of `torch.compile` the backend takes."""
 VALID_OPTIONS = {
     "target": "kernel target: "
     + "; ".join(f"{t.name} ({t.summary})" for t in registry.TARGETS),
@@ -74,10 +76,9 @@ VALID_OPTIONS = {
     "host": "'native' (default, or $PERMALLOY_HOST: the host program compiled to machine "
     "code where the target allows) or 'python' (the generated Python host program)",
     "mode": "the mode, for a torch.compile call that gives options (torch takes mode= "
-    "or options=, not both): 'default', 'reduce-overhead', 'max-autotune', 'max-autotune-no-cudagraphs'",
+    "or options=, not both): " + ", ".join(f"'{mode}'" for mode in VALID_MODES),
 }
 """The options every target takes; each target adds its own (`TargetDescriptor.options`)."""
-VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 VALID_FALLBACKS = ("warn", "raise")
 VALID_HOSTS = ("native", "python")
 

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
 import torch
+
+from permalloy.tools.bench.timing import back_to_back_ms
 
 
 def _llama(layers: int):
@@ -84,18 +85,11 @@ def measure(name: str, layers: int, dtype: torch.dtype, batch: int, seq: int, ro
             error = ((actual - expected).norm() / expected.norm()).item()
             row["results"][backend] = {"first_call_s": time.perf_counter() - begin, "relative_error": error}
             runs[backend] = run
-        samples: dict[str, list[float]] = {b: [] for b in runs}
-        for _ in range(rounds):
-            for backend, run in runs.items():
-                torch.cuda.synchronize()
-                begin = time.perf_counter()
-                for _ in range(3):
-                    run(tokens)
-                torch.cuda.synchronize()
-                samples[backend].append((time.perf_counter() - begin) / 3 * 1000)
+        calls = {backend: (lambda run=run: run(tokens)) for backend, run in runs.items()}
+        medians = back_to_back_ms(calls, rounds, 3, torch.cuda.synchronize)
         for backend, run in runs.items():
             result = row["results"][backend]
-            result["ms"] = statistics.median(samples[backend])
+            result["ms"] = medians[backend]
             result["kernel_ms"] = _kernel_ms(run, tokens)
     inductor = row["results"]["inductor"]["ms"]
     for result in row["results"].values():

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 
@@ -23,6 +22,7 @@ import torch
 
 import permalloy
 from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backend
+from permalloy.tools.bench.timing import back_to_back_ms
 from permalloy.tools.models import make_model
 
 BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates")
@@ -77,17 +77,10 @@ def _case(name: str, size: str, rounds: int, profile: bool) -> dict:
                 result["graphs"] = [{k: g.get(k) for k in GRAPH_FACTS} for g in permalloy.stats()]
             row["results"][backend] = result
             runs[backend] = run
-        samples: dict[str, list[float]] = {b: [] for b in runs}
-        for _ in range(rounds):
-            for backend, run in runs.items():
-                torch.cuda.synchronize()
-                begin = time.perf_counter()
-                for _ in range(5):
-                    run(*inputs)
-                torch.cuda.synchronize()
-                samples[backend].append((time.perf_counter() - begin) * 200)
+        calls = {backend: (lambda run=run: run(*inputs)) for backend, run in runs.items()}
+        medians = back_to_back_ms(calls, rounds, 5, torch.cuda.synchronize)
         for backend, run in runs.items():
-            row["results"][backend]["ms"] = statistics.median(samples[backend])
+            row["results"][backend]["ms"] = medians[backend]
             if profile:
                 settings = ProfileSettings(back_to_back_calls=30, profiled_calls=5)
                 row["results"][backend]["profile"] = profile_backend(lambda i, run=run: run(*inputs), "cuda", settings)

@@ -168,6 +168,15 @@ def test_interleaved_timing_drops_a_failing_function() -> None:
     assert timed_calls[:4] == [("fine", 1), ("breaks", 1), ("fine", 2), ("breaks", 2)]
 
 
+def test_back_to_back_rounds_interleave_and_synchronize_around_each_round() -> None:
+    events = []
+    calls = {"a": lambda: events.append("a"), "b": lambda: events.append("b")}
+    medians = timing.back_to_back_ms(calls, 2, 3, lambda: events.append("sync"))
+    round_of = ["sync", "a", "a", "a", "sync", "sync", "b", "b", "b", "sync"]
+    assert events == round_of * 2
+    assert set(medians) == {"a", "b"} and all(ms >= 0 for ms in medians.values())
+
+
 def test_verbose_prints_the_explain_report_of_a_failing_case(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -120,6 +120,23 @@ def measure_interleaved(
     return {name: outcome[name] for name in calls}
 
 
+def back_to_back_ms(calls: dict[str, Callable[[], Any]], rounds: int, per_round: int, sync: Sync) -> dict[str, float]:
+    """The median milliseconds per call of each function of `calls`, timed in
+    `rounds` interleaved rounds of `per_round` back-to-back calls each (one
+    synchronization around a round, so that launches overlap as in a model's
+    loop), one function after the other in every round."""
+    samples: dict[str, list[float]] = {name: [] for name in calls}
+    for _ in range(rounds):
+        for name, call in calls.items():
+            sync()
+            begin = time.perf_counter()
+            for _ in range(per_round):
+                call()
+            sync()
+            samples[name].append((time.perf_counter() - begin) / per_round * 1000)
+    return {name: statistics.median(times) for name, times in samples.items()}
+
+
 def _warm_up(call: Callable[[int], Any], sync: Sync, warmup: int) -> float | Exception:
     """The fastest of `warmup` untimed calls (at least one), or what one raised."""
     try:

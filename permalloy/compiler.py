@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -166,15 +166,24 @@ class CompiledGraph:
     """The graph outputs eager makes on the CPU in a graph computing on a GPU
     (tensors made from nothing, `torch.ones(3)`), which the program makes on
     the GPU and the caller receives on the CPU."""
+    output_strides: list[tuple[int, ...] | None] = field(default_factory=list)
+    """For each graph output: the strides the program returns it in where it
+    chose them (an output of free layout), else None (eager's)."""
 
 
 def compile_graph(
-    graph: torch.fx.GraphModule, options: CompileOptions, details: GraphDetails | None = None
+    graph: torch.fx.GraphModule,
+    options: CompileOptions,
+    details: GraphDetails | None = None,
+    free_layout_outputs: frozenset[int] = frozenset(),
 ) -> CompiledGraph:
     """Compile an ATen graph into a host program, or load it from the
     compiled-graph cache; raises on what it cannot do. `details`, when given,
     says what else to record (fusion decisions, kernels and their ATen ops,
-    sources) and receives it."""
+    sources) and receives it. The outputs at the positions of
+    `free_layout_outputs` (a training step's saved tensors, which its
+    backward graph takes in any layout) are returned in the layouts the
+    program plans for them; `CompiledGraph.output_strides` says which."""
     from permalloy.lowering.complex_as_real import complex_as_real
     from permalloy.lowering.import_fx import import_graph
 
@@ -187,7 +196,8 @@ def compile_graph(
         real = complex_as_real(graph)
         if real is not None:
             graph = real.graph
-        imported = import_graph(graph, label_values=labelled)
+        free = free_layout_outputs if real is None else frozenset()
+        imported = import_graph(graph, label_values=labelled, free_layout_outputs=free)
     if dumper is not None:
         if real is not None:
             dumper.write("complex_as_real.py", graph.code)
@@ -244,7 +254,26 @@ def compile_graph(
         cache="off" if cache is None else "hit" if loaded is not None else "miss",
     )
     _record_host(program, stats)
-    return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph))
+    strides = _free_output_strides(module, imported.outputs, free)
+    return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph), strides)
+
+
+def _free_output_strides(module: ModuleOp, outputs: Sequence[Any], free: frozenset[int]) -> list[tuple[int, ...] | None]:
+    """Per graph output (`ImportResult.outputs`), the strides of the buffer
+    the host function returns for it where its position is in `free` (None
+    elsewhere)."""
+    from permalloy.lowering.import_fx import TensorOutput
+
+    if not free:
+        return [None] * len(outputs)
+    host = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    returned = host.function_type.outputs.data
+    strides: list[tuple[int, ...] | None] = []
+    for position, output in enumerate(outputs):
+        layout = returned[output.result] if isinstance(output, TensorOutput) and position in free else None
+        fixed = isinstance(layout, BufferType) and all(s.is_Integer for s in layout.strides.data)
+        strides.append(tuple(int(s) for s in layout.strides.data) if fixed else None)  # type: ignore[union-attr]
+    return strides
 
 
 def _record_host(program: Any, stats: GraphStats) -> None:

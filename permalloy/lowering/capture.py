@@ -22,13 +22,16 @@ from permalloy.lowering.math_for_training import (
 )
 
 
-def aten_backend(compiler: Callable) -> Callable:
+def aten_backend(compiler: Callable, training_forward: Callable | None = None) -> Callable:
     """
     A torch.compile backend that hands `compiler` each ATen graph AOTAutograd
     makes of Dynamo's graph, after permalloy's decomposition table: the
     inference graph, or for training the forward and the backward graph, split
     by torch's min-cut rematerialization partitioner (which saves few
     activations and recomputes cheap pointwise work in the backward graph).
+    `training_forward`, when given, compiles a training step's forward graph
+    instead of `compiler` (`saved_for_backward` says which of its outputs the
+    backward graph reads).
     In a graph that needs gradients, attention and grid sampling are written
     as math first (`math_for_training.py`), so that their backward is made of
     ops ptensor has; in an inference graph, an attention mask that repeats
@@ -41,13 +44,32 @@ def aten_backend(compiler: Callable) -> Callable:
         rewrites = MATH_FOR_TRAINING if needs_gradients(example_inputs) else FUSED_FOR_INFERENCE
         with calls_rewritten(graph, rewrites):
             return aot_autograd(
-                fw_compiler=compiler,
+                fw_compiler=training_forward or compiler,
                 bw_compiler=compiler,
+                inference_compiler=compiler,
                 partition_fn=min_cut_rematerialization_partition,
                 decompositions=decomposition_table(),
             )(graph, example_inputs)
 
     return backend
+
+
+def saved_for_backward(graph: torch.fx.GraphModule) -> range:
+    """The positions, among the outputs of `graph`, the forward graph
+    AOTAutograd is compiling now, of the tensors it saves for the backward
+    graph (which it hands the backward graph in the strides the forward's
+    compiler reports through `TracingContext.output_strides`); empty outside
+    such a compile."""
+    context = torch._guards.TracingContext.try_get()  # noqa: SLF001
+    metadata = getattr(context, "fw_metadata", None)
+    try:
+        saved = metadata.tensors_saved_for_backwards_slice  # type: ignore[union-attr]
+    except (AttributeError, AssertionError, TypeError):
+        return range(0)
+    (output,) = [n for n in graph.graph.nodes if n.op == "output"]
+    results = output.args[0]
+    count = len(results) if isinstance(results, list | tuple) else 1
+    return range(count)[saved]
 
 
 @dataclass

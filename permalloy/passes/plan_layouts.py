@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, FunctionType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -18,6 +18,7 @@ from permalloy.analysis.channels import walks_channels_beside
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.lowering.convert_loop_to_buffer import attention_buffer
+from permalloy.lowering.import_fx.graph import FREE_LAYOUT_ATTR
 from permalloy.passes.convolution_layouts import LayoutTimes, convolution_times
 from permalloy.passes.plan_memory import FRESH_RESULT_OPS
 
@@ -70,7 +71,9 @@ def _free(value: SSAValue) -> bool:
     """Whether nothing but its layout-agnostic users sees `value`'s layout: a
     contiguous buffer the program allocates (for a kernel's result, or a
     library call's fresh one), of the planned rank, that only launches, extern
-    calls and frees use. A buffer returned, viewed or copied keeps its layout."""
+    calls and frees use, and returns only as results of free layout
+    (`ptensor.free_layout`). A buffer returned otherwise, viewed or copied
+    keeps its layout."""
     owner = value.owner
     fresh = isinstance(owner, buf.AllocOp) or (
         isinstance(owner, buf.ExternOp) and isinstance(owner.library_op, FRESH_RESULT_OPS)
@@ -84,9 +87,21 @@ def _free(value: SSAValue) -> bool:
         user = use.operation
         if isinstance(user, buf.ExternOp) and value in user.inputs:
             continue
+        if isinstance(user, func.ReturnOp) and _returns_free_layout(user, use.index):
+            continue
         if not isinstance(user, (buf.LaunchOp, buf.DeallocOp)):
             return False
     return True
+
+
+def _returns_free_layout(op: func.ReturnOp, position: int) -> bool:
+    """Whether the function of `op` returns its result `position` in any layout."""
+    function = op.parent_op()
+    attributes = function.res_attrs if isinstance(function, func.FuncOp) else None
+    if attributes is None or position >= len(attributes.data):
+        return False
+    entry = attributes.data[position]
+    return isinstance(entry, DictionaryAttr) and FREE_LAYOUT_ATTR in entry.data
 
 
 def _multiply_adds(op: buf.ExternOp) -> int | None:
@@ -107,6 +122,27 @@ def _convolution(op: Operation) -> pt.ConvolutionOp | None:
         if pt.tensor_type(convolution.result).rank == PLANNED_RANK:
             return convolution
     return None
+
+
+def _follows_channels_last_input(op: Operation) -> bool:
+    """Whether `op` is a convolution's backward call whose saved input is
+    channels-last: the forward program planned that layout for it (a
+    decision the forward measured), and the gradients around it follow."""
+    if not (isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionBackwardOp)):
+        return False
+    saved_input = buf.buffer_type(op.inputs[1])
+    return saved_input.rank == PLANNED_RANK and _is_channels_last(saved_input)
+
+
+def _gradient_images(op: buf.ExternOp) -> list[SSAValue]:
+    """The 4-d images of a convolution's backward call: the result's
+    gradient, the saved input and, when asked for, the input's gradient."""
+    backward = op.library_op
+    assert isinstance(backward, pt.ConvolutionBackwardOp)
+    images = [op.inputs[0], op.inputs[1]]
+    if backward.output_mask.data[0]:
+        images.append(op.results[0])
+    return images
 
 
 ConvolutionTimer = Callable[..., LayoutTimes]
@@ -157,6 +193,7 @@ class _LayoutPlanner:
     def run(self) -> None:
         self._plan_convolutions()
         self._plan_attention_queries()
+        _update_result_types(self.function)
 
     def _plan_attention_queries(self) -> None:
         """A free query of a 4-d attention is written in attention's memory
@@ -174,12 +211,16 @@ class _LayoutPlanner:
         block = self.function.body.block
         planned: list[buf.ExternOp] = []
         kept: list[buf.ExternOp] = []
+        following: list[buf.ExternOp] = []
         for op in block.ops:
             if isinstance(op, buf.LaunchOp):
                 self._connect_launch(op)
             elif _convolution(op) is not None:
                 (planned if _free(op.results[0]) else kept).append(op)
-        if not planned:
+            elif _follows_channels_last_input(op):
+                following.append(op)
+                self.components.union(_gradient_images(op))
+        if not planned and not following:
             return
         if self.timer is None:
             vetoed = [v for op in kept for v in (op.inputs[0], op.results[0])]
@@ -194,6 +235,7 @@ class _LayoutPlanner:
         chosen = seeds - {self.components.find(v) for v in vetoed}
         if self.timer is not None:
             chosen &= self._not_measured_slower(planned, kept)
+        chosen |= {self.components.find(op.inputs[0]) for op in following} - {self.components.find(v) for v in vetoed}
         changed: dict[Operation, set[SSAValue]] = {}
         for value in list(self.components.parent):
             if self.components.find(value) in chosen and _free(value):
@@ -297,6 +339,16 @@ class _LayoutPlanner:
         is smaller than one of the result would be."""
         if _copied_for_channels_last(op.inputs[0]):
             _read_copy(op, _channels_last(buf.buffer_type(op.inputs[0])))
+
+
+def _update_result_types(function: func.FuncOp) -> None:
+    """The function's result types after its returned buffers changed layout."""
+    returned = function.body.block.last_op
+    if not isinstance(returned, func.ReturnOp):
+        return
+    types = [v.type for v in returned.arguments]
+    if types != list(function.function_type.outputs.data):
+        function.function_type = FunctionType.from_lists(list(function.function_type.inputs.data), types)
 
 
 def _read_copy(op: buf.ExternOp, layout: buf.BufferType) -> None:

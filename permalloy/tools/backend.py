@@ -57,7 +57,7 @@ from permalloy.compiler import CompileOptions, boxed, compile_graph
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
-from permalloy.lowering.capture import aten_backend
+from permalloy.lowering.capture import aten_backend, saved_for_backward
 from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.stats import HOST_TIMED_CALLS, STATS_LOG, GraphStats
 from permalloy.targets import registry
@@ -342,14 +342,18 @@ def _compile_one(
     options: CompileOptions,
     aot_autograd_seconds: float | None = None,
     attempt: CompileAttempt | None = None,
+    saved: Sequence[int] = (),
 ):
-    """Compile one ATen graph; gives the runner AOTAutograd calls."""
+    """Compile one ATen graph; gives the runner AOTAutograd calls. `saved`:
+    the positions of the outputs a training step's forward graph saves for
+    its backward graph, whose layouts the program chooses and reports."""
     resolved = resolve_target(options, example_inputs)
     details = attempt.details() if attempt is not None else None
     # AOTAutograd calls this under its fake mode; the graph's constants
     # (get_attr tensors) are real and are read as real tensors.
     with unset_fake_temporarily(), garbage_collection_paused():
-        compiled = compile_graph(graph, resolved) if details is None else compile_graph(graph, resolved, details)
+        compiled = compile_graph(graph, resolved, details, free_layout_outputs=frozenset(saved))
+    _report_output_strides(compiled.output_strides)
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     if compiled.cpu_outputs:
         runner = _moving_to_cpu(runner, compiled.cpu_outputs)
@@ -363,14 +367,63 @@ def _compile_one(
     return runner
 
 
-def graph_compiler(attempt: CompileAttempt) -> Callable:
-    """The compiler AOTAutograd calls for each graph: inference, forward or backward."""
+def _report_output_strides(strides: list[tuple[int, ...] | None]) -> None:
+    """Tell AOTAutograd the strides of the outputs whose layout the program
+    chose (None for the others, returned in eager's), where it asks for them
+    (`TracingContext.report_output_strides`, around a forward graph's
+    compile): it gives the backward graph the saved tensors in these."""
+    context = torch._guards.TracingContext.try_get()  # noqa: SLF001
+    reported = getattr(context, "output_strides", None)
+    if isinstance(reported, list):
+        reported.extend(strides)
+
+
+def _take_example_strides(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> dict[int, tuple[int, ...]]:
+    """Give `graph`'s tensor placeholders the strides of their example
+    inputs where these differ from the traced ones (a backward graph's saved
+    tensors arrive in the layouts the forward's program chose and reported,
+    and AOTAutograd restrides the examples, not the graph); the traced
+    strides so replaced, by input position."""
+    placeholders = [n for n in graph.graph.nodes if n.op == "placeholder"]
+    traced_strides = {}
+    for position, (node, example) in enumerate(zip(placeholders, example_inputs)):
+        traced = node.meta.get("val")
+        if isinstance(traced, torch.Tensor) and isinstance(example, torch.Tensor) and traced.stride() != example.stride():
+            traced_strides[position] = tuple(traced.stride())
+            node.meta["val"] = example
+    return traced_strides
+
+
+def _in_strides(graph: torch.fx.GraphModule, strides: dict[int, tuple[int, ...]]) -> Callable[..., Any]:
+    """`graph`, run eagerly, on the inputs at the positions of `strides`
+    copied into those strides where they arrive in others: the strides it
+    was traced with, which an ATen `view` in it may need."""
+    if not strides:
+        return graph
+
+    def run(*args: Any) -> Any:
+        args = list(args)
+        for position, wanted in strides.items():
+            tensor = args[position]
+            if tensor.stride() != wanted:
+                args[position] = torch.empty_strided(tensor.shape, wanted, dtype=tensor.dtype, device=tensor.device).copy_(tensor)
+        return graph(*args)
+
+    return run
+
+
+def graph_compiler(attempt: CompileAttempt, training_forward: bool = False) -> Callable:
+    """The compiler AOTAutograd calls for each graph: inference, forward or
+    backward (`training_forward`: the compiler of a training step's forward
+    graph, whose saved tensors' layouts the program chooses)."""
     options = attempt.options
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
         aot_autograd = time.perf_counter() - attempt.mark if attempt.active else None
+        saved = saved_for_backward(graph) if training_forward else ()
+        traced_strides = _take_example_strides(graph, example_inputs)
         try:
-            return boxed(_compile_one(graph, example_inputs, options, aot_autograd, attempt))
+            return boxed(_compile_one(graph, example_inputs, options, aot_autograd, attempt, saved))
         except DYNAMO_CONTROL_FLOW:
             raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
@@ -380,7 +433,7 @@ def graph_compiler(attempt: CompileAttempt) -> Callable:
             if attempt.active:
                 raise _EagerFallback(error) from error
             _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs), attempt)
-            return boxed(graph)
+            return boxed(_in_strides(graph, traced_strides))
         finally:
             attempt.mark = time.perf_counter()
 
@@ -427,7 +480,8 @@ def permalloy_backend(
     logs.log_recompile(graph)
     try:
         with garbage_collection_paused():
-            return aten_backend(graph_compiler(attempt))(graph, example_inputs)
+            backend = aten_backend(graph_compiler(attempt), graph_compiler(attempt, training_forward=True))
+            return backend(graph, example_inputs)
     except DYNAMO_CONTROL_FLOW:
         raise
     except Exception as error:  # noqa: BLE001 - any failure falls back to eager

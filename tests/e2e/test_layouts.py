@@ -206,3 +206,61 @@ def test_training_through_convolutions_matches_eager():
     torch.manual_seed(2)
     x = torch.randn(2, 3, 8, 8, device=DEVICE)
     assert_training_step_matches(lambda: Block().to(DEVICE), x, {"target": "triton"})
+
+
+def _channels_last_measured_faster(monkeypatch) -> None:
+    """Every convolution measures faster in channels-last memory, whatever
+    this machine's library says."""
+
+    def times(op, copies_input, device, keeps_nchw=False):
+        return LayoutTimes(2.0, 1.0)
+
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", times)
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
+
+
+def _stage(tmp_path, graph: str, stage: str) -> str:
+    (path,) = glob.glob(str(tmp_path / graph / f"*{stage}"))
+    return open(path).read()
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_training_saves_channels_last_activations(tmp_path, monkeypatch, target):
+    """A training step's forward graph returns the activations its backward
+    graph reads in the channels-last memory planned for them, reports their
+    strides to AOTAutograd, and the backward graph receives them so: its
+    arguments are channels-last, with no copy back to NCHW, and every
+    gradient and running statistic matches eager's."""
+    if target == "llvm" and DEVICE != "cpu":
+        pytest.skip("the LLVM target runs on CPU tensors")
+    _channels_last_measured_faster(monkeypatch)
+    torch.manual_seed(6)
+    x = torch.randn(2, 3, 12, 10, device=DEVICE)
+    options = {"target": target, "dump_dir": str(tmp_path), "fallback": "raise", "cache": False}
+    assert_training_step_matches(lambda: Block().to(DEVICE), x, options)
+    forward = _stage(tmp_path, "graph_000", "after_plan-memory.mlir")
+    assert "strides [960, 1, 80, 8]> {ptensor.free_layout}" in forward, forward
+    backward = _stage(tmp_path, "graph_001", "imported.mlir")
+    assert "ptensor.strides = #ptensor.exprs[960, 1, 80, 8]" in backward, backward
+
+
+def test_a_backward_graph_run_eagerly_takes_channels_last_activations(tmp_path, monkeypatch):
+    """A backward graph that cannot be compiled runs eagerly on the saved
+    activations the compiled forward returned channels-last, and the
+    gradients match eager's."""
+    import permalloy.tools.backend as backend
+
+    _channels_last_measured_faster(monkeypatch)
+    compile_graph = backend.compile_graph
+
+    def forward_only(graph, options, details=None, free_layout_outputs=frozenset()):
+        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
+            raise RuntimeError("this backward graph is not compiled")
+        return compile_graph(graph, options, details, free_layout_outputs)
+
+    monkeypatch.setattr(backend, "compile_graph", forward_only)
+    torch.manual_seed(7)
+    x = torch.randn(2, 3, 12, 10, device=DEVICE)
+    with pytest.warns(UserWarning, match="this backward graph is not compiled"):
+        assert_training_step_matches(lambda: Block().to(DEVICE), x, {"target": "triton", "cache": False})
+

@@ -59,6 +59,11 @@ ALIAS_ATTR = "ptensor.aliases_input"
 """A result attribute: the graph returns a view of one of its inputs (whose
 memory the result may share); any other result the function returns is
 new memory, never an input's."""
+FREE_LAYOUT_ATTR = "ptensor.free_layout"
+"""A result attribute: the caller takes the result in whatever dense layout
+the program plans for it (a training step's forward graph returns the
+tensors its backward graph reads this way, and reports their strides to
+AOTAutograd); `ptensor.strides` does not apply to it."""
 RUNTIME_ASSERTIONS = frozenset(
     {
         torch.ops.aten._assert_async.msg,
@@ -121,13 +126,20 @@ class _Signature:
         return block.insert_arg(type, len(block.args))
 
 
-def import_graph(gm: fx.GraphModule, name: str = "forward", label_values: bool = False) -> ImportResult:
+def import_graph(
+    gm: fx.GraphModule,
+    name: str = "forward",
+    label_values: bool = False,
+    free_layout_outputs: frozenset[int] = frozenset(),
+) -> ImportResult:
     """
     Import an ATen FX graph; raises `GraphImportError` for what ptensor cannot
     represent. Unknown ops never fail: they become `ptensor.fallback`, and one
     warning lists them. With `label_values`, the results of the ops imported
     for each node get the name hint `n<position>` (`ImportResult.value_labels`
     says which node it is), which the passes carry to the ops made of them.
+    The tensor outputs at the positions of `free_layout_outputs` whose sizes
+    are constant are marked `ptensor.free_layout`.
     """
     ctx = ImportContext(Block())
     signature = _Signature()
@@ -148,7 +160,7 @@ def import_graph(gm: fx.GraphModule, name: str = "forward", label_values: bool =
         elif node.op == "call_function":
             ctx.values[node] = _call_function(ctx, node)
         elif node.op == "output":
-            outputs = _output(ctx, node)
+            outputs = _output(ctx, node, free_layout_outputs)
         else:
             raise ctx.error(f"unsupported FX node kind '{node.op}'")
     module = _module(ctx, signature, name, outputs)
@@ -267,23 +279,42 @@ def _getitem(ctx: ImportContext, node: fx.Node):
     return value
 
 
-def _output(ctx: ImportContext, node: fx.Node) -> list[tuple[object, SSAValue | None]]:
+def _output(ctx: ImportContext, node: fx.Node, free_layout: frozenset[int]) -> list[tuple[object, SSAValue | None]]:
     """Each graph output's description, with the SSA value it returns."""
     values = node.args[0]
     values = values if isinstance(values, list | tuple) else [values]
     described, results = [], 0
     inputs = _input_storages(node.graph)
-    for value in values:
+    for position, value in enumerate(values):
         imported = ctx.values.get(value) if isinstance(value, fx.Node) else value
         if isinstance(imported, SSAValue):
             described.append((TensorOutput(results), imported))
             example = ctx.meta(value)
             aliases = isinstance(example, torch.Tensor) and _storage(example) in inputs
-            ctx.output_examples.append((example, _eager_strides(ctx, value), aliases))
+            free = position in free_layout and not aliases and _constant_sizes(example)
+            ctx.output_examples.append(_OutputExample(example, _eager_strides(ctx, value), aliases, free))
             results += 1
         else:
             described.append((ValueOutput(ctx.scalar(imported)), None))
     return described
+
+
+@dataclass(frozen=True)
+class _OutputExample:
+    """What the function's result for one tensor output is returned as."""
+
+    example: Any
+    """The output's example value."""
+    strides: tuple | None
+    """The strides eager gives it where they differ from the example's (`_eager_strides`)."""
+    aliases: bool
+    """Whether it shares an input's memory (`ptensor.aliases_input`)."""
+    free: bool
+    """Whether its layout is the program's to choose (`ptensor.free_layout`)."""
+
+
+def _constant_sizes(example: Any) -> bool:
+    return isinstance(example, torch.Tensor) and all(isinstance(s, int) for s in example.shape)
 
 
 def _storage(example: torch.Tensor) -> StorageWeakRef:
@@ -343,15 +374,20 @@ def _layout(ctx: ImportContext, example: torch.Tensor, strides: tuple | None = N
     return {STRIDES_ATTR: ptensor.SymListAttr(strides)}
 
 
+def _result_attributes(ctx: ImportContext, output: _OutputExample) -> dict[str, Attribute]:
+    """A result's attributes: the layout it is returned in, or that it is free."""
+    if not isinstance(output.example, torch.Tensor):
+        return {}
+    if output.free:
+        return {FREE_LAYOUT_ATTR: UnitAttr()}
+    aliases = {ALIAS_ATTR: UnitAttr()} if output.aliases else {}
+    return _layout(ctx, output.example, output.strides) | aliases
+
+
 def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> ModuleOp:
     returned = [v for _, v in outputs if v is not None]
     ctx.block.add_op(func.ReturnOp(*returned))
-    result_layouts = [
-        _layout(ctx, example, strides) | ({ALIAS_ATTR: UnitAttr()} if aliases else {})
-        if isinstance(example, torch.Tensor)
-        else {}
-        for example, strides, aliases in ctx.output_examples
-    ]
+    result_layouts = [_result_attributes(ctx, output) for output in ctx.output_examples]
     function = func.FuncOp(
         name,
         ([a.type for a in ctx.block.args], [v.type for v in returned]),

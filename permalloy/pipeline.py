@@ -17,8 +17,10 @@ TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
 
-FUSION = ["fuse-loops", "cse", "dce"]
-"""Fusion into fewer kernels, and clean-up of the fused bodies."""
+FUSION = ["squeeze-leading-unit-dims", "fuse-loops", "cse", "dce"]
+"""Fusion into fewer kernels (after dropping leading dimensions of size 1,
+so that loop ops over the same rows have the same leading size), and
+clean-up of the fused bodies."""
 
 BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
 """The host program over buffers, with kernels as symbols, and its memory plan."""

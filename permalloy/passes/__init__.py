@@ -61,6 +61,12 @@ def _fuse_loops() -> type[ModulePass]:
     return FuseLoopsPass
 
 
+def _squeeze_leading_unit_dims() -> type[ModulePass]:
+    from permalloy.passes.squeeze_leading_unit_dims import SqueezeLeadingUnitDimsPass
+
+    return SqueezeLeadingUnitDimsPass
+
+
 def _split_reductions() -> type[ModulePass]:
     from permalloy.passes.split_reductions import SplitReductionsPass
 
@@ -129,6 +135,7 @@ def all_passes() -> dict[str, PassFactory]:
         "generate-depthwise-convolutions": _generate_depthwise_convolutions,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,
+        "squeeze-leading-unit-dims": _squeeze_leading_unit_dims,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-layouts": _plan_layouts,

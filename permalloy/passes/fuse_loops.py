@@ -12,7 +12,7 @@ from xdsl.passes import ModulePass
 from permalloy.dialects import loop
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
 from permalloy.passes.fusion_decisions import FusionDecisions
-from permalloy.passes.fusion_grouping import find_groups, fuse_group, sink_views
+from permalloy.passes.fusion_grouping import find_groups, fuse_group, hoist_row_readers, sink_views
 from permalloy.passes.fusion_inlining import InliningCost
 from permalloy.passes.fusion_product_rows import split_product_rows
 from permalloy.passes.fusion_rounding import round_read_reductions
@@ -100,6 +100,7 @@ class FuseLoopsPass(ModulePass):
             if self.group:
                 split_product_rows(function)
                 sink_views(function)
+                hoist_row_readers(function)
                 round_read_reductions(function)
                 if decisions is not None:
                     decisions.start(list(function.body.block.ops))

@@ -171,6 +171,38 @@ def sink_views(function: func.FuncOp) -> None:
         block.insert_op_before(op, first)
 
 
+def hoist_row_readers(function: func.FuncOp) -> None:
+    """Move each loop op that would join its last producer's group (a
+    reduction's `[C]` epilogue: batch norm's weight gradient) up to just
+    after that producer, past loop ops of other rows between them (the
+    `[N, C, H, W]` input gradient), so that grouping, which takes
+    consecutive ops, finds it there. Only an op all of whose operands are
+    defined by then moves, so the order stays valid; ops after the same
+    producer, hoisted or already there, keep their order."""
+    block = function.body.block
+    position: dict[Operation, float] = {op: i for i, op in enumerate(block.ops)}
+    last_after: dict[Operation, Operation] = {}
+    for op in list(block.ops):
+        if not isinstance(op, loop.LoopOp):
+            continue
+        producers = [v.owner for v in op.inputs if isinstance(v.owner, Operation) and v.owner.parent_block() is block]
+        if not producers:
+            continue
+        producer = max(producers, key=position.__getitem__)
+        anchor = last_after.get(producer, producer)
+        if not isinstance(producer, loop.LoopOp) or not joins([producer], op):
+            continue
+        if op.prev_op is anchor:
+            last_after[producer] = op
+            continue
+        following = anchor.next_op
+        assert following is not None  # `op` itself follows the anchor
+        position[op] = (position[anchor] + position[following]) / 2
+        op.detach()
+        block.insert_op_after(op, anchor)
+        last_after[producer] = op
+
+
 def find_groups(
     function: func.FuncOp, max_members: int, decisions: FusionDecisions | None = None
 ) -> list[list[loop.LoopOp]]:

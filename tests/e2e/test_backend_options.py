@@ -199,7 +199,7 @@ def test_no_dumps_without_the_option(tmp_path: Path, monkeypatch) -> None:
 # -- graphs that cannot compile --------------------------------------------------
 
 
-def _failing_compile(graph, options):
+def _failing_compile(graph, options, *_, **__):
     raise RuntimeError("lowering exploded")
 
 

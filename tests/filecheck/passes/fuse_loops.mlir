@@ -1142,3 +1142,35 @@ func.func @unrounded_read(%x: !ptensor.tensor<[4, 8], bf16>) -> !ptensor.tensor<
   }
   func.return %y : !ptensor.tensor<[8, 4], bf16>
 }
+
+// -----
+
+// A loop op that joins its last producer's group (a reduction's [8]
+// epilogue, batch norm's weight gradient) moves up past a loop op of other
+// rows between them (the [4, 8] input gradient), and the group takes it.
+// CHECK-LABEL: func.func @hoisted_epilogue
+// CHECK:         %{{.+}}, %{{.+}} = loop.fused
+// CHECK:           loop.reduce sum
+// CHECK:           loop.pointwise {{.*}} -> !ptensor.tensor<[8], f32>
+// CHECK:         loop.pointwise {{.*}} -> !ptensor.tensor<[4, 8], f32>
+// CHECK:         func.return
+func.func @hoisted_epilogue(%x: !ptensor.tensor<[4, 8], f32>, %w: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8], f32>) {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[4, 8], f32>) over [4] -> !ptensor.tensor<[8], f32> {
+    %v = loop.load %a[r0, d0] : f32
+    loop.yield %v : f32
+  }
+  %g = loop.pointwise ins(%b = %x : !ptensor.tensor<[4, 8], f32>, %c = %s : !ptensor.tensor<[8], f32>) -> !ptensor.tensor<[4, 8], f32> {
+    %v = loop.load %b[d0, d1] : f32
+    %t = loop.load %c[d1] : f32
+    %q = arith.subf %v, %t : f32
+    %e = math.exp %q : f32
+    loop.yield %e : f32
+  }
+  %dw = loop.pointwise ins(%d = %s : !ptensor.tensor<[8], f32>, %e = %w : !ptensor.tensor<[8], f32>) -> !ptensor.tensor<[8], f32> {
+    %v = loop.load %d[d0] : f32
+    %u = loop.load %e[d0] : f32
+    %p = arith.mulf %v, %u : f32
+    loop.yield %p : f32
+  }
+  func.return %g, %dw : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8], f32>
+}

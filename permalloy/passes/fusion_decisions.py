@@ -49,6 +49,8 @@ GROUP_RULES: dict[str, str] = {
     "pointwise-shapes": "pointwise ops of different shapes, or one larger than the kernel's reductions and "
     "scans, would run with less parallelism in one kernel",
     "not-row-local": "the consumer reads the producer at another row than its own",
+    "reduction-parallelism": "a reduction would run in far fewer row programs in the kernel than alone "
+    "(its other parallel dimensions are not rows the kernel shares)",
     "matrix-product-epilogue": "a matrix product's kernel starts with the product and takes only pointwise "
     "ops over its result's shape that read it at their own element (its epilogue)",
     "no-shared-input": "the loop op neither reads the kernel's results nor shares an input with it",

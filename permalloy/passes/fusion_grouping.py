@@ -28,7 +28,7 @@ from xdsl.dialects import func
 from xdsl.ir import Block, Operation, Region, SSAValue
 
 from permalloy.analysis.contraction import contraction
-from permalloy.analysis.rows import leading_rows, reads_at_own_row
+from permalloy.analysis.rows import leading_rows, reads_at_own_row, row_rank
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import VIEW_OPS, TensorType, shapes_equal, sizes_equal
 from permalloy.dialects.sym import product
@@ -96,6 +96,8 @@ def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | 
         return "long-reduction-to-one-element"
     if _parallel_only_over_rows((*group, candidate)):
         return "pointwise-shapes"
+    if _loses_reduction_parallelism((*group, candidate)):
+        return "reduction-parallelism"
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]
     if reads_members:
@@ -152,6 +154,39 @@ def _parallel_only_over_rows(ops: Sequence[loop.LoopOp]) -> bool:
         )
     first, *others = [op.result.type.sizes for op in ops]  # type: ignore[union-attr]
     return not all(shapes_equal(first, shape) for shape in others)
+
+
+REDUCTION_PARALLELISM_LOSS = 4
+"""The most times fewer row programs a reduction may run in, in a kernel,
+than the points of its parallel domain it runs alone."""
+
+
+def _loses_reduction_parallelism(ops: Sequence[loop.LoopOp]) -> bool:
+    """
+    Whether a reduction would run with far less parallelism in one kernel
+    with `ops` than alone: a kernel runs one program (or thread chunk) per
+    row of the dimensions its members share (`analysis.rows.row_rank`), and
+    a reduction alone has one per point of its parallel domain. The partial
+    sums of a split batch norm statistic, `[32, 2, 192]`, grouped with the
+    `[32, 192, 28, 28]` gradient they read, shared only its 32 batch rows
+    and ran as 32 programs instead of 12288. A short reduction, whose row
+    programs would each do at most `MAX_SINGLE_PROGRAM_POINTS` points of it
+    (a softmax down the 8 rows of 16 columns, as one program), still joins:
+    one kernel is worth more there. Symbolic sizes are not judged.
+    """
+    reductions = [op for op in ops if isinstance(op, loop.ReduceOp)]
+    if not reductions:
+        return False
+    rank = row_rank(ops) or 1
+    rows = product(list(reductions[0].parallel_sizes)[:rank])
+    for reduction in reductions:
+        parallel, work = product(list(reduction.parallel_sizes)), _points(reduction)
+        if not (rows.is_Integer and parallel.is_Integer and work.is_Integer):
+            continue
+        fewer = int(parallel) > REDUCTION_PARALLELISM_LOSS * int(rows)
+        if fewer and int(work) > MAX_SINGLE_PROGRAM_POINTS * int(rows):
+            return True
+    return False
 
 
 def sink_views(function: func.FuncOp) -> None:

@@ -1174,3 +1174,26 @@ func.func @hoisted_epilogue(%x: !ptensor.tensor<[4, 8], f32>, %w: !ptensor.tenso
   }
   func.return %g, %dw : !ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[8], f32>
 }
+
+// -----
+
+// A reduction whose parallel dimensions go beyond the rows it would share
+// (the partial sums of a split statistic, [4, 2, 8], read from the [4, 8, 64,
+// 64] tensor that shares only its 4 batch rows) stays out of the kernel: in
+// it, it would run as 4 row programs of 32768 points each, alone as 64.
+// CHECK-LABEL: func.func @split_partial_sums
+// CHECK-NOT:     loop.fused
+// CHECK:         %g = loop.pointwise
+// CHECK:         %p = loop.reduce sum
+func.func @split_partial_sums(%x: !ptensor.tensor<[4, 8, 64, 64], f32>) -> (!ptensor.tensor<[4, 8, 64, 64], f32>, !ptensor.tensor<[4, 2, 8], f32>) {
+  %g = loop.pointwise ins(%a = %x : !ptensor.tensor<[4, 8, 64, 64], f32>) -> !ptensor.tensor<[4, 8, 64, 64], f32> {
+    %v = loop.load %a[d0, d1, d2, d3] : f32
+    %e = math.exp %v : f32
+    loop.yield %e : f32
+  }
+  %p = loop.reduce sum ins(%b = %g : !ptensor.tensor<[4, 8, 64, 64], f32>) over [32, 64] -> !ptensor.tensor<[4, 2, 8], f32> {
+    %v = loop.load %b[d0, d2, d1 * 32 + r0, r1] : f32
+    loop.yield %v : f32
+  }
+  func.return %g, %p : !ptensor.tensor<[4, 8, 64, 64], f32>, !ptensor.tensor<[4, 2, 8], f32>
+}

@@ -45,13 +45,15 @@ Signature = tuple
 
 
 def convolution_signature(
-    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False
+    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False, trains: bool = False
 ) -> Signature | None:
     """The measured facts of the convolution `op` holds on `device`
     (`copies_input`: its input arrives in NCHW and is copied to
     channels-last for it; `keeps_nchw`: it runs in NCHW memory, on an NCHW
-    copy of its input where that is channels-last), or None where a size or
-    stride is symbolic or the device is a GPU that torch does not see."""
+    copy of its input where that is channels-last; `trains`: a training
+    step's backward graph computes its gradients in the same layouts), or
+    None where a size or stride is symbolic or the device is a GPU that
+    torch does not see."""
     if device == "cuda" and not torch.cuda.is_available():
         return None
     convolution = op.library_op
@@ -71,9 +73,17 @@ def convolution_signature(
         _geometry(convolution),
         copies_input,
         keeps_nchw,
+        _gradient_mask(copies_input, convolution.bias is not None) if trains else None,
         device,
         _device_identity(device),
     )
+
+
+def _gradient_mask(copies_input: bool, biased: bool) -> tuple[bool, bool, bool]:
+    """The gradients a training step's backward graph asks of a convolution:
+    the weight's, the bias's where it has one, and the input's unless the
+    input arrives from outside the set (copied: a graph input, an image)."""
+    return (not copies_input, True, biased)
 
 
 def _geometry(op: pt.ConvolutionOp | pt.ConvolutionBackwardOp) -> tuple:
@@ -112,21 +122,27 @@ NOT_MEASURED = LayoutTimes(0.0, 0.0)
 
 
 def convolution_times(
-    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False
+    op: buf.ExternOp, copies_input: bool, device: str = "cpu", keeps_nchw: bool = False, trains: bool = False
 ) -> LayoutTimes:
     """How long a call of the convolution `op` holds takes with NCHW input
     and result, and with channels-last ones (counting the copy of its input
     where `copies_input`), on `device` (the CPU with torch's current threads,
     or the current GPU); `NOT_MEASURED` where its sizes are symbolic. With
     `keeps_nchw` the convolution runs in NCHW memory both ways, and the
-    channels-last time counts the copy of a channels-last input to NCHW."""
-    signature = convolution_signature(op, copies_input, device, keeps_nchw)
+    channels-last time counts the copy of a channels-last input to NCHW.
+    With `trains` each time adds the library's gradients of the convolution
+    (`torch.ops.aten.convolution_backward`) in the same layouts: a training
+    step's backward graph runs them on the saved activations as the forward
+    lays them out, and cuDNN's float32 grouped gradients, for one, run
+    slower channels-last (converting to NCHW inside) where the forward ran
+    faster so."""
+    signature = convolution_signature(op, copies_input, device, keeps_nchw, trains)
     return NOT_MEASURED if signature is None else _measured_times(signature)
 
 
 @functools.cache
 def _measured_times(signature: Signature) -> LayoutTimes:
-    sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, keeps_nchw, device, _ = signature
+    sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, keeps_nchw, mask, device, _ = signature
     generator = torch.Generator(device).manual_seed(0)
     x = _random(sizes, dtype, device, generator)
     weight = _random_strided(weight_sizes, weight_strides, dtype, device, generator)
@@ -146,6 +162,8 @@ def _measured_times(signature: Signature) -> LayoutTimes:
             _fastest(lambda: torch.convolution(x, weight, bias, *arguments), synchronize),
             _fastest(channels_last, synchronize),
         )
+        if mask is not None:
+            times = _with_gradients(times, x, planned, weight, bias_size, arguments, mask, keeps_nchw, synchronize)
         if not is_pointwise_geometry(geometry, weight_sizes):
             return times
         result_sizes = (sizes[0], weight_sizes[0], *sizes[2:])
@@ -161,6 +179,34 @@ def _measured_times(signature: Signature) -> LayoutTimes:
             if channels_last_product is None
             else min(times.channels_last, _fastest(channels_last_product, synchronize)),
         )
+
+
+def _with_gradients(
+    times: LayoutTimes,
+    x: torch.Tensor,
+    planned: torch.Tensor,
+    weight: torch.Tensor,
+    bias_size: int | None,
+    arguments: tuple,
+    mask: tuple[bool, bool, bool],
+    keeps_nchw: bool,
+    synchronize: Callable[[], None],
+) -> LayoutTimes:
+    """`times` plus the convolution's gradients (`mask`: input, weight,
+    bias) computed in each layout: on NCHW tensors, and on the planned
+    channels-last input with a channels-last result gradient (NCHW both ways
+    where the convolution `keeps_nchw`)."""
+    gradient = torch.ops.aten.convolution_backward.default
+    result = torch.convolution(x, weight, None, *arguments)
+    bias_sizes = None if bias_size is None else [bias_size]
+    nchw_grad = torch.randn_like(result)
+    planned_grad = nchw_grad if keeps_nchw else nchw_grad.contiguous(memory_format=torch.channels_last)
+    planned_input = x if keeps_nchw else planned
+    backward = LayoutTimes(
+        _fastest(lambda: gradient(nchw_grad, x, weight, bias_sizes, *arguments, list(mask)), synchronize),
+        _fastest(lambda: gradient(planned_grad, planned_input, weight, bias_sizes, *arguments, list(mask)), synchronize),
+    )
+    return LayoutTimes(times.nchw + backward.nchw, times.channels_last + backward.channels_last)
 
 
 def product_is_faster(op: buf.ExternOp, device: str = "cpu") -> bool:

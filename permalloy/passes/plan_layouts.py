@@ -268,8 +268,9 @@ class _LayoutPlanner:
             work = [_multiply_adds(op) for op in ops]
             if None not in work and sum(work) < self.min_multiply_adds:
                 continue
-            times = [self.timer(op, _copied_for_channels_last(op.inputs[0])) for op in ops]
-            times += [self.timer(op, False, keeps_nchw=True) for op in readers.get(root, ())]
+            trains = {"trains": True} if self._trains() else {}
+            times = [self.timer(op, _copied_for_channels_last(op.inputs[0]), **trains) for op in ops]
+            times += [self.timer(op, False, keeps_nchw=True, **trains) for op in readers.get(root, ())]
             nchw[root] = sum(t.nchw for t in times)
             channels_last[root] = sum(t.channels_last for t in times)
         chosen = set()
@@ -281,6 +282,15 @@ class _LayoutPlanner:
             if channels_last[root] <= nchw[root] * (1 + margin):
                 chosen.add(root)
         return chosen
+
+    def _trains(self) -> bool:
+        """Whether the function is a training step's forward graph (it
+        returns saved activations of free layout), whose convolutions'
+        gradients the backward graph computes in the layouts planned here."""
+        returned = self.function.body.block.last_op
+        return isinstance(returned, func.ReturnOp) and any(
+            _returns_free_layout(returned, i) for i in range(len(returned.arguments))
+        )
 
     def _transposes_in_nchw(self, root: SSAValue) -> bool:
         """Whether a kernel launched on the set of `root` walks its images'

@@ -212,7 +212,7 @@ def _channels_last_measured_faster(monkeypatch) -> None:
     """Every convolution measures faster in channels-last memory, whatever
     this machine's library says."""
 
-    def times(op, copies_input, device, keeps_nchw=False):
+    def times(op, copies_input, device, keeps_nchw=False, trains=False):
         return LayoutTimes(2.0, 1.0)
 
     monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", times)

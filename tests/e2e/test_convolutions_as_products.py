@@ -70,7 +70,7 @@ def _model(seed: int) -> torch.nn.Module:
 
 def _plan(monkeypatch, channels_last: bool, product_faster: bool = True) -> None:
     times = LayoutTimes(2.0, 1.0) if channels_last else LayoutTimes(1.0, 2.0)
-    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device, keeps_nchw=False: times)
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device, keeps_nchw=False, trains=False: times)
     monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
     monkeypatch.setattr(convolutions_as_products, "product_is_faster", lambda op, device: product_faster)
 

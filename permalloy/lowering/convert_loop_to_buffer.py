@@ -35,7 +35,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
-from permalloy.lowering.import_fx.graph import ALIAS_ATTR
+from permalloy.lowering.import_fx.graph import ALIAS_ATTR, result_attribute
 from permalloy.lowering.view_layouts import view_layout
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
 
@@ -440,11 +440,7 @@ def _argument_memory(value: SSAValue) -> bool:
 
 
 def _aliases_input(function: func.FuncOp, position: int) -> bool:
-    attributes = function.res_attrs
-    if attributes is None or position >= len(attributes.data):
-        return False
-    entry = attributes.data[position]
-    return isinstance(entry, DictionaryAttr) and ALIAS_ATTR in entry.data
+    return result_attribute(function, position, ALIAS_ATTR) is not None
 
 
 def _broadcast_result(result: SSAValue, wanted: SymListAttr, rewriter: PatternRewriter) -> SSAValue:

@@ -29,6 +29,14 @@ PassFactory = Callable[[], type[ModulePass]]
 ConfigurableT = TypeVar("ConfigurableT", bound=ArgSpecConvertible)
 
 
+def check_option(name: str, value: str, valid: Iterable[str]) -> None:
+    """Raise ValueError, listing the valid values, where a pass's option
+    `name` has a value that is not one of them."""
+    valid = tuple(valid)
+    if value not in valid:
+        raise ValueError(f"{name}={value!r} is not valid; valid values: {', '.join(valid)}")
+
+
 def _canonicalize() -> type[ModulePass]:
     from xdsl.transforms.canonicalize import CanonicalizePass
 

@@ -34,6 +34,10 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.dtypes import torch_dtype
 
+MEASURED_DEVICES = ("cpu", "cuda")
+"""Where convolutions are timed: the values of the `device` options of
+`plan-layouts` and `convolutions-as-products`."""
+
 TIMED_CALLS = 5
 """Calls timed in each layout, after one untimed call; the fastest counts."""
 

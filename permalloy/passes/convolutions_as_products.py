@@ -22,13 +22,11 @@ from permalloy.analysis.convolution_products import (
 )
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
-from permalloy.passes.convolution_layouts import backward_product_is_faster, product_is_faster
+from permalloy.passes import check_option
+from permalloy.passes.convolution_layouts import MEASURED_DEVICES, backward_product_is_faster, product_is_faster
 
 CHOICES = ("always", "measured")
 """The values of the `choose` option."""
-
-DEVICES = ("cpu", "cuda")
-"""The values of the `device` option: where `measured` times the two forms."""
 
 
 def _layout(value: SSAValue) -> Layout:
@@ -207,10 +205,8 @@ class ConvolutionsAsProductsPass(ModulePass):
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.choose not in CHOICES:
-            raise ValueError(f"choose={self.choose!r} is not valid; valid values: {', '.join(CHOICES)}")
-        if self.device not in DEVICES:
-            raise ValueError(f"device={self.device!r} is not valid; valid values: {', '.join(DEVICES)}")
+        check_option("choose", self.choose, CHOICES)
+        check_option("device", self.device, MEASURED_DEVICES)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         def faster(extern: buf.ExternOp) -> bool:

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, FunctionType, ModuleOp
+from xdsl.dialects.builtin import FunctionType, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
@@ -18,8 +18,9 @@ from permalloy.analysis.channels import walks_channels_beside
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.lowering.convert_loop_to_buffer import attention_buffer
-from permalloy.lowering.import_fx.graph import FREE_LAYOUT_ATTR
-from permalloy.passes.convolution_layouts import LayoutTimes, convolution_times
+from permalloy.lowering.import_fx.graph import FREE_LAYOUT_ATTR, result_attribute
+from permalloy.passes import check_option
+from permalloy.passes.convolution_layouts import MEASURED_DEVICES, LayoutTimes, convolution_times
 from permalloy.passes.plan_memory import FRESH_RESULT_OPS
 
 PLANNED_RANK = 4
@@ -97,11 +98,7 @@ def _free(value: SSAValue) -> bool:
 def _returns_free_layout(op: func.ReturnOp, position: int) -> bool:
     """Whether the function of `op` returns its result `position` in any layout."""
     function = op.parent_op()
-    attributes = function.res_attrs if isinstance(function, func.FuncOp) else None
-    if attributes is None or position >= len(attributes.data):
-        return False
-    entry = attributes.data[position]
-    return isinstance(entry, DictionaryAttr) and FREE_LAYOUT_ATTR in entry.data
+    return isinstance(function, func.FuncOp) and result_attribute(function, position, FREE_LAYOUT_ATTR) is not None
 
 
 def _multiply_adds(op: buf.ExternOp) -> int | None:
@@ -438,12 +435,8 @@ class PlanLayoutsPass(ModulePass):
     device: str = "cpu"
 
     def __post_init__(self) -> None:
-        if self.convolutions not in CONVOLUTION_CHOICES:
-            raise ValueError(
-                f"convolutions={self.convolutions!r} is not valid; valid values: {', '.join(CONVOLUTION_CHOICES)}"
-            )
-        if self.device not in MEASURED_DEVICES:
-            raise ValueError(f"device={self.device!r} is not valid; valid values: {', '.join(MEASURED_DEVICES)}")
+        check_option("convolutions", self.convolutions, CONVOLUTION_CHOICES)
+        check_option("device", self.device, MEASURED_DEVICES)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         timer = CONVOLUTION_CHOICES[self.convolutions]
@@ -476,6 +469,3 @@ CONVOLUTION_CHOICES: dict[str, Callable[..., LayoutTimes] | None] = {
 }
 """The values of `plan-layouts`' `convolutions` option, with the timer each
 uses (`(extern, copies_input, device=) -> times`)."""
-
-MEASURED_DEVICES = ("cpu", "cuda")
-"""The values of `plan-layouts`' `device` option: where measured convolutions are timed."""

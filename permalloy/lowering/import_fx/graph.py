@@ -64,6 +64,18 @@ FREE_LAYOUT_ATTR = "ptensor.free_layout"
 the program plans for it (a training step's forward graph returns the
 tensors its backward graph reads this way, and reports their strides to
 AOTAutograd); `ptensor.strides` does not apply to it."""
+
+
+def result_attribute(function: func.FuncOp, position: int, name: str) -> Attribute | None:
+    """The attribute `name` (`ptensor.aliases_input`, `ptensor.free_layout`,
+    ...) of the function's result at `position`, if it has one."""
+    attributes = function.res_attrs
+    if attributes is None or position >= len(attributes.data):
+        return None
+    entry = attributes.data[position]
+    return entry.data.get(name) if isinstance(entry, DictionaryAttr) else None
+
+
 RUNTIME_ASSERTIONS = frozenset(
     {
         torch.ops.aten._assert_async.msg,

@@ -236,7 +236,7 @@ def _moving_to_cpu(runner: Callable, positions: Sequence[int]) -> Callable:
 
 def _timing_host_calls(runner: Callable, record: GraphStats) -> Callable:
     """`runner`, timing its calls 2 to `HOST_TIMED_CALLS + 1` into the record's
-    `host_us_per_call`; later calls only count."""
+    `host_us_per_call` (the median of those made so far); later calls only count."""
     times: list[float] = []
     calls = 0
 
@@ -248,8 +248,7 @@ def _timing_host_calls(runner: Callable, record: GraphStats) -> Callable:
         start = time.perf_counter()
         results = runner(*args)
         times.append(time.perf_counter() - start)
-        if len(times) == HOST_TIMED_CALLS:
-            record.host_us_per_call = statistics.median(times) * 1e6
+        record.host_us_per_call = statistics.median(times) * 1e6
         return results
 
     return run

@@ -65,6 +65,29 @@ CASES = {
         (torch.randn(1, 3, 5, 5), torch.randn(3, 2, 3, 3)),
         0,
     ),
+    "convolution_gradients": (
+        lambda dy, x, w: torch.ops.aten.convolution_backward.default(
+            dy, x, w, [4], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True]),
+        (torch.randn(2, 4, 7, 7), torch.randn(2, 4, 7, 7), torch.randn(4, 2, 3, 3)),
+        0,
+    ),
+    "convolution_gradients_masked_and_channels_last": (
+        lambda dy, x, w: (
+            torch.ops.aten.convolution_backward.default(
+                dy, x, w, [4], [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [False, True, False])[1],
+            torch.ops.aten.convolution_backward.default(
+                dy, x, w, [4], [2, 2], [0, 0], [1, 1], False, [0, 0], 1, [True, False, True])[::2],
+        ),
+        (torch.randn(2, 4, 4, 4).to(memory_format=torch.channels_last),
+         torch.randn(2, 3, 9, 9).to(memory_format=torch.channels_last), torch.randn(4, 3, 3, 3)),
+        0,
+    ),
+    "transposed_convolution_gradients": (
+        lambda dy, x, w: torch.ops.aten.convolution_backward.default(
+            dy, x, w, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1, [True, True, False])[:2],
+        (torch.randn(1, 2, 12, 12), torch.randn(1, 3, 5, 5), torch.randn(3, 2, 3, 3)),
+        0,
+    ),
     "fallback_op": (lambda x: torch.median(x, dim=-1).values * 2, (torch.randn(5, 7),), 1),
     "constant": (lambda x: x + torch.tensor([1.0, 2.0, 3.0]), (torch.randn(4, 3),), 1),
     "integers": (lambda x: (x // 3, x % 5, x.sum(-1)), (torch.randint(-50, 50, (6, 9)),), 0),
@@ -221,6 +244,11 @@ GPU_CASES = {
     "attention": (
         lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True) * 2,
         ((2, 4, 32, 16), (2, 4, 32, 16), (2, 4, 32, 16)),
+    ),
+    "convolution_gradients": (
+        lambda dy, x, w: [g * 2 for g in torch.ops.aten.convolution_backward.default(
+            dy, x, w, [8], [1, 1], [1, 1], [1, 1], False, [0, 0], 2, [True, True, True])],
+        ((2, 8, 16, 16), (2, 4, 16, 16), (8, 2, 3, 3)),
     ),
 }
 

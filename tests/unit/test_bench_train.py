@@ -48,6 +48,7 @@ def test_train_json_has_gradient_accuracy_and_both_graphs(
         assert kernels["graphs"] == 2 and kernels["graphs_fell_back"] == 0  # forward, backward
         assert kernels["kernels"] == sum(g["kernels"] for g in kernels["per_graph"])
         assert all(g["compiled"] and g["kernels"] >= 1 for g in kernels["per_graph"])
+        assert all(g["host_us_per_call"] > 0 for g in kernels["per_graph"]), "timed after the timed steps"
     # conv.bias feeds training-mode batch norm: its gradient is zero in exact
     # arithmetic and rounding noise in eager; the floor keeps it from counting.
     assert conv["results"]["permalloy"]["accuracy"]["errors"]["conv.bias"] < 1e-5

@@ -20,7 +20,8 @@ is `aoti_torch_copy_`, `buffer.launch` passes the operands' data pointers
 to a CPU kernel's entry or, for a Triton kernel, each of its launches to
 the driver's `cuLaunchKernel`, the matrix products whose dense result the
 program allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out`
-and `addmm_out`, and convolutions its `convolution`. An argument whose
+and `addmm_out`, convolutions its `convolution` and their gradients its
+`convolution_backward`. An argument whose
 strides differ from its buffer's is copied into a tensor of the buffer's
 layout first.
 
@@ -601,7 +602,7 @@ class NativeHostEmitter:
     def _emit_extern(self, op: buf.ExternOp) -> None:
         for result in op.results:
             self.roots[result] = result
-        if self._emit_product(op) or self._emit_convolution(op):
+        if self._emit_product(op) or self._emit_convolution(op) or self._emit_convolution_backward(op):
             return
         callback = Callback(op, len(op.inputs), self._callback_symbols(op))
         self._emit_callback(op, list(op.inputs), list(op.results), callback)
@@ -644,8 +645,7 @@ class NativeHostEmitter:
         if not buf.buffer_type(result).is_contiguous():
             return False
         name = f"aoti_torch_{self.device}_{product}"
-        arguments = list(op.body.block.args)
-        operands = [self.handle(op.inputs[arguments.index(o)]) for o in op.library_op.operands]
+        operands = self._library_operands(op)
         self._allocate(result)
         scales = []
         if isinstance(op.library_op, pt.AddmmOp):
@@ -654,28 +654,63 @@ class NativeHostEmitter:
         self._checked(name, [self.handle(result), *operands, *scales])
         return True
 
+    def _geometry_arguments(self, op: pt.ConvolutionOp | pt.ConvolutionBackwardOp) -> list[ir.Value]:
+        """A convolution's geometry as the shim takes it: stride, padding and
+        dilation (each an array and its length), transposed, output padding
+        (an array and its length) and groups."""
+        stride, padding, dilation, transposed, output_padding, groups = pt.convolution_geometry(op)
+        arguments = []
+        for values in (stride, padding, dilation):
+            arguments += [self._int64_array([I64(v) for v in values]), I64(len(values))]
+        padding_array = self._int64_array([I64(v) for v in output_padding])
+        return [*arguments, I32(int(transposed)), padding_array, I64(len(output_padding)), I64(groups)]
+
+    def _library_operands(self, op: buf.ExternOp) -> list[ir.Value]:
+        """The handles of the library op's operands, in its order."""
+        arguments = list(op.body.block.args)
+        return [self.handle(op.inputs[arguments.index(o)]) for o in op.library_op.operands]
+
     def _emit_convolution(self, op: buf.ExternOp) -> bool:
         """A convolution through the shim, its result given its planned layout
         as the Python host program gives it; False for other ops."""
         if not isinstance(op.library_op, pt.ConvolutionOp):
             return False
         b = self.cg.builder
-        arguments = list(op.body.block.args)
-        x, weight, *bias = [self.handle(op.inputs[arguments.index(o)]) for o in op.library_op.operands]
+        x, weight, *bias = self._library_operands(op)
         bias_slot = self.cg.alloca(PTR)
         b.store(bias[0] if bias else _NULL, bias_slot)
-        stride, padding, dilation, transposed, output_padding, groups = pt.convolution_geometry(op.library_op)
-        lists = []
-        for values in (stride, padding, dilation):
-            lists += [self._int64_array([I64(v) for v in values]), I64(len(values))]
         (result,) = op.results
         slot = self._owned(result)
         self._checked(
             f"aoti_torch_{self.device}_convolution",
-            [x, weight, bias_slot if bias else _NULL, *lists, I32(int(transposed)),
-             self._int64_array([I64(v) for v in output_padding]), I64(len(output_padding)), I64(groups), slot],
-        )  # fmt: skip
+            [x, weight, bias_slot if bias else _NULL, *self._geometry_arguments(op.library_op), slot],
+        )
         self._conform_result(result, slot)
+        return True
+
+    def _emit_convolution_backward(self, op: buf.ExternOp) -> bool:
+        """A convolution's gradients through the shim: the masked-in ones
+        become the results, each given its planned layout; False for other ops."""
+        if not isinstance(op.library_op, pt.ConvolutionBackwardOp):
+            return False
+        b = self.cg.builder
+        grad_output, x, weight = self._library_operands(op)
+        mask = [int(m) for m in op.library_op.output_mask.data]
+        mask_array = self.cg.alloca(I32, count=len(mask))
+        for position, wanted in enumerate(mask):
+            b.store(I32(wanted), b.gep(mask_array, [I64(position)], source_etype=I32))
+        results = iter(op.results)
+        slots = [self._owned(next(results)) if wanted else self._new_slot() for wanted in mask]
+        self._checked(
+            f"aoti_torch_{self.device}_convolution_backward",
+            [grad_output, x, weight, _NULL, I64(0), *self._geometry_arguments(op.library_op),
+             mask_array, I64(len(mask)), *slots],
+        )  # fmt: skip
+        for wanted, slot in zip(mask, slots):
+            if not wanted:  # an undefined tensor's handle, or none
+                b.call(self.release, [slot])
+        for result in op.results:
+            self._conform_result(result, self.values[result].slot)
         return True
 
     def _conform_result(self, value: SSAValue, slot: ir.Value) -> None:

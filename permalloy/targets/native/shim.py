@@ -46,6 +46,11 @@ for _device in ("cpu", "cuda"):
             "i32",
             ("ptr", "ptr", "ptr", "ptr", "i64", "ptr", "i64", "ptr", "i64", "i32", "ptr", "i64", "i64", "ptr"),
         ),
+        f"aoti_torch_{_device}_convolution_backward": (
+            "i32",
+            ("ptr", "ptr", "ptr", "ptr", "i64", "ptr", "i64", "ptr", "i64", "ptr", "i64", "i32", "ptr", "i64",
+             "i64", "ptr", "i64", "ptr", "ptr", "ptr"),
+        ),
     })  # fmt: skip
 SHIM_FUNCTIONS["aoti_torch_get_current_cuda_stream"] = ("i32", ("i32", "ptr"))
 SHIM_FUNCTIONS["cuLaunchKernel"] = (

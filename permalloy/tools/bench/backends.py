@@ -166,6 +166,16 @@ def _graph_summary(record: dict[str, Any]) -> dict[str, Any]:
     return {key: record.get(key) for key in keys}
 
 
+def add_host_times(result: Any) -> None:
+    """Each permalloy graph's host time per call into `result`'s per-graph
+    summaries: its stats record has it once the graph's first calls after
+    the first ran, which is after the compile the summaries were taken at."""
+    if result is None or not result.kernels:
+        return
+    for summary, record in zip(result.kernels.get("per_graph", ()), permalloy.stats()):
+        summary["host_us_per_call"] = record.get("host_us_per_call")
+
+
 def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:
     """The adapter of backend `name` for `device`."""
     if name == "eager":

@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from permalloy.tools.bench.accuracy import flatten_tensors
-from permalloy.tools.bench.backends import BenchError, make_backend
+from permalloy.tools.bench.backends import BenchError, add_host_times, make_backend
 from permalloy.tools.bench.compile_times import add_first_call_remainder, warm_compile
 from permalloy.tools.bench.explained import explanation, print_explanation, why_explain
 from permalloy.tools.bench.machine import machine_description
@@ -167,6 +167,7 @@ def _run_case(
     try:
         compiled = _prepare_backends(run, result.results)
         _time_backends(run, compiled, result.results)
+        add_host_times(result.results.get("permalloy"))
         if config.profile_kernels:
             _profile_backends(run, compiled, result.results)
     finally:

@@ -15,6 +15,7 @@ import torch
 
 from permalloy.tools.bench import cli, report
 from permalloy.tools.bench.graphs import dynamo_graphs
+from permalloy.tools.bench.kernel_profile import generated_totals
 from permalloy.tools.bench.suites import CaseUnavailable, ModelSuite, make_suite
 from permalloy.tools.bench.profiles import QUICK
 from permalloy.tools.bench.progress import Progress
@@ -48,6 +49,7 @@ def test_models_suite_runs_two_models_end_to_end(capsys: pytest.CaptureFixture[s
         profile = ours["profile"]
         assert profile["back_to_back_ms"] > 0 and profile["top_kernels"]
         assert all(0 <= k["share"] <= 1 for k in profile["top_kernels"])
+        assert profile["generated_ms"] is None and profile["generated_launches"] is None  # GPU only
         assert case["results"]["eager"]["dynamo"] is None
     assert data["geomean"]["permalloy"]["cases"] == 2
 
@@ -146,3 +148,15 @@ def test_merge_refuses_other_configurations(tmp_path, capsys: pytest.CaptureFixt
     capsys.readouterr()
     assert cli.main(["--merge", f"{quick},{train}"]) == 1
     assert "must share device, workload" in capsys.readouterr().err
+
+
+def test_profile_splits_generated_kernels_from_library_ones() -> None:
+    kernels = [
+        ("triton_poi_fused_add_0", 0.002, 3.0),  # Inductor's
+        ("triton_fused_reduce_sum_pointwise_4", 0.001, 1.0),  # permalloy's
+        ("sm80_xmma_fprop_implicit_gemm_f32f32", 0.005, 2.0),  # cuDNN's
+        ("void at::native::elementwise_kernel<128, 2>", 0.004, 5.0),  # eager's
+    ]
+    seconds, launches = generated_totals(kernels)
+    assert seconds == pytest.approx(0.003) and launches == 4.0
+    assert generated_totals([]) == (0, 0)

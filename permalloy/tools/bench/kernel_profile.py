@@ -12,6 +12,10 @@ For each backend of a case, after its timed calls:
 - host time per call: back-to-back time minus kernel time, the time the device
   waits for the host. Near zero when the device is the bottleneck; most of the
   call when launches, allocations and Python dominate.
+- generated kernel time per call and launches (GPU only): the share of the
+  kernel time and launches in kernels a compiler generated (Triton's, named
+  `triton_*` by Inductor and permalloy alike), the rest being library calls
+  (cuDNN, cuBLAS) and eager's own kernels; it tells which side loses.
 - the ten most expensive kernels with each one's time per call and share of the
   backend's kernel time (on a CPU: the profiler's operators by self time).
 """
@@ -29,6 +33,8 @@ TOP_KERNELS = 10
 """How many of a backend's most expensive kernels the profile keeps."""
 KERNEL_NAME_CHARS = 60
 """Kernel names are cut to this many characters in the table (whole in the JSON)."""
+GENERATED_PREFIX = "triton"
+"""How the names of generated GPU kernels begin (Inductor's and permalloy's)."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +70,14 @@ def profile_backend(
     kernel_s = sum(seconds for _, seconds, _ in kernels) if device == "cuda" else None
     total = sum(seconds for _, seconds, _ in kernels)
     top = sorted(kernels, key=lambda k: -k[1])[:TOP_KERNELS]
+    generated = generated_totals(kernels) if device == "cuda" else (None, None)
     return {
         "back_to_back_ms": back_to_back_s * 1e3,
         "kernel_ms": None if kernel_s is None else kernel_s * 1e3,
         "host_ms": None if kernel_s is None else max(back_to_back_s - kernel_s, 0.0) * 1e3,
         "launches": sum(count for _, _, count in kernels) if device == "cuda" else None,
+        "generated_ms": None if generated[0] is None else generated[0] * 1e3,
+        "generated_launches": generated[1],
         "top_kernels": [
             {
                 "name": name,
@@ -79,6 +88,13 @@ def profile_backend(
             for name, seconds, count in top
         ],
     }
+
+
+def generated_totals(kernels: list[tuple[str, float, float]]) -> tuple[float, float]:
+    """The seconds and launches per call of the generated kernels among
+    (name, seconds per call, launches per call)."""
+    generated = [k for k in kernels if k[0].startswith(GENERATED_PREFIX)]
+    return sum(seconds for _, seconds, _ in generated), sum(count for _, _, count in generated)
 
 
 def _profiled_kernels(
@@ -114,7 +130,11 @@ def _profiled_kernels(
 def format_profiles(cases: list[Any], backends: tuple[str, ...]) -> list[str]:
     """The profile section of the table: per case, each backend's times per call
     and its top kernels side by side."""
-    lines = ["", "profile (per call, ms): back-to-back, device kernels, host = back-to-back - kernels"]
+    lines = [
+        "",
+        "profile (per call, ms): back-to-back, device kernels, host = back-to-back - kernels,"
+        " generated kernels' time and launches",
+    ]
     for case in cases:
         profiled = [(b, case.results[b].profile) for b in backends if b in case.results]
         profiled = [(b, p) for b, p in profiled if p is not None]
@@ -129,6 +149,7 @@ def format_profiles(cases: list[Any], backends: tuple[str, ...]) -> list[str]:
             lines.append(
                 f"  {backend:<10} b2b {p['back_to_back_ms']:8.3f}  kernels {_ms(p['kernel_ms'])}"
                 f"  host {_ms(p['host_ms'])}  launches {_count(p['launches'])}"
+                f"  generated {_ms(p.get('generated_ms'))} in {_count(p.get('generated_launches'))}"
             )
         if profiled:
             lines.extend(_top_kernel_rows(profiled))

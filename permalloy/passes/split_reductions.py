@@ -64,10 +64,17 @@ class SplitReductionsPass(ModulePass):
     memory, where one program reduces a block of contiguous channels over
     every position, and a batch's few channels then make few programs.
 
+    A reduction of fewer results splits from fewer reduced elements when its
+    points (results times reduced elements) reach `min-points` and each chunk
+    can keep `min-chunk` of them: batch-norm statistics and gradients over a
+    channels-last batch (256 channels over 32 x 14 x 14) or a layer norm's
+    weight gradient over a few thousand tokens would otherwise run as a
+    handful of programs, each a long walk through memory.
+
     Expects the output of `convert-ptensor-to-loop`; sizes must be static.
     Reductions with at least `max-results` results, or fewer than
-    `min-length` (`image-min-length`) reduced elements, and argmax/argmin,
-    are left as they are.
+    `min-length` (`image-min-length`) reduced elements and fewer than
+    `min-points` points, and argmax/argmin, are left as they are.
 
     Before:
     ```
@@ -96,6 +103,7 @@ class SplitReductionsPass(ModulePass):
     min_programs: int = 16384
     min_chunk: int = 256
     image_min_length: int = 1024
+    min_points: int = 1 << 20
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for reduce in [o for o in op.walk() if isinstance(o, loop.ReduceOp)]:
@@ -119,7 +127,8 @@ class SplitReductionsPass(ModulePass):
         results = math.prod(sizes)
         length = math.prod(reduced)
         min_length = self.image_min_length if reduces_image(reduce) else self.min_length
-        if results >= self.max_results or length < min_length:
+        many_points = results * length >= self.min_points and length >= 2 * self.min_chunk
+        if results >= self.max_results or (length < min_length and not many_points):
             return None
         wanted = -(-self.min_programs // max(results, 1))
         promoted, parallel = 0, 1

@@ -164,6 +164,24 @@ def test_reductions_with_few_results_split_for_parallelism():
     assert record["kernels"] >= 3, "the whole-tensor sum splits in two kernels"
 
 
+def test_reductions_along_rows_walk_their_inner_axis_in_chunks(tmp_path):
+    """Column sums and channels-last batch-norm statistics read along rows
+    that are contiguous in memory: their kernels loop over the reduced axis
+    in chunks (wide blocks of rows), even where it would fit in one block."""
+    x = torch.randn(300, 64, device=DEVICE)
+    image = torch.randn(2, 16, 5, 7, device=DEVICE).to(memory_format=torch.channels_last)
+
+    def statistics(x, image):
+        mean = image.mean((0, 2, 3))
+        return x.sum(0), mean, ((image - mean[:, None, None]) ** 2).mean((0, 2, 3))
+
+    got = compiled(statistics, dump_dir=str(tmp_path))(x, image)
+    for g, expected in zip(got, statistics(x, image)):
+        torch.testing.assert_close(g, expected, rtol=1e-5, atol=1e-5)
+    sources = [k.read_text() for k in sorted(tmp_path.glob("graph_*/*kernel_*reduce*.py"))]
+    assert sources and all("for roffset in range(" in text for text in sources)
+
+
 def test_dynamic_shapes_reuse_kernels():
     fn = compiled(lambda x: torch.softmax(x * 2, -1) + x.sum(0), dynamic=True)
     for rows, cols in [(3, 17), (9, 200), (2, 3000)]:

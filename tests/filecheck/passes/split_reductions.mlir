@@ -80,13 +80,29 @@ func.func @image(%x: !ptensor.tensor<[32, 32, 112, 112], f32>) -> !ptensor.tenso
   func.return %s : !ptensor.tensor<[32, 32], f32>
 }
 
-// The same count over the channels and height is no image's pool: too short to split.
-// DEFAULT-LABEL: func.func @not_image(
-// DEFAULT-NEXT:    loop.reduce sum {{.*}} over [112, 112] -> !ptensor.tensor<[32, 32], f32>
-func.func @not_image(%x: !ptensor.tensor<[32, 112, 112, 32], f32>) -> !ptensor.tensor<[32, 32], f32> {
-  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[32, 112, 112, 32], f32>) over [112, 112] -> !ptensor.tensor<[32, 32], f32> {
+// Batch-norm statistics of a channels-last batch: 256 channels over
+// 32 x 14 x 14 elements, short of `min-length`, but 1.6 million points
+// (`min-points`): the batch splits into 16 chunks of 392 elements, 4096
+// results of the partial reduction instead of 256.
+// DEFAULT-LABEL: func.func @many_points(
+// DEFAULT-NEXT:    %[[P:.*]] = loop.reduce sum ins(%[[A:.*]] = %x : !ptensor.tensor<[32, 256, 14, 14], f32>) over [2, 14, 14] -> !ptensor.tensor<[16, 256], f32> {
+// DEFAULT-NEXT:      %[[V:.*]] = loop.load %[[A]][d0 * 2 + r0, d1, r1, r2] : f32
+// DEFAULT:         loop.reduce sum ins(%{{.*}} = %[[P]] : !ptensor.tensor<[16, 256], f32>) over [16] -> !ptensor.tensor<[256], f32>
+func.func @many_points(%x: !ptensor.tensor<[32, 256, 14, 14], f32>) -> !ptensor.tensor<[256], f32> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[32, 256, 14, 14], f32>) over [32, 14, 14] -> !ptensor.tensor<[256], f32> {
+    %v = loop.load %a[r0, d0, r1, r2] : f32
+    loop.yield %v : f32
+  }
+  func.return %s : !ptensor.tensor<[256], f32>
+}
+
+// Short of both: 64 results of 256 elements stay one reduction.
+// DEFAULT-LABEL: func.func @few_points(
+// DEFAULT-NEXT:    loop.reduce sum {{.*}} over [16, 16] -> !ptensor.tensor<[2, 32], f32>
+func.func @few_points(%x: !ptensor.tensor<[2, 16, 16, 32], f32>) -> !ptensor.tensor<[2, 32], f32> {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[2, 16, 16, 32], f32>) over [16, 16] -> !ptensor.tensor<[2, 32], f32> {
     %v = loop.load %a[d0, r0, r1, d1] : f32
     loop.yield %v : f32
   }
-  func.return %s : !ptensor.tensor<[32, 32], f32>
+  func.return %s : !ptensor.tensor<[2, 32], f32>
 }

@@ -36,6 +36,20 @@
 // CHECK-NOT:     strides
 // CHECK:         func.return
 
+// The image, a graph input in NCHW memory, beside a result's gradient
+// planned channels-last (it follows the next convolution's saved input):
+// the stem's backward call reads a channels-last copy of the image, as the
+// forward's convolution did, rather than have the library copy the gradient.
+// CHECK-LABEL: func.func @image_copied_beside_channels_last_gradient(
+// CHECK:         %[[C:.*]] = buffer.alloc : !buffer.buffer<[2, 3, 5, 5], f32, strides [75, 1, 15, 3]>
+// CHECK-NEXT:    buffer.copy %x0, %[[C]]
+// CHECK-NEXT:    buffer.extern ins(%{{.*}} = %{{.*}} : !buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>, %{{.*}} = %[[C]] : {{.*}}, %{{.*}} = %w0 : {{.*}}) -> (!buffer.buffer<[4, 3, 3, 3], f32>)
+
+// Refusal: an input larger than the gradient is left to the library.
+// CHECK-LABEL: func.func @larger_input_not_copied(
+// CHECK-NOT:     buffer.copy
+// CHECK:         func.return
+
 builtin.module {
   buffer.kernel @pointwise_0(%0: !ptensor.tensor<[2, 4, 5, 5], f32>) -> (!ptensor.tensor<[2, 4, 5, 5], f32>) {
     %1 = loop.pointwise ins(%2 = %0 : !ptensor.tensor<[2, 4, 5, 5], f32>) -> !ptensor.tensor<[2, 4, 5, 5], f32> {
@@ -102,5 +116,35 @@ builtin.module {
     %m = buffer.alloc : !buffer.buffer<[2, 4], f32>
     buffer.launch @fused_reduce_sum_pointwise_1 ins(%dx : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%m : !buffer.buffer<[2, 4], f32>)
     func.return %dw, %m : !buffer.buffer<[4, 4, 3, 3], f32>, !buffer.buffer<[2, 4], f32>
+  }
+  func.func @image_copied_beside_channels_last_gradient(%dy: !buffer.buffer<[2, 4, 5, 5], f32>, %h: !buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>, %w1: !buffer.buffer<[4, 4, 3, 3], f32>, %x0: !buffer.buffer<[2, 3, 5, 5], f32>, %w0: !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[4, 4, 3, 3], f32>, !buffer.buffer<[4, 3, 3, 3], f32>) {
+    %g = buffer.alloc : !buffer.buffer<[2, 4, 5, 5], f32>
+    buffer.launch @pointwise_0 ins(%dy : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%g : !buffer.buffer<[2, 4, 5, 5], f32>)
+    %dh, %dw1 = buffer.extern ins(%a = %g : !buffer.buffer<[2, 4, 5, 5], f32>, %b = %h : !buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>, %c = %w1 : !buffer.buffer<[4, 4, 3, 3], f32>) -> (!buffer.buffer<[2, 4, 5, 5], f32>, !buffer.buffer<[4, 4, 3, 3], f32>) {
+      %r0, %r1 = ptensor.convolution_backward %a, %b, %c stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 0] : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32> -> !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32>
+      buffer.yield %r0, %r1 : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32>
+    }
+    %g2 = buffer.alloc : !buffer.buffer<[2, 4, 5, 5], f32>
+    buffer.launch @pointwise_0 ins(%dh : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%g2 : !buffer.buffer<[2, 4, 5, 5], f32>)
+    %dw0 = buffer.extern ins(%d = %g2 : !buffer.buffer<[2, 4, 5, 5], f32>, %e = %x0 : !buffer.buffer<[2, 3, 5, 5], f32>, %f = %w0 : !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[4, 3, 3, 3], f32>) {
+      %r2 = ptensor.convolution_backward %d, %e, %f stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [0, 1, 0] : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[2, 3, 5, 5], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> !ptensor.tensor<[4, 3, 3, 3], f32>
+      buffer.yield %r2 : !ptensor.tensor<[4, 3, 3, 3], f32>
+    }
+    func.return %dw1, %dw0 : !buffer.buffer<[4, 4, 3, 3], f32>, !buffer.buffer<[4, 3, 3, 3], f32>
+  }
+  func.func @larger_input_not_copied(%dy: !buffer.buffer<[2, 4, 5, 5], f32>, %h: !buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>, %w1: !buffer.buffer<[4, 4, 3, 3], f32>, %x0: !buffer.buffer<[2, 8, 5, 5], f32>, %w0: !buffer.buffer<[4, 8, 3, 3], f32>) -> (!buffer.buffer<[4, 4, 3, 3], f32>, !buffer.buffer<[4, 8, 3, 3], f32>) {
+    %g = buffer.alloc : !buffer.buffer<[2, 4, 5, 5], f32>
+    buffer.launch @pointwise_0 ins(%dy : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%g : !buffer.buffer<[2, 4, 5, 5], f32>)
+    %dh, %dw1 = buffer.extern ins(%a = %g : !buffer.buffer<[2, 4, 5, 5], f32>, %b = %h : !buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>, %c = %w1 : !buffer.buffer<[4, 4, 3, 3], f32>) -> (!buffer.buffer<[2, 4, 5, 5], f32>, !buffer.buffer<[4, 4, 3, 3], f32>) {
+      %r0, %r1 = ptensor.convolution_backward %a, %b, %c stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 0] : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32> -> !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32>
+      buffer.yield %r0, %r1 : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[4, 4, 3, 3], f32>
+    }
+    %g2 = buffer.alloc : !buffer.buffer<[2, 4, 5, 5], f32>
+    buffer.launch @pointwise_0 ins(%dh : !buffer.buffer<[2, 4, 5, 5], f32>) outs(%g2 : !buffer.buffer<[2, 4, 5, 5], f32>)
+    %dw0 = buffer.extern ins(%d = %g2 : !buffer.buffer<[2, 4, 5, 5], f32>, %e = %x0 : !buffer.buffer<[2, 8, 5, 5], f32>, %f = %w0 : !buffer.buffer<[4, 8, 3, 3], f32>) -> (!buffer.buffer<[4, 8, 3, 3], f32>) {
+      %r2 = ptensor.convolution_backward %d, %e, %f stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [0, 1, 0] : !ptensor.tensor<[2, 4, 5, 5], f32>, !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[4, 8, 3, 3], f32> -> !ptensor.tensor<[4, 8, 3, 3], f32>
+      buffer.yield %r2 : !ptensor.tensor<[4, 8, 3, 3], f32>
+    }
+    func.return %dw1, %dw0 : !buffer.buffer<[4, 4, 3, 3], f32>, !buffer.buffer<[4, 8, 3, 3], f32>
   }
 }

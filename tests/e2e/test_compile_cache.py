@@ -286,3 +286,30 @@ def test_training_graphs_hit_and_match_eager(cache: Path) -> None:
     assert (first, second) == (["miss", "miss"], ["hit", "hit"])
     for expected, actual in zip(gradients, loaded, strict=True):
         torch.testing.assert_close(actual, expected, rtol=0, atol=0)
+
+
+def _twins(x, y):
+    return torch.relu(x) * 2 + 1, torch.relu(y) * 2 + 1
+
+
+def test_kernels_of_one_body_compile_once_and_load_once(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two kernels that differ only in name (a model's repeated blocks) share
+    one compiled body, on a miss and on a hit of the compiled-graph cache."""
+    from permalloy.targets.llvm.jit import JIT
+
+    compiled_modules = []
+    load = JIT.load
+    monkeypatch.setattr(
+        JIT, "load", lambda self, text, entry, optimize=True: compiled_modules.append(entry) or load(self, text, entry, optimize)
+    )
+    x, y = _inputs()
+    for expected_cache in ("miss", "hit"):
+        torch._dynamo.reset()  # noqa: SLF001
+        permalloy.reset_stats()
+        compiled = torch.compile(_twins, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+        for got, expected in zip(compiled(x, y), _twins(x, y)):
+            torch.testing.assert_close(got, expected)
+        (record,) = permalloy.stats()
+        assert record["cache"] == expected_cache and record["kernels"] == 2
+    kernels = [entry for entry in compiled_modules if not entry.startswith("permalloy_host")]  # not the host program
+    assert len(kernels) == 1, "the second kernel reuses the first one's code"

@@ -11,6 +11,7 @@ from xdsl.dialects.builtin import ModuleOp
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp
 from permalloy.dialects.ptensor import TensorType
 from permalloy.stats import CompileTimes
+from permalloy.targets import compiled_kernel_key
 from permalloy.targets.llvm.jit import JIT, CompiledLLVMKernel, HostMachine
 from permalloy.targets.llvm.kernel import DEFAULT_PARALLEL_THRESHOLD, KernelEmitter, llvm_name
 from permalloy.targets.llvm.plan import KernelPlan, plan_kernel
@@ -20,7 +21,8 @@ class LLVMTarget:
     """
     Compiles kernels to vectorized, multithreaded host code.
 
-    Compiled kernels are cached per (kernel text, layouts) in this object; one
+    Compiled kernels are cached in this object per `compiled_kernel_key`
+    (kernels that differ only in name share their code); one
     target holds one JIT engine, and keeps the host description it compiles
     for. `parallel_threshold` is the amount of work (elements times reduction
     length) under which a kernel runs on the calling thread alone;
@@ -39,8 +41,8 @@ class LLVMTarget:
         self.f32_lanes = min(vector_bits or self.host.vector_bits, self.host.vector_bits) // 32
         self._jit: JIT | None = None
         self._cache: dict[tuple[str, tuple[str, ...]], CompiledLLVMKernel] = {}
-        self._entries: set[str] = set()
-        """The entry names of the kernels in the JIT, compiled or loaded."""
+        self._entries: dict[str, CompiledLLVMKernel] = {}
+        """The kernels in the JIT, compiled or loaded, by entry name."""
         self.times = CompileTimes()
 
     @property
@@ -50,7 +52,7 @@ class LLVMTarget:
         return self._jit
 
     def compile_kernel(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> CompiledLLVMKernel:
-        key = (str(kernel), tuple(str(layout) for layout in layouts))
+        key = compiled_kernel_key(kernel, layouts)
         compiled = self._cache.get(key)
         if compiled is None:
             name = f"{llvm_name(kernel.sym_name.data)}_{len(self._entries)}"
@@ -62,7 +64,7 @@ class LLVMTarget:
             compiled = CompiledLLVMKernel(
                 address, plan.num_args, len(plan.symbols), source, self.jit, entry=name, object_code=code
             )
-            self._entries.add(name)
+            self._entries[name] = compiled
             self._cache[key] = compiled
         return compiled
 
@@ -92,13 +94,17 @@ class LLVMTarget:
         one on the same host (the compiled-graph cache checks that), loaded
         into this target's JIT without compiling."""
         entry, code = str(artifact["entry"]), artifact["object"]
-        if entry in self._entries or not isinstance(code, bytes):
+        loaded = self._entries.get(entry)
+        if loaded is not None and loaded.object_code == code:
+            return loaded  # kernels of one body share their code
+        if loaded is not None or not isinstance(code, bytes):
             raise ValueError(f"cannot load kernel '{entry}' into this target")
         with self.times.measure("kernel_loading"):
             address = self.jit.load_object(code, entry)
-        self._entries.add(entry)
         tensors, symbols = int(artifact["tensors"]), int(artifact["symbols"])
-        return CompiledLLVMKernel(address, tensors, symbols, None, self.jit, entry=entry, object_code=code)
+        compiled = CompiledLLVMKernel(address, tensors, symbols, None, self.jit, entry=entry, object_code=code)
+        self._entries[entry] = compiled
+        return compiled
 
     def emit_source(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> str:
         """The LLVM IR of `kernel` for `layouts`, before optimization."""

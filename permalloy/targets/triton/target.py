@@ -16,6 +16,7 @@ from pathlib import Path
 
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.stats import CompileTimes
+from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
@@ -329,7 +330,7 @@ class TritonTarget:
         return plan_kernel(kernel, layouts, function_name(kernel.sym_name.data))
 
     def compile_kernel(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> TritonKernel:
-        key = (str(kernel), tuple(str(layout) for layout in layouts))
+        key = compiled_kernel_key(kernel, layouts)  # kernels that differ only in name share one
         compiled = self.compiled.get(key)
         if compiled is None:
             with self.times.measure("kernel_emission"):

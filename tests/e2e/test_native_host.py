@@ -102,6 +102,21 @@ def test_native_and_python_hosts_give_identical_results(name):
     _run_both(fn, *inputs, callbacks=callbacks)
 
 
+def test_convolution_gradients_call_back_without_their_shim_function(monkeypatch):
+    """A libtorch whose shim lacks `convolution_backward` leaves the op to a
+    callback; the rest of the program stays native."""
+    import dataclasses
+
+    import permalloy.targets.native as native
+    from permalloy.targets.native.shim import load_shim
+
+    shim = load_shim()
+    addresses = {k: v for k, v in shim.addresses.items() if not k.endswith("_convolution_backward")}
+    monkeypatch.setattr(native, "load_shim", lambda: dataclasses.replace(shim, addresses=addresses))
+    fn, inputs, _ = CASES["convolution_gradients"]
+    _run_both(fn, *inputs, callbacks=1)
+
+
 def test_symbolic_sizes_are_read_from_the_arguments():
     fn = lambda x, y: (x.softmax(-1) @ y, x.sum(0))  # noqa: E731
     x, y = torch.randn(5, 7), torch.randn(7, 3)

@@ -690,8 +690,11 @@ class NativeHostEmitter:
 
     def _emit_convolution_backward(self, op: buf.ExternOp) -> bool:
         """A convolution's gradients through the shim: the masked-in ones
-        become the results, each given its planned layout; False for other ops."""
-        if not isinstance(op.library_op, pt.ConvolutionBackwardOp):
+        become the results, each given its planned layout; False for other ops
+        (and where this process's libtorch has no such shim function, which
+        leaves the op to a callback)."""
+        name = f"aoti_torch_{self.device}_convolution_backward"
+        if not isinstance(op.library_op, pt.ConvolutionBackwardOp) or name not in self.shim.addresses:
             return False
         b = self.cg.builder
         grad_output, x, weight = self._library_operands(op)
@@ -702,7 +705,7 @@ class NativeHostEmitter:
         results = iter(op.results)
         slots = [self._owned(next(results)) if wanted else self._new_slot() for wanted in mask]
         self._checked(
-            f"aoti_torch_{self.device}_convolution_backward",
+            name,
             [grad_output, x, weight, _NULL, I64(0), *self._geometry_arguments(op.library_op),
              mask_array, I64(len(mask)), *slots],
         )  # fmt: skip

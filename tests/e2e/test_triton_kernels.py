@@ -182,6 +182,24 @@ def test_reductions_along_rows_walk_their_inner_axis_in_chunks(tmp_path):
     assert sources and all("for roffset in range(" in text for text in sources)
 
 
+def test_batch_norm_statistics_of_a_channels_last_batch_split_by_their_points(tmp_path):
+    """256 channels over 32 x 14 x 14 elements: short of `split-reductions`'
+    length, but over a million points, so each sum becomes partial sums over
+    16 chunks of the batch and a sum of those; the results match eager."""
+    x = torch.randn(32, 256, 14, 14, device=DEVICE).to(memory_format=torch.channels_last) + 3
+    dy = torch.randn(32, 256, 14, 14, device=DEVICE).to(memory_format=torch.channels_last)
+
+    def statistics(x, dy):
+        mean = x.mean((0, 2, 3))
+        return mean, (dy * (x - mean[:, None, None])).sum((0, 2, 3))
+
+    got = compiled(statistics, dump_dir=str(tmp_path))(x, dy)
+    for g, expected in zip(got, statistics(x.double(), dy.double())):
+        torch.testing.assert_close(g.double(), expected, rtol=1e-5, atol=1e-4)
+    (split,) = tmp_path.glob("graph_*/*after_split-reductions.mlir")
+    assert "over [2, 14, 14] -> !ptensor.tensor<[16, 256], f32>" in split.read_text()
+
+
 def test_dynamic_shapes_reuse_kernels():
     fn = compiled(lambda x: torch.softmax(x * 2, -1) + x.sum(0), dynamic=True)
     for rows, cols in [(3, 17), (9, 200), (2, 3000)]:

@@ -129,11 +129,15 @@ def _convolution(op: Operation) -> pt.ConvolutionOp | None:
     return None
 
 
+def _is_convolution_backward(op: Operation) -> bool:
+    return isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionBackwardOp)
+
+
 def _follows_channels_last_input(op: Operation) -> bool:
     """Whether `op` is a convolution's backward call whose saved input is
     channels-last: the forward program planned that layout for it (a
     decision the forward measured), and the gradients around it follow."""
-    if not (isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionBackwardOp)):
+    if not _is_convolution_backward(op):
         return False
     saved_input = buf.buffer_type(op.inputs[1])
     return saved_input.rank == PLANNED_RANK and _is_channels_last(saved_input)
@@ -272,11 +276,11 @@ class _LayoutPlanner:
             readers.setdefault(self.components.find(op.inputs[0]), []).append(op)
         nchw: dict[SSAValue, float] = {}
         channels_last: dict[SSAValue, float] = {}
+        trains = {"trains": True} if self._trains() else {}
         for root, ops in sets.items():
             work = [_multiply_adds(op) for op in ops]
             if None not in work and sum(work) < self.min_multiply_adds:
                 continue
-            trains = {"trains": True} if self._trains() else {}
             times = [self.timer(op, _copied_for_channels_last(op.inputs[0]), **trains) for op in ops]
             times += [self.timer(op, False, keeps_nchw=True, **trains) for op in readers.get(root, ())]
             nchw[root] = sum(t.nchw for t in times)
@@ -385,7 +389,7 @@ def _reads_fixed_input_beside_channels_last_gradient(op: Operation) -> bool:
     then reads a channels-last copy of the input, as the forward did, rather
     than have the library copy the gradient back to NCHW (RegNet's stem on a
     CPU: 27 us for the image's copy against 100 us for the gradient's)."""
-    if not (isinstance(op, buf.ExternOp) and isinstance(op.library_op, pt.ConvolutionBackwardOp)):
+    if not _is_convolution_backward(op):
         return False
     gradient, saved_input = (buf.buffer_type(v) for v in op.inputs[:2])
     if gradient.rank != PLANNED_RANK or saved_input.rank != PLANNED_RANK:

@@ -118,4 +118,3 @@ def compiled_kernel_key(kernel: KernelOp, layouts: Sequence[BufferType]) -> tupl
     step has 314 kernels of 128 bodies) share one compiled kernel."""
     text = str(kernel).replace(f"@{kernel.sym_name.data}(", "@kernel(", 1)
     return text, tuple(str(layout) for layout in layouts)
-

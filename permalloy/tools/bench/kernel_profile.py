@@ -70,14 +70,14 @@ def profile_backend(
     kernel_s = sum(seconds for _, seconds, _ in kernels) if device == "cuda" else None
     total = sum(seconds for _, seconds, _ in kernels)
     top = sorted(kernels, key=lambda k: -k[1])[:TOP_KERNELS]
-    generated = generated_totals(kernels) if device == "cuda" else (None, None)
+    generated_s, generated_launches = generated_totals(kernels) if device == "cuda" else (None, None)
     return {
         "back_to_back_ms": back_to_back_s * 1e3,
         "kernel_ms": None if kernel_s is None else kernel_s * 1e3,
         "host_ms": None if kernel_s is None else max(back_to_back_s - kernel_s, 0.0) * 1e3,
         "launches": sum(count for _, _, count in kernels) if device == "cuda" else None,
-        "generated_ms": None if generated[0] is None else generated[0] * 1e3,
-        "generated_launches": generated[1],
+        "generated_ms": None if generated_s is None else generated_s * 1e3,
+        "generated_launches": generated_launches,
         "top_kernels": [
             {
                 "name": name,

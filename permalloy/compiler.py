@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IndexType, ModuleOp
+from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from permalloy.cache import (
@@ -169,6 +169,8 @@ class CompiledGraph:
     output_strides: list[tuple[int, ...] | None] = field(default_factory=list)
     """For each graph output: the strides the program returns it in where it
     chose them (an output of free layout), else None (eager's)."""
+    updated_inputs: tuple[int, ...] = ()
+    """The positions of the graph inputs the program writes (`ptensor.updated`)."""
 
 
 def compile_graph(
@@ -255,7 +257,23 @@ def compile_graph(
     )
     _record_host(program, stats)
     strides = _free_output_strides(module, imported.outputs, free)
-    return CompiledGraph(program, stats, outputs, list(imported.constants), _cpu_outputs(graph), strides)
+    return CompiledGraph(
+        program, stats, outputs, list(imported.constants), _cpu_outputs(graph), strides, _updated_inputs(module)
+    )
+
+
+def _updated_inputs(module: ModuleOp) -> tuple[int, ...]:
+    """The positions of the host function's arguments marked `ptensor.updated`."""
+    from permalloy.lowering.import_fx.graph import UPDATED_ATTR
+
+    host = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    if host.arg_attrs is None:
+        return ()
+    return tuple(
+        position
+        for position, entry in enumerate(host.arg_attrs.data)
+        if isinstance(entry, DictionaryAttr) and UPDATED_ATTR in entry.data
+    )
 
 
 def _free_output_strides(module: ModuleOp, outputs: Sequence[Any], free: frozenset[int]) -> list[tuple[int, ...] | None]:

@@ -4,7 +4,7 @@ The default pipelines, as plain lists of pass names.
 The torch.compile backend runs exactly these names through the same registry
 as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
-    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,squeeze-leading-unit-dims,fuse-loops,cse,dce,convert-loop-to-buffer,plan-memory
+    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,squeeze-leading-unit-dims,fuse-loops,cse,dce,convert-loop-to-buffer,write-input-updates,plan-memory
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ FUSION = ["squeeze-leading-unit-dims", "fuse-loops", "cse", "dce"]
 so that loop ops over the same rows have the same leading size), and
 clean-up of the fused bodies."""
 
-BUFFER_LEVEL = ["convert-loop-to-buffer", "plan-memory"]
-"""The host program over buffers, with kernels as symbols, and its memory plan."""
+BUFFER_LEVEL = ["convert-loop-to-buffer", "write-input-updates", "plan-memory"]
+"""The host program over buffers, with kernels as symbols, the inputs the
+graph updates written in place, and its memory plan."""
 
 
 def default_pipeline(

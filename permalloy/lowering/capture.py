@@ -29,6 +29,9 @@ def aten_backend(compiler: Callable, training_forward: Callable | None = None) -
     inference graph, or for training the forward and the backward graph, split
     by torch's min-cut rematerialization partitioner (which saves few
     activations and recomputes cheap pointwise work in the backward graph).
+    Updates of inputs that need no gradient (batch norm's running statistics,
+    buffers a model writes) stay in the graph, as `copy_` into the input at
+    its end, for the program to write in place.
     `training_forward`, when given, compiles a training step's forward graph
     instead of `compiler` (`saved_for_backward` says which of its outputs the
     backward graph reads).
@@ -49,6 +52,7 @@ def aten_backend(compiler: Callable, training_forward: Callable | None = None) -
                 inference_compiler=compiler,
                 partition_fn=min_cut_rematerialization_partition,
                 decompositions=decomposition_table(),
+                keep_inference_input_mutations=True,
             )(graph, example_inputs)
 
     return backend

@@ -117,6 +117,12 @@ def _plan_memory() -> type[ModulePass]:
     return PlanMemoryPass
 
 
+def _write_input_updates() -> type[ModulePass]:
+    from permalloy.passes.write_input_updates import WriteInputUpdatesPass
+
+    return WriteInputUpdatesPass
+
+
 def _convert_loop_to_buffer() -> type[ModulePass]:
     from permalloy.lowering.convert_loop_to_buffer import ConvertLoopToBufferPass
 
@@ -148,6 +154,7 @@ def all_passes() -> dict[str, PassFactory]:
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-layouts": _plan_layouts,
         "convolutions-as-products": _convolutions_as_products,
+        "write-input-updates": _write_input_updates,
         "plan-memory": _plan_memory,
     }
 

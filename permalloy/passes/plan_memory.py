@@ -11,10 +11,11 @@ from xdsl.dialects.builtin import IntegerAttr, ModuleOp
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 
+from permalloy.analysis.in_place import loads_only_at_its_point
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.sym import SymExprAttr, parallel_index
+from permalloy.dialects.sym import SymExprAttr
 from permalloy.dtypes import torch_dtype
 from permalloy.lowering.index_algebra import always_nonnegative
 
@@ -91,7 +92,7 @@ class PlanMemoryPass(ModulePass):
                 _Planner(function, kernels, self.reuse, self.in_place).run()
 
 
-def _root(value: SSAValue) -> SSAValue:
+def memory_root(value: SSAValue) -> SSAValue:
     """The allocation (or argument) whose memory a buffer value uses."""
     while isinstance(value.owner, buf.ViewOp):
         value = value.owner.source
@@ -121,7 +122,7 @@ def _provably_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     return a == b or sympy.simplify(sympy.sympify(a) - sympy.sympify(b)) == 0
 
 
-def _same_layout(a: buf.BufferType, b: buf.BufferType) -> bool:
+def same_layout(a: buf.BufferType, b: buf.BufferType) -> bool:
     """Whether two buffer layouts are provably the same memory layout."""
     return (
         a.element_type == b.element_type
@@ -180,13 +181,13 @@ class _Planner:
         for position, op in enumerate(ops):
             for value in op.operands:
                 if isinstance(value.type, buf.BufferType):
-                    self.last_use[_root(value)] = position
+                    self.last_use[memory_root(value)] = position
             for result in op.results:
                 if isinstance(result.type, buf.BufferType):
-                    self.last_use.setdefault(_root(result), position)
+                    self.last_use.setdefault(memory_root(result), position)
         end = len(ops)
         for value in self._return().arguments:
-            self.last_use[_root(value)] = end
+            self.last_use[memory_root(value)] = end
 
     def _owned(self, root: SSAValue) -> bool:
         return isinstance(root.owner, buf.AllocOp | buf.ExternOp)
@@ -204,7 +205,7 @@ class _Planner:
         target = self._in_place_target(alloc, position, ops) if self.in_place else None
         if target is not None:
             result.replace_all_uses_with(target)
-            self.last_use[_root(target)] = max(self.last_use[_root(target)], self.last_use.pop(result))
+            self.last_use[memory_root(target)] = max(self.last_use[memory_root(target)], self.last_use.pop(result))
             alloc.detach()
             alloc.erase()
             return
@@ -250,14 +251,14 @@ class _Planner:
         if kernel is None:
             return None
         layout = buf.buffer_type(alloc.result)
-        roots = [_root(v) for v in launch.inputs]
+        roots = [memory_root(v) for v in launch.inputs]
         for index, value in enumerate(launch.inputs):
             root = roots[index]
             if (
                 self._writable(root)
                 and self.last_use.get(root) == position + 1
                 and isinstance(value.type, buf.BufferType)
-                and _same_layout(value.type, layout)
+                and same_layout(value.type, layout)
                 and roots.count(root) == 1
                 and _reads_only_where_it_writes(kernel, index)
             ):
@@ -299,16 +300,4 @@ def _reads_only_where_it_writes(kernel: buf.KernelOp, index: int) -> bool:
     members = [op for op in kernel.body.block.ops if not isinstance(op, buf.YieldOp)]
     if len(members) != 1 or not isinstance(members[0], loop.PointwiseOp):
         return False
-    pointwise = members[0]
-    argument = kernel.body.block.args[index]
-    identity = tuple(parallel_index(i) for i in range(pointwise.parallel_rank))
-    for operand, inner in zip(pointwise.inputs, pointwise.body.block.args):
-        if operand != argument:
-            continue
-        for use in inner.uses:
-            load = use.operation
-            if not isinstance(load, loop.LoadOp) or load.mask is not None or load.index_values:
-                return False
-            if tuple(load.indices.data) != identity:
-                return False
-    return True
+    return loads_only_at_its_point(members[0], kernel.body.block.args[index])

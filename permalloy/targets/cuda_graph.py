@@ -9,7 +9,11 @@ compiles and autotunes every kernel; the next call captures one run into a
 stayed the same through the warm-up (parameters, buffers) are read in place;
 the others are copied into static buffers before each replay, all in one
 launch. Results are cloned out of the graph's memory (again one launch), so
-a later replay never changes what an earlier call returned. Calls with CPU
+a later replay never changes what an earlier call returned. Arguments the
+graph writes (`updated`, batch norm's running statistics) are written where
+they are read in place; a copied one is copied back after each replay, and
+the warm-up run that precedes a capture leaves them as they were, so that
+the capturing call writes them once. Calls with CPU
 tensors, and signatures whose capture fails (an op that synchronizes with
 the host), run normally.
 
@@ -53,8 +57,10 @@ class _Capture:
     fixed_positions: list[int] = field(default_factory=list)
     copied_positions: list[int] = field(default_factory=list)
     value_positions: list[int] = field(default_factory=list)
+    copied_back: list[int] = field(default_factory=list)
+    """The copied arguments the graph writes, copied back after a replay."""
 
-    def captured(self, graph: Any, args: Sequence[Any]) -> None:
+    def captured(self, graph: Any, args: Sequence[Any], updated: tuple[int, ...] = ()) -> None:
         """Keep `graph`, and which arguments it reads in place, copies or takes
         as values, for `admits`."""
         self.graph = graph
@@ -63,6 +69,7 @@ class _Capture:
             i for i, (a, fixed) in enumerate(zip(args, self.fixed)) if isinstance(a, torch.Tensor) and not fixed
         ]
         self.value_positions = [i for i, a in enumerate(args) if not isinstance(a, torch.Tensor)]
+        self.copied_back = [i for i in self.copied_positions if i in updated]
 
     def admits(self, args: Sequence[Any]) -> bool:
         """Whether `args` can replay this graph: the parameters where they were,
@@ -90,6 +97,10 @@ class _Capture:
                 [self.inputs[i] for i in self.copied_positions], [args[i] for i in self.copied_positions]
             )
         self.graph.replay()
+        if self.copied_back:
+            torch._foreach_copy_(  # noqa: SLF001
+                [args[i] for i in self.copied_back], [self.inputs[i] for i in self.copied_back]
+            )
         return _clone(self.outputs)
 
 
@@ -110,9 +121,11 @@ _DATA_POINTERS_EQUAL = getattr(torch._C, "_tensors_data_ptrs_at_indices_equal", 
 class CudaGraphRunner:
     """Runs `run(*args)` through CUDA graphs after `warmup` plain calls per signature."""
 
-    def __init__(self, run: Callable[..., Any], warmup: int = 2):
+    def __init__(self, run: Callable[..., Any], warmup: int = 2, updated: tuple[int, ...] = ()):
         self.run = run
         self.warmup = warmup
+        self.updated = updated
+        """The positions of the arguments the graph writes."""
         self.captures: dict[tuple, _Capture] = {}
         self.replays = 0
         self.last: _Capture | None = None
@@ -160,17 +173,20 @@ class CudaGraphRunner:
         ]
         graph = torch.cuda.CUDAGraph()
         try:
+            kept = [(state.inputs[i], _like(state.inputs[i])) for i in self.updated]
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(side):
                 self.run(*state.inputs)
             torch.cuda.current_stream().wait_stream(side)
+            for written, before in kept:
+                written.copy_(before)
             with torch.cuda.graph(graph):
                 state.outputs = self.run(*state.inputs)
         except Exception:  # noqa: BLE001 - a graph that cannot be captured runs normally
             state.failed = True
             return False
-        state.captured(graph, args)
+        state.captured(graph, args, self.updated)
         return True
 
 

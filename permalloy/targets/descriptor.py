@@ -62,7 +62,7 @@ def boolean(value: Any) -> str | None:
     return None if isinstance(value, bool) else f"takes True or False, got {value!r}"
 
 
-def _unchanged(run: Callable[..., Any], mode: str) -> Callable[..., Any]:
+def _unchanged(run: Callable[..., Any], mode: str, updated: tuple[int, ...] = ()) -> Callable[..., Any]:
     return run
 
 
@@ -122,8 +122,9 @@ class TargetDescriptor:
     """Given the device types of a graph's inputs, why it cannot compile for
     them (None when it can), beyond `devices`: a GPU target on CPU tensors under
     an interpreter, say."""
-    host_runtime: Callable[[Callable[..., Any], str], Callable[..., Any]] = _unchanged
-    """`host_runtime(run, mode)`: how a compiled graph's runner runs in a mode."""
+    host_runtime: Callable[[Callable[..., Any], str, tuple[int, ...]], Callable[..., Any]] = _unchanged
+    """`host_runtime(run, mode, updated)`: how a compiled graph's runner runs
+    in a mode (`updated`: the positions of the arguments it writes)."""
 
     def pipeline(
         self,

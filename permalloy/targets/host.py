@@ -31,6 +31,7 @@ from permalloy.targets.externs import extern_call, extern_into_call
 
 SYMBOL_ATTR = "ptensor.symbol"
 ON_CPU_ATTR = "ptensor.on_cpu"
+UPDATED_ATTR = "ptensor.updated"
 
 
 NO_SYMBOLS = MappingProxyType({})
@@ -195,6 +196,9 @@ class _Emitter:
     extern_count: int = 0
     launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
     """Each launch's compiled kernel and the symbols it takes."""
+    updated: list[SSAValue] = field(default_factory=list)
+    """The arguments the program writes (`ptensor.updated`): a copy of one in
+    the expected layout is copied back into the caller's tensor at the end."""
 
     def name(self, value: SSAValue) -> str:
         if value not in self.names:
@@ -240,6 +244,9 @@ class _Emitter:
                         self.bound.add(size.name)
         for position, arg in enumerate(args):
             if isinstance(arg.type, buf.BufferType):
+                if argument_attribute(self.function, position, UPDATED_ATTR) is not None:
+                    self.lines.append(f"{self.name(arg)}_caller = {self.name(arg)}")
+                    self.updated.append(arg)
                 self._move_to_gpu_for_kernels(position, arg)
                 self._conform_argument(arg)
                 self.roots[arg] = self.name(arg)
@@ -285,6 +292,9 @@ class _Emitter:
         elif isinstance(op, buf.DeallocOp):
             self.lines.append(f"del {self.name(op.buffer)}")
         elif isinstance(op, func.ReturnOp):
+            for arg in self.updated:
+                name = self.name(arg)
+                self.lines.append(f"if {name} is not {name}_caller: {name}_caller.copy_({name})")
             values = "".join(f"{self.name(v)}, " for v in op.arguments)
             self.lines.append(f"return ({values})")
         else:

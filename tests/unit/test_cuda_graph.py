@@ -74,8 +74,9 @@ def test_a_replay_is_admitted_only_for_arguments_the_graph_was_captured_for():
     weight, x = torch.randn(8), torch.randn(3, 8)
     state = _Capture(addresses=[None, weight.data_ptr(), None], fixed=[False, True, False])
     state.inputs = [x.clone(), weight, 2]
-    state.captured(graph=object(), args=[x, weight, 2])
+    state.captured(graph=object(), args=[x, weight, 2], updated=(0, 1))
     assert (state.fixed_positions, state.copied_positions, state.value_positions) == ([1], [0], [2])
+    assert state.copied_back == [0]  # the written parameter is written where it is
     assert state.admits((torch.randn(3, 8), weight, 2))
     assert not state.admits((torch.randn(3, 8), weight.clone(), 2))  # the parameter moved
     assert not state.admits((torch.randn(4, 8), weight, 2))
@@ -101,3 +102,26 @@ def test_replays_follow_the_arguments_signatures_and_moved_parameters():
         x = torch.randn(3, 8, device="cuda")
         (scaled, _shifted) = runner(x, moved)
         torch.testing.assert_close(scaled, x * moved)
+
+
+@needs_cuda
+def test_an_argument_the_graph_writes_is_written_once_per_call():
+    """A fixed argument (a buffer) is written where it is; a copied one is
+    copied back after each replay; the capturing call writes either once."""
+
+    def run(x, counter):
+        counter.add_(1)
+        return (x * counter,)
+
+    runner = CudaGraphRunner(run, warmup=2, updated=(1,))
+    counter = torch.zeros(1, device="cuda")
+    for call in range(1, 6):
+        x = torch.randn(4, device="cuda")
+        (out,) = runner(x, counter)
+        torch.testing.assert_close(out, x * call)
+    assert int(counter) == 5 and runner.replays == 3
+    for _ in range(3):
+        fresh = torch.zeros(1, device="cuda")
+        (out,) = runner(x, fresh)
+        torch.testing.assert_close(out, x)
+        assert int(fresh) == 1

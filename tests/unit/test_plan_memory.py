@@ -33,7 +33,7 @@ from permalloy.passes.plan_memory import (
     _bytes,
     _Planner,
     _reads_only_where_it_writes,
-    _same_layout,
+    same_layout,
     peak_of,
 )
 from permalloy.targets.host import build_host_program
@@ -334,9 +334,9 @@ def test_the_donor_is_one_that_fits_in_every_other():
 
 
 def test_layouts_spelled_differently_are_the_same_layout():
-    assert _same_layout(buffer_type(B("s0 * (s1 + 1)")), buffer_type(B("s0 * s1 + s0")))
-    assert not _same_layout(buffer_type(B("s0 * s1")), buffer_type(B("s0 * s1 + s0")))
-    assert not _same_layout(buffer_type(B("s0, 4")), buffer_type(B("s0, 4", "f32", ", strides [1, s0]")))
+    assert same_layout(buffer_type(B("s0 * (s1 + 1)")), buffer_type(B("s0 * s1 + s0")))
+    assert not same_layout(buffer_type(B("s0 * s1")), buffer_type(B("s0 * s1 + s0")))
+    assert not same_layout(buffer_type(B("s0, 4")), buffer_type(B("s0, 4", "f32", ", strides [1, s0]")))
 
 
 # --------------------------------------------------------------------------

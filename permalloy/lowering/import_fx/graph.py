@@ -10,7 +10,11 @@ Function arguments, in order: the graph's placeholders (tensors as
 
 Results: the graph's tensor outputs, in order. Outputs that are not tensors
 (None, an int, a SymInt) are not results; `ImportResult.outputs` says, for
-each output of the graph, which result it is or which value it has.
+each output of the graph, which result it is or which value it has. After
+them, one result per input the graph updates in place (an `aten.copy_` into
+a placeholder, which AOTAutograd writes at the end of a graph that keeps its
+input mutations): the input's new value, marked `ptensor.updates_input`,
+which `write-input-updates` turns into a write of that argument.
 
 Runtime assertions (`_assert_async`, `_assert_scalar`) are left out: they
 compute nothing, and the IR has no side effects.
@@ -30,6 +34,7 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
+    IntegerAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     IndexType,
@@ -38,7 +43,7 @@ from xdsl.dialects.builtin import (
     TensorType as BuiltinTensorType,
     UnitAttr,
 )
-from xdsl.ir import Attribute, Block, Region, SSAValue
+from xdsl.ir import Attribute, Block, BlockArgument, Region, SSAValue
 from xdsl.utils.exceptions import VerifyException
 
 from permalloy.dialects import ptensor
@@ -59,6 +64,14 @@ ALIAS_ATTR = "ptensor.aliases_input"
 """A result attribute: the graph returns a view of one of its inputs (whose
 memory the result may share); any other result the function returns is
 new memory, never an input's."""
+UPDATES_ATTR = "ptensor.updates_input"
+"""A result attribute (the position of an argument): the result is the new
+value of that argument, which the program writes into it; not a graph
+output."""
+UPDATED_ATTR = "ptensor.updated"
+"""An argument attribute: the program writes into this argument (its
+`ptensor.updates_input` result, written in place by `write-input-updates`);
+a host program that conforms it into a copy copies the copy back."""
 FREE_LAYOUT_ATTR = "ptensor.free_layout"
 """A result attribute: the caller takes the result in whatever dense layout
 the program plans for it (a training step's forward graph returns the
@@ -157,6 +170,7 @@ def import_graph(
     signature = _Signature()
     on_gpu = any(_device_type(n) == "cuda" for n in gm.graph.nodes if n.op == "placeholder")
     outputs: list = []
+    updates: dict[int, SSAValue] = {}
     labels: dict[str, tuple[str, str]] = {}
     for position, node in enumerate(gm.graph.nodes):
         ctx.node = node
@@ -169,13 +183,15 @@ def import_graph(
             ctx.values[node] = _placeholder(ctx, signature, node, on_gpu)
         elif node.op == "get_attr":
             ctx.values[node] = _get_attr(ctx, signature, gm, node)
+        elif node.target is torch.ops.aten.copy_.default:
+            ctx.values[node] = _input_update(ctx, node, updates)
         elif node.op == "call_function":
             ctx.values[node] = _call_function(ctx, node)
         elif node.op == "output":
             outputs = _output(ctx, node, free_layout_outputs)
         else:
             raise ctx.error(f"unsupported FX node kind '{node.op}'")
-    module = _module(ctx, signature, name, outputs)
+    module = _module(ctx, signature, name, outputs, updates)
     if ctx.fallback_ops:
         warnings.warn(
             "permalloy runs these ATen ops with torch (ptensor.fallback): "
@@ -278,6 +294,40 @@ def _call_function(ctx: ImportContext, node: fx.Node):
     if is_library_op(node):
         ctx.extern_ops.append(str(node.target))
     return value
+
+
+def _input_update(ctx: ImportContext, node: fx.Node, updates: dict[int, SSAValue]) -> SSAValue:
+    """`copy_(input, value)`: `value`, broadcast to the input's shape in its
+    dtype, recorded in `updates` as the new value of the argument (by
+    position), which the function returns for the program to write. The
+    graph must not read the input after it (AOTAutograd writes these copies
+    last)."""
+    target, source = node.args[0], node.args[1]
+    argument = ctx.values.get(target) if isinstance(target, fx.Node) else None
+    if not (isinstance(target, fx.Node) and target.op == "placeholder" and isinstance(argument, BlockArgument)):
+        raise ctx.error("copies into a value that is not a graph input; only inputs are updated in place")
+    example = ctx.meta(target)
+    if any(stride == 0 and size != 1 for size, stride in zip(example.shape, example.stride())):
+        raise ctx.error("updates an input that repeats its elements (a stride of 0)")
+    later = [user for user in target.users if user is not node and _after(user, node)]
+    if later:
+        raise ctx.error(f"reads the input {target.name} after updating it in place (in {later[0].name})")
+    result = ctx.result_type(node)
+    value = ctx.cast(ctx.tensor(source), result.element_type)
+    if not ptensor.shapes_equal(ptensor.tensor_type(value).sizes, result.sizes):
+        value = ctx.emit(ptensor.ExpandOp(value, result))
+    updates[argument.index] = value
+    return value
+
+
+def _after(node: fx.Node, anchor: fx.Node) -> bool:
+    """Whether `node` comes after `anchor` in their graph."""
+    current = anchor.next
+    while current.op != "root":
+        if current is node:
+            return True
+        current = current.next
+    return False
 
 
 def _getitem(ctx: ImportContext, node: fx.Node):
@@ -396,10 +446,21 @@ def _result_attributes(ctx: ImportContext, output: _OutputExample) -> dict[str, 
     return _layout(ctx, output.example, output.strides) | aliases
 
 
-def _module(ctx: ImportContext, signature: _Signature, name: str, outputs) -> ModuleOp:
-    returned = [v for _, v in outputs if v is not None]
+def _update_attributes(signature: _Signature, position: int) -> dict[str, Attribute]:
+    """An update result's attributes: the argument it updates, and that
+    argument's layout, which the program writes."""
+    attributes: dict[str, Attribute] = {UPDATES_ATTR: IntegerAttr(position, 64)}
+    strides = signature.attributes[position].get(STRIDES_ATTR)
+    if strides is not None:
+        attributes[STRIDES_ATTR] = strides
+    return attributes
+
+
+def _module(ctx: ImportContext, signature: _Signature, name: str, outputs, updates: dict[int, SSAValue]) -> ModuleOp:
+    returned = [v for _, v in outputs if v is not None] + list(updates.values())
     ctx.block.add_op(func.ReturnOp(*returned))
     result_layouts = [_result_attributes(ctx, output) for output in ctx.output_examples]
+    result_layouts += [_update_attributes(signature, position) for position in updates]
     function = func.FuncOp(
         name,
         ([a.type for a in ctx.block.args], [v.type for v in returned]),

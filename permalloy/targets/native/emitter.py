@@ -50,7 +50,7 @@ from permalloy.dialects import ptensor as pt
 from permalloy.dtypes import torch_dtype
 from permalloy.targets.externs import extern_into_call
 from permalloy.targets.externs.library import addmm_scales
-from permalloy.targets.host import ON_CPU_ATTR, argument_attribute, extern_symbols, index_argument_symbol
+from permalloy.targets.host import ON_CPU_ATTR, UPDATED_ATTR, argument_attribute, extern_symbols, index_argument_symbol
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.types import I32, I64, PTR
@@ -159,6 +159,10 @@ class NativeHostEmitter:
     argument_copies: dict[SSAValue, ir.Value] = field(default_factory=dict)
     """The slot of each tensor argument's copy in its buffer's layout (null
     where the argument had that layout)."""
+    updated: dict[SSAValue, ir.Value] = field(default_factory=dict)
+    """The handle of each argument the program writes (`ptensor.updated`):
+    its copy, where it has one, is copied back into it at the end (and kept
+    until then)."""
 
     def emit(self) -> NativeHostSource:
         self.module = ir.Module(name="permalloy_host")
@@ -312,10 +316,12 @@ class NativeHostEmitter:
                             sizes = b.load(sizes, typ=PTR)
                         self.symbols[size.name] = b.load(b.gep(sizes, [I64(dim)], source_etype=I64), typ=I64)
         self.tensor_words = [w for arg, w in zip(args, words) if isinstance(arg.type, buf.BufferType)]
-        for arg, word in zip(args, words):
+        for position, (arg, word) in enumerate(zip(args, words)):
             if isinstance(arg.type, buf.BufferType):
                 self._conform_argument(arg, word)
                 self.roots[arg] = arg
+                if argument_attribute(self.function, position, UPDATED_ATTR) is not None:
+                    self.updated[arg] = word
         return kinds
 
     def _conform_argument(self, arg: SSAValue, word: ir.Value) -> None:
@@ -754,6 +760,15 @@ class NativeHostEmitter:
 
     def _emit_return(self, op: func.ReturnOp) -> None:
         b = self.cg.builder
+        for arg, word in self.updated.items():
+            copied = b.load(self.argument_copies[arg], typ=PTR)
+            back = self.llvm_function.append_basic_block(f"copy_back{arg.index}")
+            done = self.llvm_function.append_basic_block(f"copied_back{arg.index}")
+            b.cbranch(b.icmp_unsigned("==", copied, _NULL), done, back)
+            b.position_at_end(back)
+            self._checked("aoti_torch_copy_", [word, copied, I32(0)])
+            b.branch(done)
+            b.position_at_end(done)
         for i, value in enumerate(op.arguments):
             self._checked("aoti_torch_new_tensor_handle", [self.handle(value), b.gep(self.results, [I64(i)], source_etype=PTR)])
         b.branch(self.cleanup)
@@ -762,7 +777,7 @@ class NativeHostEmitter:
         """Release the handles whose last use `op` is."""
         for value in self.last_use.get(op, ()):
             slot = self.values[value].slot if value in self.values else None
-            if slot is None:
+            if slot is None and value not in self.updated:
                 slot = self.argument_copies.get(value)
             if slot is not None:
                 self.cg.builder.call(self.release, [slot])

@@ -54,13 +54,14 @@ def _input_problem(devices: set[str]) -> str | None:
     return None
 
 
-def _host_runtime(run, mode: str):
-    """`reduce-overhead` replays the graph as a CUDA graph after a warm-up."""
+def _host_runtime(run, mode: str, updated: tuple[int, ...] = ()):
+    """`reduce-overhead` replays the graph as a CUDA graph after a warm-up
+    (`updated`: the arguments the graph writes)."""
     if mode != "reduce-overhead":
         return run
     from permalloy.targets.cuda_graph import CudaGraphRunner
 
-    return CudaGraphRunner(run)
+    return CudaGraphRunner(run, updated=updated)
 
 
 TARGET = TargetDescriptor(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xdsl.context import Context
 from xdsl.dialects import func
@@ -62,12 +62,15 @@ class WriteInputUpdatesPass(ModulePass):
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, buf.KernelOp)}
+        functions = [f for f in op.ops if isinstance(f, func.FuncOp) and f.body.blocks]
         launches = Counter(
-            launch.kernel.root_reference.data for launch in op.walk() if isinstance(launch, buf.LaunchOp)
+            launch.kernel.root_reference.data
+            for function in functions
+            for launch in function.body.block.ops
+            if isinstance(launch, buf.LaunchOp)
         )
-        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if function.body.blocks:
-                _Updates(op, function, kernels, launches, self.in_place).write()
+        for function in functions:
+            _Updates(op, function, kernels, launches, self.in_place).write()
 
 
 @dataclass
@@ -79,6 +82,9 @@ class _Updates:
     kernels: dict[str, buf.KernelOp]
     launches: Counter[str]
     in_place: bool
+    positions: dict[Operation, int] = field(default_factory=dict)
+    last_reads: dict[SSAValue, int] = field(default_factory=dict)
+    """The position of the last op before the return reading each argument's memory."""
 
     def write(self) -> None:
         terminator = self.function.body.block.last_op
@@ -93,14 +99,29 @@ class _Updates:
         arguments = self.function.body.block.args
         updated = {arguments[index] for index in updates.values()}
         kept = [v for position, v in enumerate(terminator.arguments) if position not in updates]
+        # values that are (views of) updated arguments are copied where they
+        # are defined, before any update is written
+        values = {
+            position: self._snapshot(value) if memory_root(value) in updated else value
+            for position, value in ((p, terminator.arguments[p]) for p in updates)
+        }
+        self._find_reads(updated)
         for position, index in updates.items():
-            value, argument = terminator.arguments[position], arguments[index]
-            if memory_root(value) in updated:
-                value = self._snapshot(value)
-            elif self._write_in_place(value, argument, also_returned=value in kept):
+            value, argument = values[position], arguments[index]
+            if value is terminator.arguments[position] and self._write_in_place(value, argument, value in kept):
                 continue
             Rewriter.insert_op(buf.CopyOp(value, argument), InsertPoint.before(terminator))
         self._drop_results(terminator, updates, kept)
+
+    def _find_reads(self, updated: set[BlockArgument]) -> None:
+        """Number the ops and find where each updated argument is last read."""
+        for position, op in enumerate(self.function.body.block.ops):
+            self.positions[op] = position
+            if isinstance(op, func.ReturnOp):
+                continue
+            for operand in op.operands:
+                if isinstance(operand.type, buf.BufferType) and (root := memory_root(operand)) in updated:
+                    self.last_reads[root] = position
 
     # -- in place ------------------------------------------------------------------
 
@@ -146,13 +167,10 @@ class _Updates:
         return True
 
     def _read_after(self, argument: BlockArgument, writer: Operation) -> bool:
-        """Whether an op after `writer` (before the return) reads the argument's memory."""
-        op = writer.next_op
-        while op is not None and not isinstance(op, func.ReturnOp):
-            if any(isinstance(o.type, buf.BufferType) and memory_root(o) is argument for o in op.operands):
-                return True
-            op = op.next_op
-        return False
+        """Whether an op after `writer` (before the return) reads the
+        argument's memory (writing one argument in place adds no reads of
+        another, so the positions found first hold)."""
+        return self.last_reads.get(argument, -1) > self.positions[writer]
 
     def _replace(self, value: SSAValue, argument: BlockArgument) -> None:
         """The argument takes the place of `value`'s allocation."""

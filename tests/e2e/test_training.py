@@ -376,3 +376,42 @@ def _imported_signature(dump_dir, index: int) -> tuple[int, int]:
     arguments = signature.split("(", 1)[1].split(") ->")[0].count("!ptensor.tensor")
     results = signature.split(") ->", 1)[1].count("!ptensor.tensor") if ") ->" in signature else 0
     return arguments, results
+
+
+# --------------------------------------------------------------------------
+# Attention in training graphs
+# --------------------------------------------------------------------------
+
+
+def _masked_attention(q, k, v, mask):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+
+
+@pytest.mark.parametrize("keys, fused", [(16, True), (12, False)], ids=["aligned", "unaligned"])
+def test_training_attention_keeps_the_fused_kernels_where_they_take_its_mask(keys, fused) -> None:
+    """A training step calls torch's fused attention and its fused backward,
+    both library ops, where the mask's key length is a multiple of 16 (else
+    torch would pad the mask, and attention is its math); either way the
+    gradients are eager's."""
+    from permalloy.lowering.capture import capture_training_graphs
+
+
+    generator = torch.Generator().manual_seed(3)
+    q = torch.randn(2, 3, 8, 16, generator=generator)
+    k, v = (torch.randn(2, 3, keys, 16, generator=generator) for _ in range(2))
+    mask = torch.rand(2, 1, 8, keys, generator=generator) > 0.2  # boolean: no gradient of its own
+    mask[..., 0] = True
+    _forward, backward = capture_training_graphs(_masked_attention, q, k, v, mask)
+    targets = {str(n.target) for n in backward.graph_module.graph.nodes if n.op == "call_function"}
+    assert ("aten._scaled_dot_product_flash_attention_for_cpu_backward.default" in targets) == fused
+    torch._dynamo.reset()
+    permalloy.reset_stats()
+    leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    compiled = torch.compile(_masked_attention, backend="permalloy", options={"target": "llvm", "fallback": "raise"})
+    compiled(*leaves, mask).sum().backward()
+    expected = [t.clone().requires_grad_(True) for t in (q, k, v)]
+    _masked_attention(*expected, mask).sum().backward()
+    for actual, reference in zip(leaves, expected, strict=True):
+        torch.testing.assert_close(actual.grad, reference.grad, rtol=1e-4, atol=1e-5)
+    assert all(not record["fallback_ops"] for record in permalloy.stats())
+    torch._dynamo.reset()

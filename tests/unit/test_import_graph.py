@@ -259,21 +259,44 @@ def test_attention_mask_repeating_along_keys_is_made_dense() -> None:
         torch.testing.assert_close(actual, expected)
 
 
-def test_attention_whose_logsumexp_is_used_falls_back() -> None:
-    gm = make_fx(lambda q: _flash_attention(q, True), tracing_mode="fake")(torch.randn(1, 2, 4, 8))
-    result = import_quietly(gm)
+def test_attention_whose_logsumexp_is_used_is_called_whole() -> None:
+    """A training step's forward attention, whose log-sum-exp its backward
+    reads, is the fused ATen op called whole: a library op, not a fallback."""
+    q = torch.randn(1, 2, 4, 8)
+    gm = make_fx(lambda q: _flash_attention(q, True), tracing_mode="fake")(q)
+    result = import_graph(gm)
     assert ops_named(result.module, ptensor.AttentionOp) == []
-    assert result.fallback_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
-    assert result.extern_ops == []
+    assert result.fallback_ops == []
+    assert result.extern_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
+    for actual, expected in zip(run_function(result.module, [q]), _flash_attention(q, True), strict=True):
+        torch.testing.assert_close(actual, expected)
 
 
-def test_attention_with_dropout_falls_back() -> None:
+def test_attention_backward_is_called_whole() -> None:
+    q, grad = torch.randn(1, 2, 4, 8), torch.randn(1, 2, 4, 8)
+
+    def backward(q, grad):
+        output, logsumexp = aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.0, True)
+        return aten._scaled_dot_product_flash_attention_for_cpu_backward(grad, q, q, q, output, logsumexp, 0.0, True)
+
+    result = import_graph(make_fx(backward, tracing_mode="fake")(q, grad))
+    assert result.fallback_ops == []
+    assert result.extern_ops == [
+        "aten._scaled_dot_product_flash_attention_for_cpu.default",
+        "aten._scaled_dot_product_flash_attention_for_cpu_backward.default",
+    ]
+    for actual, expected in zip(run_function(result.module, [q, grad]), backward(q, grad), strict=True):
+        torch.testing.assert_close(actual, expected)
+
+
+def test_attention_with_dropout_is_called_whole() -> None:
     def fn(q):
         return aten._scaled_dot_product_flash_attention_for_cpu(q, q, q, 0.5)[0]
 
     gm = make_fx(fn, tracing_mode="fake")(torch.randn(1, 2, 4, 8))
-    result = import_quietly(gm)
-    assert result.fallback_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
+    result = import_graph(gm)
+    assert result.fallback_ops == []
+    assert result.extern_ops == ["aten._scaled_dot_product_flash_attention_for_cpu.default"]
 
 
 def test_integer_matrix_products_fall_back() -> None:

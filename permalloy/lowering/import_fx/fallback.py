@@ -112,6 +112,18 @@ DECLINED = "its converter does not take these arguments"
 def import_fallback(ctx: ImportContext, node: fx.Node, reason: str = NO_CONVERTER) -> Any:
     """Import a node as `ptensor.fallback`, recording `reason`, why it falls
     back; its value as a converter gives it."""
+    value = torch_call(ctx, node)
+    ctx.fallback_ops.append(str(node.target))
+    ctx.fallback_reasons.append(reason)
+    return value
+
+
+def torch_call(ctx: ImportContext, node: fx.Node) -> Any:
+    """A node as `ptensor.fallback`, its ATen op run by torch as the graph
+    calls it, recorded as nothing else: a converter's choice for a library
+    op best called whole (fused attention's training variants, whose extra
+    results only the same library's backward reads). Its value as a
+    converter gives it."""
     operands = FallbackOperands()
     args = [encode(ctx, a, operands) for a in node.args]
     kwargs = _kept_kwargs(node)
@@ -123,8 +135,6 @@ def import_fallback(ctx: ImportContext, node: fx.Node, reason: str = NO_CONVERTE
     types, positions = _result_types(ctx, node)
     op = ptensor.FallbackOp(str(node.target), operands.values, args, types, kwargs_attr)
     ctx.block.add_op(op)
-    ctx.fallback_ops.append(str(node.target))
-    ctx.fallback_reasons.append(reason)
     results = [None if p is None else op.results[p] for p in positions]
     if isinstance(node.meta.get("val"), list | tuple):
         return tuple(results)

@@ -18,6 +18,7 @@ from permalloy.dialects import ptensor
 from permalloy.lowering import complex_fft  # noqa: F401 - defines the FFT custom ops named below
 from permalloy.lowering.import_fx.common import Converter, argument
 from permalloy.lowering.import_fx.context import ImportContext
+from permalloy.lowering.import_fx.fallback import torch_call
 
 aten = torch.ops.aten
 
@@ -176,22 +177,24 @@ def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: in
     An SDPA variant, given where its mask (position, or None for keyword-only,
     and name), dropout and causal arguments are. Grouped-query attention
     (fewer key/value heads than query heads, as `enable_gqa` allows) reads
-    each key/value head once per query head of its group. Attention with
-    dropout, a symbolic scale, symbolic head counts that differ, or a use of
-    the extra results (log-sum-exp and the like) falls back.
+    each key/value head once per query head of its group. A training step's
+    forward, whose extra results (log-sum-exp, the dropout's seed) its
+    backward reads, and attention with dropout or a symbolic scale, are the
+    ATen op called whole (`torch_call`), as is the backward
+    (`attention_backward`); symbolic head counts that differ fall back.
     """
 
     def convert(ctx: ImportContext, node: fx.Node):
         several = _several(node)
         if several and not _only_first_result_used(node):
-            return ctx.decline("the graph reads results after the first (log-sum-exp, ...)")
+            return torch_call(ctx, node)
         if not _floats(ctx, node):
             return None
         if argument(node, dropout_index, "dropout_p", 0.0):
-            return ctx.decline("dropout inside attention")
+            return torch_call(ctx, node)
         scale = ctx.scalar(node.kwargs.get("scale"))
         if isinstance(scale, sympy.Basic):
-            return ctx.decline("a symbolic scale")
+            return torch_call(ctx, node)
         query, key, value = (ctx.tensor(a) for a in node.args[:3])
         groups = _query_groups(query, key)
         if groups is None:
@@ -219,6 +222,12 @@ def attention(mask: tuple[int | None, str], dropout_index: int, causal_index: in
         return (result,) + (None,) * (len(node.meta["val"]) - 1)
 
     return convert
+
+
+def attention_backward(ctx: ImportContext, node: fx.Node):
+    """The backward of a fused attention kernel, the ATen op called whole: it
+    reads the forward's extra results in that kernel's own format."""
+    return torch_call(ctx, node)
 
 
 def embedding_backward(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
@@ -282,6 +291,10 @@ CONVERTERS: dict = {
     aten._scaled_dot_product_cudnn_attention.default: attention(
         (3, "attn_bias"), 5, 6
     ),
+    aten._scaled_dot_product_flash_attention_for_cpu_backward.default: attention_backward,
+    aten._scaled_dot_product_flash_attention_backward.default: attention_backward,
+    aten._scaled_dot_product_efficient_attention_backward.default: attention_backward,
+    aten._scaled_dot_product_cudnn_attention_backward.default: attention_backward,
 }
 """Converters by ATen overload."""
 

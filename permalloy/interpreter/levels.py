@@ -76,3 +76,14 @@ def module_level(module: ModuleOp) -> str:
 
 
 __all__ = ["make_level_interpreter", "module_level", "run_module_function"]
+
+
+def with_only_function(module: ModuleOp, name: str) -> ModuleOp:
+    """A copy of `module` keeping its kernels and, of its functions, only
+    `name`: one case of a test file holding many, to run or transform alone."""
+    clone = module.clone()
+    for op in list(clone.ops):
+        if isinstance(op, func.FuncOp) and op.sym_name.data != name:
+            op.detach()
+            op.erase()
+    return clone

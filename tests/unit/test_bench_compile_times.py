@@ -56,7 +56,7 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process(capsys: pytest.CaptureFi
     assert data["config"]["warm_compile"] and data["config"]["compile_times"]
     warm = _permalloy_result(data)["warm_compile"]
     assert "error" not in warm, warm
-    assert warm["cache_hits"] == 1 and warm["cache_misses"] == 0
+    assert warm["cache_hits"] == 1 and warm["cache_misses"] == 0, warm
     assert warm["passes"] == {} and warm["kernel_compilation"] == 0 and warm["kernel_loading"] > 0
     assert 0 < warm["permalloy_s"] < warm["first_call_s"]
     assert os.environ.get("PERMALLOY_CACHE_DIR") == before, "the session restores the cache directory"

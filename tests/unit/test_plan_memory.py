@@ -25,7 +25,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import make_context
 from permalloy.dialects.sym import FloorDiv, SymExprAttr, symbol
 from permalloy.dtypes import torch_dtype
-from permalloy.interpreter.levels import run_module_function
+from permalloy.interpreter.levels import run_module_function, with_only_function
 from permalloy.passes import build_pipeline
 from permalloy.passes.plan_memory import (
     PEAK_ATTR,
@@ -369,16 +369,6 @@ def _inputs(function: func.FuncOp) -> list[torch.Tensor]:
     return inputs
 
 
-def _one_function(module: ModuleOp, name: str) -> ModuleOp:
-    """The kernels of `module` and only its function `name`."""
-    clone = module.clone()
-    for op in list(clone.ops):
-        if isinstance(op, func.FuncOp) and op.sym_name.data != name:
-            op.detach()
-            op.erase()
-    return clone
-
-
 def test_the_lit_test_has_the_cases_it_documents():
     assert {"in_place", "viewed_twice", "fallback_result", "reuse", "unused", "symbolic"} <= set(
         LIT_FUNCTIONS
@@ -392,7 +382,7 @@ def test_the_lit_test_has_the_cases_it_documents():
     ids=LIT_FUNCTIONS + SYMBOLIC_FUNCTIONS,
 )
 def test_plan_memory_preserves_results(path, name, options):
-    before = _one_function(_lit_module(path), name)
+    before = with_only_function(_lit_module(path), name)
     after = before.clone()
     build_pipeline(f"plan-memory{options}").apply(make_context(), after)
     after = parse(str(after))
@@ -416,7 +406,7 @@ def test_plan_memory_preserves_results(path, name, options):
 def test_writing_over_a_transposed_view_of_itself_would_be_wrong():
     """What the `viewed_twice` case guards against, shown: the compiled
     program, forced to update in place, gives another result."""
-    module = _one_function(_lit_module(), "viewed_twice")
+    module = with_only_function(_lit_module(), "viewed_twice")
     text = str(module)
     forced = re.sub(
         r"%b = buffer.alloc : [^\n]+\n(\s+)buffer.launch @add ins\(%a, %t : ([^)]*)\) outs\(%b : ([^)]*)\)\n(\s+)func.return %b",

@@ -22,7 +22,7 @@ from permalloy.analysis.in_place import writes_over_input
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import make_context
 from permalloy.dtypes import torch_dtype
-from permalloy.interpreter.levels import run_module_function
+from permalloy.interpreter.levels import run_module_function, with_only_function
 from permalloy.lowering.import_fx.graph import UPDATES_ATTR, result_attribute
 from permalloy.passes import build_pipeline
 from permalloy.targets.host import build_host_program
@@ -34,15 +34,6 @@ LIT_FUNCTIONS = re.findall(r"^  func\.func @(\w+)\(", LIT_TEST.read_text(), re.M
 
 def _module() -> ModuleOp:
     return Parser(make_context(), LIT_TEST.read_text()).parse_module()
-
-
-def _one_function(module: ModuleOp, name: str) -> ModuleOp:
-    clone = module.clone()
-    for op in list(clone.ops):
-        if isinstance(op, func.FuncOp) and op.sym_name.data != name:
-            op.detach()
-            op.erase()
-    return clone
 
 
 def _inputs(function: func.FuncOp) -> list[torch.Tensor]:
@@ -72,7 +63,7 @@ def test_the_lit_test_has_the_cases_it_documents():
 @pytest.mark.parametrize("options", ["", "{in-place=false}"])
 @pytest.mark.parametrize("name", LIT_FUNCTIONS)
 def test_the_arguments_end_with_the_new_values(name, options):
-    before = _one_function(_module(), name)
+    before = with_only_function(_module(), name)
     after = before.clone()
     build_pipeline(f"write-input-updates{options}").apply(make_context(), after)
     after = Parser(make_context(), str(after)).parse_module()
@@ -101,7 +92,7 @@ def test_the_arguments_end_with_the_new_values(name, options):
 def test_a_strided_argument_copied_by_the_host_gets_its_new_value_back():
     """An argument that arrives in other strides than the program's is
     conformed into a copy; the host copies the copy back at the end."""
-    module = _one_function(_module(), "count")
+    module = with_only_function(_module(), "count")
     build_pipeline("write-input-updates").apply(make_context(), module)
     wide = torch.zeros(4, 2)
     argument = wide[:, 0]

@@ -159,6 +159,12 @@ class NativeHostEmitter:
     argument_copies: dict[SSAValue, ir.Value] = field(default_factory=dict)
     """The slot of each tensor argument's copy in its buffer's layout (null
     where the argument had that layout)."""
+    pointer_views: dict[SSAValue, tuple[SSAValue, ir.Value]] = field(default_factory=dict)
+    """Views that only launches read (`_pointer_views`): no tensor of their
+    own, their data pointer their root's plus the offset in bytes given
+    here; a call that needs a handle makes one for that op."""
+    temporary_slots: list[ir.Value] = field(default_factory=list)
+    """Handles made for the op being emitted, released after it."""
     updated: dict[SSAValue, ir.Value] = field(default_factory=dict)
     """The handle of each argument the program writes (`ptensor.updated`):
     its copy, where it has one, is copied back into it at the end (and kept
@@ -176,6 +182,7 @@ class NativeHostEmitter:
         self.status = self.cg.alloca(I32, init=I32(0), name="status")
         self.cleanup = self.llvm_function.append_basic_block("cleanup")
         self.last_use = _last_uses(self.function)
+        self.pointer_only = _pointer_views(self.function)
         self.index = 0  # failures name the arguments' layouts, then the ops from 1
         arguments = self._bind_arguments()
         self._symbol_array()
@@ -257,6 +264,8 @@ class NativeHostEmitter:
         return slot
 
     def handle(self, value: SSAValue) -> ir.Value:
+        if value in self.pointer_views:
+            return self._view_handle(value)
         entry = self.values[value]
         if entry.slot is None:
             return entry.handle
@@ -468,7 +477,13 @@ class NativeHostEmitter:
         b = self.cg.builder
         pointers = self.cg.alloca(PTR, count=max(len(operands), 1))
         for i, operand in enumerate(operands):
-            self._call("aoti_torch_get_data_ptr", [self.handle(operand), b.gep(pointers, [I64(i)], source_etype=PTR)])
+            place = b.gep(pointers, [I64(i)], source_etype=PTR)
+            if operand in self.pointer_views:
+                root, offset = self.pointer_views[operand]
+                self._call("aoti_torch_get_data_ptr", [self.handle(root), place])
+                b.store(b.gep(b.load(place, typ=PTR), [offset], source_etype=ir.IntType(8)), place)
+            else:
+                self._call("aoti_torch_get_data_ptr", [self.handle(operand), place])
         return pointers
 
     def _emit_launch(self, op: buf.LaunchOp) -> None:
@@ -598,12 +613,30 @@ class NativeHostEmitter:
         layout = buf.buffer_type(op.result)
         root = self.roots[op.source]
         self.roots[op.result] = root
+        if op.result in self.pointer_only:
+            (offset,) = self._exprs([layout.offset.expr])
+            itemsize = torch_dtype(layout.element_type).itemsize
+            self.pointer_views[op.result] = (root, self.cg.builder.mul(offset, I64(itemsize)))
+            return
         sizes = self._int64_array(self._exprs(layout.sizes))
         strides = self._int64_array(self._exprs(layout.strides.data))
         (offset,) = self._exprs([layout.offset.expr])
         source = self.handle(root)
         slot = self._owned(op.result)
         self._checked("aoti_torch__reinterpret_tensor", [source, I64(len(layout.sizes)), sizes, strides, offset, slot])
+
+    def _view_handle(self, value: SSAValue) -> ir.Value:
+        """A handle of a pointer-only view, made here for the op being
+        emitted (a launch's Python fallback) and released after it."""
+        layout = buf.buffer_type(value)
+        root, _ = self.pointer_views[value]
+        sizes = self._int64_array(self._exprs(layout.sizes))
+        strides = self._int64_array(self._exprs(layout.strides.data))
+        (offset,) = self._exprs([layout.offset.expr])
+        slot = self._new_slot()
+        self._checked("aoti_torch__reinterpret_tensor", [self.handle(root), I64(len(layout.sizes)), sizes, strides, offset, slot])
+        self.temporary_slots.append(slot)
+        return self.cg.builder.load(slot, typ=PTR)
 
     def _emit_extern(self, op: buf.ExternOp) -> None:
         for result in op.results:
@@ -774,7 +807,10 @@ class NativeHostEmitter:
         b.branch(self.cleanup)
 
     def _release_after(self, op: Operation) -> None:
-        """Release the handles whose last use `op` is."""
+        """Release the handles made for `op` and those whose last use it is."""
+        for slot in self.temporary_slots:
+            self.cg.builder.call(self.release, [slot])
+        self.temporary_slots.clear()
         for value in self.last_use.get(op, ()):
             slot = self.values[value].slot if value in self.values else None
             if slot is None and value not in self.updated:
@@ -798,7 +834,9 @@ class NativeHostEmitter:
 def _reads(op: Operation, roots: dict[SSAValue, SSAValue]) -> list[SSAValue]:
     """The tensor values whose handles `op` reads."""
     if isinstance(op, buf.LaunchOp):
-        return [*op.inputs, *op.outputs]
+        operands = [*op.inputs, *op.outputs]
+        # a pointer-only view's root must outlive the view's launches
+        return [*operands, *(roots[v] for v in operands if v in roots and roots[v] is not v)]
     if isinstance(op, buf.ExternOp):
         return list(op.inputs)
     if isinstance(op, buf.ViewOp):
@@ -835,3 +873,16 @@ def _last_uses(function: func.FuncOp) -> dict[Operation, list[SSAValue]]:
         if op is not None and not isinstance(op, func.ReturnOp):
             by_op.setdefault(op, []).append(value)
     return by_op
+
+
+def _pointer_views(function: func.FuncOp) -> set[SSAValue]:
+    """The views whose every use is an operand of a launch, a free, or the
+    source of another view (which the program takes of the root): a launch
+    needs only their data pointer, so the program makes no tensor for them."""
+    views = set()
+    for op in function.body.block.ops:
+        if isinstance(op, buf.ViewOp) and all(
+            isinstance(use.operation, buf.LaunchOp | buf.DeallocOp | buf.ViewOp) for use in op.result.uses
+        ):
+            views.add(op.result)
+    return views

@@ -23,6 +23,8 @@ and results, so a kernel says what to compute and the host program where.
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from collections.abc import Sequence
 
 import sympy
@@ -442,7 +444,8 @@ class LaunchOp(IRDLOperation):
 class ExternOp(IRDLOperation):
     """
     Calls a library or a fallback op, run by torch, on the contents of buffers;
-    the results come back in new buffers. The body holds the ptensor op on the
+    the results come back in new buffers (or, marked `buffer.writes_first_input`,
+    the one result in its first input's). The body holds the ptensor op on the
     argument values and yields its results.
 
     ```
@@ -454,6 +457,12 @@ class ExternOp(IRDLOperation):
     """
 
     name = "buffer.extern"
+
+    WRITES_FIRST_INPUT: ClassVar[str] = "buffer.writes_first_input"
+    """An attribute (unit) of an extern whose op runs in its in-place form
+    (`index_put_`): the call writes its one result over its first input's
+    memory, which the result then is (`write-input-updates` sets it where
+    that input is an argument the graph updates)."""
 
     inputs = var_operand_def(BufferType)
     results_ = var_result_def(BufferType)

@@ -14,6 +14,7 @@ from xdsl.rewriter import InsertPoint, Rewriter
 
 from permalloy.analysis.in_place import writes_over_input
 from permalloy.dialects import buffer as buf
+from permalloy.dialects import ptensor as pt
 from permalloy.lowering.import_fx.graph import ON_CPU_ATTR, UPDATED_ATTR, UPDATES_ATTR, result_attribute
 from permalloy.passes.plan_memory import memory_root, same_layout
 
@@ -33,7 +34,11 @@ class WriteInputUpdatesPass(ModulePass):
       the argument takes the buffer's place, or, where the function also
       returns the value as a graph output, becomes one more output of the
       launch, the kernel yielding the value twice;
-    - a `buffer.copy`, when the function does not also return the value.
+    - a `buffer.copy`, when the function does not also return the value;
+    - an extern's `index_put` of the argument (a cache written at some rows),
+      when nothing else it reads is the argument's memory and the function
+      does not also return the value: it runs in place (`index_put_`,
+      `buffer.writes_first_input`), and the argument takes its result's place.
     Any other new value is copied into its argument at the end (`buffer.copy`
     before the return). Each updated argument is marked `ptensor.updated`, so
     that a host program that gives it a copy in its expected layout copies
@@ -128,9 +133,13 @@ class _Updates:
     def _write_in_place(self, value: SSAValue, argument: BlockArgument, also_returned: bool) -> bool:
         """Make the one op writing `value`'s buffer write `argument` too (or
         instead), where that is safe; whether it did."""
-        if not self.in_place or self._on_cpu(argument) or not isinstance(value.owner, buf.AllocOp):
+        if not self.in_place or self._on_cpu(argument):
             return False
         if not same_layout(buf.buffer_type(value), buf.buffer_type(argument)):
+            return False
+        if isinstance(value.owner, buf.ExternOp):
+            return self._extern_in_place(value.owner, value, argument, also_returned)
+        if not isinstance(value.owner, buf.AllocOp):
             return False
         writers = _writers(value)
         if len(writers) != 1:
@@ -150,6 +159,23 @@ class _Updates:
             self._add_output(writer, value, argument)
         else:
             self._replace(value, argument)
+        return True
+
+    def _extern_in_place(
+        self, extern: buf.ExternOp, value: SSAValue, argument: BlockArgument, also_returned: bool
+    ) -> bool:
+        """An `index_put` of the argument (a cache written at some rows) runs
+        in place (`index_put_`) where nothing else reads the argument, then or
+        after, and the function returns the new value only as the update."""
+        if also_returned or not isinstance(extern.library_op, pt.IndexPutOp) or len(extern.results) != 1:
+            return False
+        inputs = list(extern.inputs)
+        if not inputs or inputs[0] is not argument or argument.type != value.type:
+            return False
+        if any(memory_root(other) is argument for other in inputs[1:]) or self._read_after(argument, extern):
+            return False
+        extern.attributes[buf.ExternOp.WRITES_FIRST_INPUT] = UnitAttr()
+        value.replace_all_uses_with(argument)
         return True
 
     def _launch_may_write(self, launch: buf.LaunchOp, value: SSAValue, argument: BlockArgument) -> bool:

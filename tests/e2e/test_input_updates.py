@@ -148,3 +148,47 @@ def test_reduce_overhead_replays_write_the_buffers_once_per_call(fresh_backend):
     assert int(model.calls) == 6
     for name, expected in reference.named_buffers():
         torch.testing.assert_close(dict(model.named_buffers())[name], expected, rtol=1e-4, atol=1e-5)
+
+
+class StaticCache(nn.Module):
+    """A decoder's static key cache: each call writes its step's row in place
+    (`index_copy_`) and attends over the whole cache."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("keys", torch.zeros(2, 16, 8))
+
+    def forward(self, key, position):
+        self.keys.index_copy_(1, position, key)
+        return self.keys.sum(1)
+
+
+@pytest.mark.parametrize("host", ["python", "native"])
+def test_a_cache_row_is_written_in_place(host, tmp_path, fresh_backend):
+    """The row goes straight into the caller's cache (`index_put_`): no copy
+    of the cache into new memory and back."""
+    model, reference = StaticCache(), StaticCache()
+    options = {"target": "llvm", "host": host, "fallback": "raise", "dump_dir": str(tmp_path)}
+    compiled = torch.compile(model, backend="permalloy", options=options)
+    storage = model.keys.data_ptr()
+    with torch.no_grad():
+        for step in range(3):
+            key = torch.randn(2, 1, 8, generator=torch.Generator().manual_seed(step))
+            position = torch.tensor([step])
+            torch.testing.assert_close(compiled(key, position), reference(key, position))
+    torch.testing.assert_close(model.keys, reference.keys)
+    assert model.keys.data_ptr() == storage
+    (planned,) = sorted(tmp_path.glob("graph_000/*after_plan-memory.mlir"))
+    text = planned.read_text()
+    assert "buffer.writes_first_input" in text and "buffer.copy" not in text
+
+
+def test_a_cache_row_on_the_triton_target(triton_device, fresh_backend):
+    model, reference = StaticCache().to(triton_device), StaticCache().to(triton_device)
+    compiled = torch.compile(model, backend="permalloy", options={"target": "triton", "fallback": "raise"})
+    with torch.no_grad():
+        for step in range(2):
+            key = to_test_device(torch.randn(2, 1, 8, generator=torch.Generator().manual_seed(step)), triton_device)
+            position = to_test_device(torch.tensor([step]), triton_device)
+            torch.testing.assert_close(compiled(key, position), reference(key, position))
+    torch.testing.assert_close(model.keys, reference.keys)

@@ -41,8 +41,11 @@ def _inputs(function: func.FuncOp) -> list[torch.Tensor]:
     tensors = []
     for layout in function.function_type.inputs.data:
         assert isinstance(layout, buf.BufferType)
-        sizes = [int(s) for s in layout.sizes]
-        tensors.append(torch.randn(sizes, generator=generator, dtype=torch_dtype(layout.element_type)))
+        sizes, dtype = [int(s) for s in layout.sizes], torch_dtype(layout.element_type)
+        if dtype.is_floating_point:
+            tensors.append(torch.randn(sizes, generator=generator, dtype=dtype))
+        else:  # indices: rows of the lit test's 4-row buffers
+            tensors.append(torch.randint(0, 4, sizes, generator=generator, dtype=dtype))
     return tensors
 
 
@@ -57,7 +60,7 @@ def _updates(function: func.FuncOp) -> dict[int, int]:
 
 
 def test_the_lit_test_has_the_cases_it_documents():
-    assert {"count", "running_mean", "read_after", "reversed", "copied", "swapped"} <= set(LIT_FUNCTIONS)
+    assert {"count", "running_mean", "read_after", "reversed", "copied", "cache_rows", "swapped"} <= set(LIT_FUNCTIONS)
 
 
 @pytest.mark.parametrize("options", ["", "{in-place=false}"])

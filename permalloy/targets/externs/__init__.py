@@ -23,7 +23,7 @@ from xdsl.ir import Operation
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.buffer import ExternOp
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors
-from permalloy.targets.externs.data import DATA_CALLS
+from permalloy.targets.externs.data import DATA_CALLS, IN_PLACE_CALLS
 from permalloy.targets.externs.elementwise import ELEMENTWISE_CALLS
 from permalloy.targets.externs.fallback import fallback_call
 from permalloy.targets.externs.library import LIBRARY_CALLS, LIBRARY_INTO_CALLS
@@ -42,11 +42,14 @@ class NoDirectCallError(ValueError):
 
 
 def extern_call(extern: ExternOp) -> ExternCall:
-    """The callable that runs an extern's op on the tensors of its inputs."""
+    """The callable that runs an extern's op on the tensors of its inputs (in
+    its in-place form where the extern says it writes its first input)."""
     op = extern.library_op
-    make = DIRECT_CALLS.get(type(op))
+    in_place = ExternOp.WRITES_FIRST_INPUT in extern.attributes
+    make = (IN_PLACE_CALLS if in_place else DIRECT_CALLS).get(type(op))
     if make is None:
-        raise NoDirectCallError(f"the host program cannot call {op.name} into torch")
+        form = "in place " if in_place else ""
+        raise NoDirectCallError(f"the host program cannot call {op.name} {form}into torch")
     call = make(op)
     positions = _operand_positions(extern)
     return call if positions is None else _on_operands(call, positions)

@@ -99,6 +99,21 @@ def _index_put(op: pt.IndexPutOp) -> ExternCall:
     return call
 
 
+def _index_put_in_place(op: pt.IndexPutOp) -> ExternCall:
+    dims, accumulate = op.dims.data, op.accumulate is not None
+    index_put_ = torch.ops.aten.index_put_.default
+
+    def call(tensors, symbols) -> tuple:
+        x, *indices, values = tensors
+        return (index_put_(x, indices_by_dim(x.dim(), dims, indices), values, accumulate),)
+
+    return call
+
+
+IN_PLACE_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {pt.IndexPutOp: _index_put_in_place}
+"""The in-place form of the ops an extern marked `buffer.writes_first_input` holds."""
+
+
 DATA_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     pt.CatOp: _cat,
     pt.PadOp: _pad,

@@ -36,6 +36,15 @@ builtin.module {
     }
     buffer.yield %2, %5 : !ptensor.tensor<[4], f32>, !ptensor.tensor<[4], f32>
   }
+  buffer.kernel @add_one_rows(%0: !ptensor.tensor<[4, 4], f32>) -> (!ptensor.tensor<[4, 4], f32>) {
+    %1 = loop.pointwise ins(%2 = %0 : !ptensor.tensor<[4, 4], f32>) -> !ptensor.tensor<[4, 4], f32> {
+      %3 = loop.load %2[d0, d1] : f32
+      %4 = arith.constant 1.000000e+00 : f32
+      %5 = arith.addf %3, %4 : f32
+      loop.yield %5 : f32
+    }
+    buffer.yield %1 : !ptensor.tensor<[4, 4], f32>
+  }
   buffer.kernel @shift(%0: !ptensor.tensor<[4], f32>) -> (!ptensor.tensor<[4], f32>) {
     %1 = loop.pointwise ins(%2 = %0 : !ptensor.tensor<[4], f32>) -> !ptensor.tensor<[4], f32> {
       %3 = loop.load %2[3 - d0] : f32
@@ -127,6 +136,27 @@ builtin.module {
     %a = buffer.alloc : !buffer.buffer<[4], f32>
     buffer.copy %m, %a : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>
     func.return %a : !buffer.buffer<[4], f32>
+  }
+
+// A cache written at some rows by torch's `index_put`: the call runs in place
+// on the argument (`index_put_`), and what read its result reads the argument.
+// CHECK-LABEL: func.func @cache_rows(%cache: !buffer.buffer<[4, 4], f32> {ptensor.updated}, %rows: !buffer.buffer<[1], i64>, %row: !buffer.buffer<[1, 4], f32>) -> !buffer.buffer<[4, 4], f32> {
+// CHECK-NEXT:    %{{.*}} = buffer.extern ins(%{{.*}} = %cache : {{.*}}) -> (!buffer.buffer<[4, 4], f32>) attributes {buffer.writes_first_input} {
+// CHECK:         %b = buffer.alloc : !buffer.buffer<[4, 4], f32>
+// CHECK-NEXT:    buffer.launch @add_one_rows ins(%cache : {{.*}}) outs(%b : {{.*}})
+// CHECK-NEXT:    func.return %b : !buffer.buffer<[4, 4], f32>
+// Not in place, torch's `index_put` makes a new tensor, copied in at the end.
+// COPY-LABEL: func.func @cache_rows(
+// COPY-NOT:      buffer.writes_first_input
+// COPY:          buffer.copy %a, %cache
+  func.func @cache_rows(%cache: !buffer.buffer<[4, 4], f32>, %rows: !buffer.buffer<[1], i64>, %row: !buffer.buffer<[1, 4], f32>) -> (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32> {ptensor.updates_input = 0 : i64}) {
+    %a = buffer.extern ins(%x = %cache : !buffer.buffer<[4, 4], f32>, %i = %rows : !buffer.buffer<[1], i64>, %v = %row : !buffer.buffer<[1, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+      %p = ptensor.index_put %x[%i] dims [0], %v : !ptensor.tensor<[4, 4], f32>, !ptensor.tensor<[1, 4], f32>, [!ptensor.tensor<[1], i64>] -> !ptensor.tensor<[4, 4], f32>
+      buffer.yield %p : !ptensor.tensor<[4, 4], f32>
+    }
+    %b = buffer.alloc : !buffer.buffer<[4, 4], f32>
+    buffer.launch @add_one_rows ins(%a : !buffer.buffer<[4, 4], f32>) outs(%b : !buffer.buffer<[4, 4], f32>)
+    func.return %b, %a : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>
   }
 
 // Two inputs swapped: each new value is the other's old one, copied before

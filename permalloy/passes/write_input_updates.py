@@ -111,9 +111,12 @@ class _Updates:
             for position, value in ((p, terminator.arguments[p]) for p in updates)
         }
         self._find_reads(updated)
+        # a value written into several arguments is copied into each
+        shared = {v for v in values.values() if list(values.values()).count(v) > 1}
         for position, index in updates.items():
             value, argument = values[position], arguments[index]
-            if value is terminator.arguments[position] and self._write_in_place(value, argument, value in kept):
+            alone = value is terminator.arguments[position] and value not in shared
+            if alone and self._write_in_place(value, argument, value in kept):
                 continue
             Rewriter.insert_op(buf.CopyOp(value, argument), InsertPoint.before(terminator))
         self._drop_results(terminator, updates, kept)

@@ -159,6 +159,19 @@ builtin.module {
     func.return %b, %a : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[4, 4], f32>
   }
 
+// One new value for two inputs: copied into each.
+// CHECK-LABEL: func.func @one_value_twice(%n: !buffer.buffer<[4], f32> {ptensor.updated}, %m: !buffer.buffer<[4], f32> {ptensor.updated}) {
+// CHECK-NEXT:    %a = buffer.alloc : !buffer.buffer<[4], f32>
+// CHECK-NEXT:    buffer.launch @add_one ins(%n : {{.*}}) outs(%a : {{.*}})
+// CHECK-NEXT:    buffer.copy %a, %n
+// CHECK-NEXT:    buffer.copy %a, %m
+// CHECK-NEXT:    func.return
+  func.func @one_value_twice(%n: !buffer.buffer<[4], f32>, %m: !buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32> {ptensor.updates_input = 0 : i64}, !buffer.buffer<[4], f32> {ptensor.updates_input = 1 : i64}) {
+    %a = buffer.alloc : !buffer.buffer<[4], f32>
+    buffer.launch @add_one ins(%n : !buffer.buffer<[4], f32>) outs(%a : !buffer.buffer<[4], f32>)
+    func.return %a, %a : !buffer.buffer<[4], f32>, !buffer.buffer<[4], f32>
+  }
+
 // Two inputs swapped: each new value is the other's old one, copied before
 // either is written.
 // CHECK-LABEL: func.func @swapped(%n: !buffer.buffer<[4], f32> {ptensor.updated}, %m: !buffer.buffer<[4], f32> {ptensor.updated}) {

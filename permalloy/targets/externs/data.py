@@ -88,9 +88,8 @@ def _scatter_reduce(op: pt.ScatterReduceOp) -> ExternCall:
     return call
 
 
-def _index_put(op: pt.IndexPutOp) -> ExternCall:
+def _index_put(op: pt.IndexPutOp, index_put: Callable = torch.ops.aten.index_put.default) -> ExternCall:
     dims, accumulate = op.dims.data, op.accumulate is not None
-    index_put = torch.ops.aten.index_put.default
 
     def call(tensors, symbols) -> tuple:
         x, *indices, values = tensors
@@ -100,14 +99,7 @@ def _index_put(op: pt.IndexPutOp) -> ExternCall:
 
 
 def _index_put_in_place(op: pt.IndexPutOp) -> ExternCall:
-    dims, accumulate = op.dims.data, op.accumulate is not None
-    index_put_ = torch.ops.aten.index_put_.default
-
-    def call(tensors, symbols) -> tuple:
-        x, *indices, values = tensors
-        return (index_put_(x, indices_by_dim(x.dim(), dims, indices), values, accumulate),)
-
-    return call
+    return _index_put(op, torch.ops.aten.index_put_.default)
 
 
 IN_PLACE_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {pt.IndexPutOp: _index_put_in_place}

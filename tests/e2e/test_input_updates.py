@@ -192,3 +192,18 @@ def test_a_cache_row_on_the_triton_target(triton_device, fresh_backend):
             position = to_test_device(torch.tensor([step]), triton_device)
             torch.testing.assert_close(compiled(key, position), reference(key, position))
     torch.testing.assert_close(model.keys, reference.keys)
+
+
+def test_explain_updates_the_running_statistics(fresh_backend):
+    """`permalloy.explain` imports with value labels; the buffer updates are
+    imported as updates there too, so its one run leaves them as eager's."""
+    import permalloy
+
+    model = ConvBatchNorm()
+    reference = copy.deepcopy(model)
+    x = torch.randn(4, 3, 10, 10, generator=torch.Generator().manual_seed(5))
+    permalloy.explain(model, x)
+    reference(x)
+    for name, expected in reference.named_buffers():
+        actual = dict(model.named_buffers())[name]
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5, msg=lambda m, n=name: f"{n}: {m}")

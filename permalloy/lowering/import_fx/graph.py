@@ -34,10 +34,10 @@ from torch.multiprocessing.reductions import StorageWeakRef
 from xdsl.dialects import func
 from xdsl.dialects.builtin import (
     ArrayAttr,
-    IntegerAttr,
     DenseIntOrFPElementsAttr,
     DictionaryAttr,
     IndexType,
+    IntegerAttr,
     ModuleOp,
     StringAttr,
     TensorType as BuiltinTensorType,
@@ -174,19 +174,18 @@ def import_graph(
     labels: dict[str, tuple[str, str]] = {}
     for position, node in enumerate(gm.graph.nodes):
         ctx.node = node
-        if label_values and node.op == "call_function":
+        if node.op == "call_function":
             last = ctx.block.last_op
-            ctx.values[node] = _call_function(ctx, node)
-            labels.update(_label_new_ops(ctx.block, last, position, node))
-            continue
-        if node.op == "placeholder":
+            if node.target is torch.ops.aten.copy_.default:
+                ctx.values[node] = _input_update(ctx, node, updates)
+            else:
+                ctx.values[node] = _call_function(ctx, node)
+            if label_values:
+                labels.update(_label_new_ops(ctx.block, last, position, node))
+        elif node.op == "placeholder":
             ctx.values[node] = _placeholder(ctx, signature, node, on_gpu)
         elif node.op == "get_attr":
             ctx.values[node] = _get_attr(ctx, signature, gm, node)
-        elif node.target is torch.ops.aten.copy_.default:
-            ctx.values[node] = _input_update(ctx, node, updates)
-        elif node.op == "call_function":
-            ctx.values[node] = _call_function(ctx, node)
         elif node.op == "output":
             outputs = _output(ctx, node, free_layout_outputs)
         else:
@@ -309,7 +308,7 @@ def _input_update(ctx: ImportContext, node: fx.Node, updates: dict[int, SSAValue
     example = ctx.meta(target)
     if any(stride == 0 and size != 1 for size, stride in zip(example.shape, example.stride())):
         raise ctx.error("updates an input that repeats its elements (a stride of 0)")
-    later = [user for user in target.users if user is not node and _after(user, node)]
+    later = [user for user in target.users if user is not node and user not in ctx.values]  # not imported yet
     if later:
         raise ctx.error(f"reads the input {target.name} after updating it in place (in {later[0].name})")
     result = ctx.result_type(node)
@@ -318,16 +317,6 @@ def _input_update(ctx: ImportContext, node: fx.Node, updates: dict[int, SSAValue
         value = ctx.emit(ptensor.ExpandOp(value, result))
     updates[argument.index] = value
     return value
-
-
-def _after(node: fx.Node, anchor: fx.Node) -> bool:
-    """Whether `node` comes after `anchor` in their graph."""
-    current = anchor.next
-    while current.op != "root":
-        if current is node:
-            return True
-        current = current.next
-    return False
 
 
 def _getitem(ctx: ImportContext, node: fx.Node):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import sympy
 import torch
 from xdsl.dialects import func
-from xdsl.dialects.builtin import DictionaryAttr, IndexType, ModuleOp
+from xdsl.dialects.builtin import IndexType, ModuleOp
 from xdsl.passes import ModulePass, PassPipeline
 
 from permalloy.cache import (
@@ -48,7 +48,7 @@ from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
-from permalloy.targets.host import HostProgram, WrappedProgram, build_host_program, python_expr
+from permalloy.targets.host import UPDATED_ATTR, HostProgram, WrappedProgram, argument_attribute, build_host_program, python_expr
 from permalloy.targets.registry import kernel_target, target_descriptor
 
 if TYPE_CHECKING:
@@ -264,16 +264,9 @@ def compile_graph(
 
 def _updated_inputs(module: ModuleOp) -> tuple[int, ...]:
     """The positions of the host function's arguments marked `ptensor.updated`."""
-    from permalloy.lowering.import_fx.graph import UPDATED_ATTR
-
     host = next(op for op in module.ops if isinstance(op, func.FuncOp))
-    if host.arg_attrs is None:
-        return ()
-    return tuple(
-        position
-        for position, entry in enumerate(host.arg_attrs.data)
-        if isinstance(entry, DictionaryAttr) and UPDATED_ATTR in entry.data
-    )
+    arguments = range(len(host.function_type.inputs.data))
+    return tuple(p for p in arguments if argument_attribute(host, p, UPDATED_ATTR) is not None)
 
 
 def _free_output_strides(module: ModuleOp, outputs: Sequence[Any], free: frozenset[int]) -> list[tuple[int, ...] | None]:

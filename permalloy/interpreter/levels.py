@@ -75,8 +75,6 @@ def module_level(module: ModuleOp) -> str:
     return "ptensor"
 
 
-__all__ = ["make_level_interpreter", "module_level", "run_module_function"]
-
 
 def with_only_function(module: ModuleOp, name: str) -> ModuleOp:
     """A copy of `module` keeping its kernels and, of its functions, only
@@ -87,3 +85,6 @@ def with_only_function(module: ModuleOp, name: str) -> ModuleOp:
             op.detach()
             op.erase()
     return clone
+
+
+__all__ = ["make_level_interpreter", "module_level", "run_module_function", "with_only_function"]

@@ -618,23 +618,21 @@ class NativeHostEmitter:
             itemsize = torch_dtype(layout.element_type).itemsize
             self.pointer_views[op.result] = (root, self.cg.builder.mul(offset, I64(itemsize)))
             return
+        self._reinterpret(root, layout, self._owned(op.result))
+
+    def _reinterpret(self, root: SSAValue, layout: buf.BufferType, slot: ir.Value) -> None:
+        """A handle in `slot` of the view of `root`'s memory with `layout`."""
         sizes = self._int64_array(self._exprs(layout.sizes))
         strides = self._int64_array(self._exprs(layout.strides.data))
         (offset,) = self._exprs([layout.offset.expr])
-        source = self.handle(root)
-        slot = self._owned(op.result)
-        self._checked("aoti_torch__reinterpret_tensor", [source, I64(len(layout.sizes)), sizes, strides, offset, slot])
+        self._checked("aoti_torch__reinterpret_tensor", [self.handle(root), I64(len(layout.sizes)), sizes, strides, offset, slot])
 
     def _view_handle(self, value: SSAValue) -> ir.Value:
         """A handle of a pointer-only view, made here for the op being
         emitted (a launch's Python fallback) and released after it."""
-        layout = buf.buffer_type(value)
         root, _ = self.pointer_views[value]
-        sizes = self._int64_array(self._exprs(layout.sizes))
-        strides = self._int64_array(self._exprs(layout.strides.data))
-        (offset,) = self._exprs([layout.offset.expr])
         slot = self._new_slot()
-        self._checked("aoti_torch__reinterpret_tensor", [self.handle(root), I64(len(layout.sizes)), sizes, strides, offset, slot])
+        self._reinterpret(root, buf.buffer_type(value), slot)
         self.temporary_slots.append(slot)
         return self.cg.builder.load(slot, typ=PTR)
 

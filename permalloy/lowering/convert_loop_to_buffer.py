@@ -35,7 +35,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor import VIEW_OPS, SymListAttr, TensorType, sizes_equal
-from permalloy.lowering.import_fx.graph import ALIAS_ATTR, result_attribute
+from permalloy.lowering.import_fx.graph import ALIAS_ATTR, FREE_LAYOUT_ATTR, result_attribute
 from permalloy.lowering.view_layouts import view_layout
 from permalloy.passes.diagnostics import check_loop_level, defined_functions
 
@@ -332,7 +332,7 @@ class HostOpToExtern(RewritePattern):
         clone = op.clone(value_mapper=dict(zip(inputs, block.args)))
         block.add_op(clone)
         block.add_op(buf.YieldOp(clone.results))
-        result_types = [_library_result_buffer(op, r.type) for r in op.results]
+        result_types = [_library_result_buffer(op, i, r.type) for i, r in enumerate(op.results)]
         extern = rewriter.insert(buf.ExternOp(inputs, result_types, Region(block)))  # type: ignore[arg-type]
         for old, new in zip(op.results, extern.results):
             new.name_hint = old.name_hint
@@ -354,12 +354,16 @@ def attention_buffer(tensor: TensorType) -> buf.BufferType:
     return buf.BufferType(tensor.sizes, tensor.element_type, strides)
 
 
-def _library_result_buffer(op: Operation, tensor: Attribute) -> Attribute:
+def _library_result_buffer(op: Operation, position: int, tensor: Attribute) -> Attribute:
     """The buffer of a library op's result: dense, but attention's in the
-    order its kernels write (the host program copies where the library gave
-    another layout)."""
+    order its kernels write, and a torch call's in the order its `orders`
+    give (the host program copies where the library gave another layout)."""
     if isinstance(op, pt.AttentionOp) and isinstance(tensor, TensorType) and tensor.rank == 4:
         return attention_buffer(tensor)
+    order = op.result_order(position) if isinstance(op, pt.FallbackOp) else None
+    if order is not None and isinstance(tensor, TensorType):
+        strides = buf.dense_strides_in_order(tensor.sizes, order)
+        return buf.BufferType(tensor.sizes, tensor.element_type, strides)
     return _buffer_for(tensor, None)
 
 
@@ -408,6 +412,9 @@ class ReturnBuffers(RewritePattern):
         for i, result in enumerate(op.arguments):
             wanted = _result_layout(function, i)
             result_type = buf.buffer_type(result)
+            if wanted is None and _returned_as_viewed(function, i, result):
+                values.append(result)
+                continue
             if wanted is None and not _dense_up_to_unit_dims(result_type):
                 wanted = SymListAttr(buf.contiguous_strides(result_type.sizes))
             relayout = wanted is not None and (
@@ -430,6 +437,36 @@ class ReturnBuffers(RewritePattern):
         inputs = [a.type for a in function.body.block.args]
         function.function_type = FunctionType.from_lists(inputs, [v.type for v in values])
         rewriter.notify_op_modified(function)
+
+
+SAVED_VIEW_SPAN = 4
+"""How many times its own size the memory a saved tensor's view spans may
+be, for the view to be returned as it is rather than copied: its buffer
+stays alive as long as the saved tensor."""
+
+
+def _returned_as_viewed(function: func.FuncOp, position: int, result: SSAValue) -> bool:
+    """Whether a result of free layout (`ptensor.free_layout`: a training
+    forward's tensor saved for its backward, which takes it in any layout) is
+    returned in its own layout, however strided: a view of the program's
+    memory (not an argument's) whose elements do not overlap, spanning at most
+    `SAVED_VIEW_SPAN` times its size. Attention's query, key and value,
+    slices of one projection's result, are saved as those slices."""
+    if result_attribute(function, position, FREE_LAYOUT_ATTR) is None or _argument_memory(result):
+        return False
+    layout = buf.buffer_type(result)
+    if not all(e.is_Integer for e in (*layout.sizes, *layout.strides.data)):
+        return False
+    dims = sorted((int(stride), int(size)) for size, stride in zip(layout.sizes, layout.strides.data) if size != 1)
+    span = 1
+    for stride, size in dims:
+        if stride < span:
+            return False  # elements overlap, or a dimension repeats one
+        span += stride * (size - 1)
+    elements = 1
+    for _, size in dims:
+        elements *= size
+    return span <= SAVED_VIEW_SPAN * elements
 
 
 def _argument_memory(value: SSAValue) -> bool:

@@ -15,6 +15,7 @@ from xdsl.dialects import builtin, func
 from xdsl.ir import Block
 from xdsl.parser import Parser
 
+from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor
 from permalloy.dialects.ptensor import PTensor
 from permalloy.dialects import sym
@@ -29,7 +30,7 @@ from permalloy.lowering.import_fx import (
 )
 from permalloy.lowering.import_fx.context import ImportContext
 from permalloy.lowering.import_fx.differential import compare_with_eager
-from permalloy.lowering.import_fx.fallback import FallbackOperands, encode
+from permalloy.lowering.import_fx.fallback import FallbackOperands, encode, memory_order
 from permalloy.lowering.import_fx.graph import LARGE_CONSTANT_ELEMENTS
 
 aten = torch.ops.aten
@@ -389,3 +390,18 @@ def test_comparisons_promote_both_operands() -> None:
     assert isinstance(compare, ptensor.CompareOp)
     assert [str(o.type) for o in compare.operands] == ["!ptensor.tensor<[3], f32>"] * 2
     assert str(compare.result.type) == "!ptensor.tensor<[3], i1>"
+
+
+def test_memory_order_of_a_torch_call_result() -> None:
+    """The order a library result's strides hold its dimensions in, where it
+    is dense but not row-major; a size-1 dimension sharing a stride goes
+    inside the dimension it shares it with."""
+    assert memory_order(torch.empty(2, 3, 4)) is None
+    assert memory_order(torch.empty(3, 2).t()) == (1, 0)
+    assert memory_order(torch.empty(2, 16, 4, 8).transpose(1, 2)) == (0, 2, 1, 3)
+    one_head = torch.empty(2, 16, 1, 8).transpose(1, 2)
+    order = memory_order(one_head)
+    assert order is not None
+    assert tuple(int(s) for s in buf.dense_strides_in_order(one_head.shape, order)) == one_head.stride()
+    assert memory_order(torch.empty(4, 1).expand(4, 3)) is None  # repeats elements
+    assert memory_order(torch.empty(4, 6)[:, :3]) is None  # not dense

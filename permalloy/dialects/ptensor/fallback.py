@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from xdsl.dialects.builtin import ArrayAttr, DictionaryAttr, StringAttr
+from xdsl.dialects.builtin import ArrayAttr, DenseArrayBase, DictionaryAttr, StringAttr, i64
 from xdsl.ir import Attribute, Data, ParametrizedAttribute, SSAValue
 from xdsl.irdl import (
     IRDLOperation,
@@ -63,6 +63,13 @@ class FallbackOp(IRDLOperation):
     as themselves. `kwargs` names the keyword arguments the same way; the
     importer leaves out those that only restate defaults (`layout`,
     `pin_memory`, `memory_format`).
+
+    `orders`, where present, gives per result the order, outermost first, in
+    which torch's op stores the result's dimensions when it is dense in
+    another order than row-major (`array<i64: 0, 2, 1, 3>` for fused
+    attention's output, written token by token), or an empty array for a
+    row-major result: the host program keeps a result in that layout rather
+    than copying it into row-major memory.
     """
 
     name = "ptensor.fallback"
@@ -70,11 +77,12 @@ class FallbackOp(IRDLOperation):
     target = prop_def(StringAttr)
     args = prop_def(ArrayAttr)
     kwargs = opt_prop_def(Attribute)
+    orders = opt_prop_def(ArrayAttr[DenseArrayBase])
     operands_ = var_operand_def(TensorType)
     results_ = var_result_def(TensorType)
 
     assembly_format = (
-        "$target `(` $operands_ `)` $args (`kwargs` $kwargs^)? attr-dict `:` "
+        "$target `(` $operands_ `)` $args (`kwargs` $kwargs^)? (`orders` $orders^)? attr-dict `:` "
         "functional-type($operands_, $results_)"
     )
 
@@ -85,7 +93,9 @@ class FallbackOp(IRDLOperation):
         args: Sequence[Attribute],
         result_types: Sequence[TensorType],
         kwargs: Attribute | None = None,
+        orders: Sequence[Sequence[int]] | None = None,
     ):
+        orders_attr = ArrayAttr([DenseArrayBase.from_list(i64, list(o)) for o in orders]) if orders else None
         super().__init__(
             operands=[operands],
             result_types=[result_types],
@@ -93,8 +103,17 @@ class FallbackOp(IRDLOperation):
                 "target": StringAttr(target),
                 "args": ArrayAttr(args),
                 "kwargs": kwargs,
+                "orders": orders_attr,
             },
         )
+
+    def result_order(self, position: int) -> tuple[int, ...] | None:
+        """The memory order of result `position`, outermost first, where
+        `orders` gives one other than row-major."""
+        if self.orders is None:
+            return None
+        order = tuple(self.orders.data[position].get_values())
+        return order or None
 
     def verify_(self) -> None:
         referenced: set[int] = set()
@@ -112,6 +131,23 @@ class FallbackOp(IRDLOperation):
             referenced == set(range(count)),
             "ptensor.fallback: every operand must appear in the arguments",
         )
+        if self.orders is not None:
+            self._verify_orders()
+
+    def _verify_orders(self) -> None:
+        assert self.orders is not None
+        require(
+            len(self.orders.data) == len(self.results),
+            f"ptensor.fallback: orders gives {len(self.orders.data)} orders for {len(self.results)} results",
+        )
+        for position, (order, result) in enumerate(zip(self.orders.data, self.results)):
+            values = order.get_values()
+            rank = result.type.rank  # type: ignore[attr-defined]
+            require(
+                not values or sorted(values) == list(range(rank)),
+                f"ptensor.fallback: order {list(values)} of result {position} is not a "
+                f"permutation of its {rank} dimensions",
+            )
 
 
 def _collect_operand_refs(attr: Attribute, into: set[int]) -> None:

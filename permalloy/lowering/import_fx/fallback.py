@@ -85,22 +85,58 @@ def _kept_kwargs(node: fx.Node) -> dict[str, Any]:
     }
 
 
-def _result_types(ctx: ImportContext, node: fx.Node) -> tuple[list, list[int | None]]:
+def _result_types(ctx: ImportContext, node: fx.Node) -> tuple[list, list[int | None], list[tuple[int, ...]]]:
     """
-    The types of the tensor results, and for each FX result its position among
+    The types of the tensor results, for each FX result its position among
     them (None for a result that is not a tensor: None, or a number that
-    readers take from the graph's example values).
+    readers take from the graph's example values), and each tensor result's
+    memory order (`memory_order`, empty for row-major).
     """
     value = node.meta.get("val")
     examples = list(value) if isinstance(value, list | tuple) else [value]
-    types, positions = [], []
+    types, positions, orders = [], [], []
     for example in examples:
         if isinstance(example, torch.Tensor):
             positions.append(len(types))
             types.append(ctx.type_of(example))
+            orders.append(memory_order(example) or ())
         else:
             positions.append(None)
-    return types, positions
+    return types, positions, orders
+
+
+def _hint(value: Any) -> int | None:
+    """An int, or a SymInt's example value (None where it has none)."""
+    if isinstance(value, torch.SymInt):
+        hint = value.node.hint
+        return None if hint is None else int(hint)
+    return int(value)
+
+
+def memory_order(example: torch.Tensor) -> tuple[int, ...] | None:
+    """
+    The order, outermost first, in which `example` (a traced result, its
+    sizes and strides as torch's op gives them) holds its dimensions, where
+    it is dense in an order other than row-major; None where it is row-major
+    or not dense. Symbolic sizes and strides are read at their example
+    values: a result the op lays out otherwise at run time is copied into
+    this order by the host program, so a wrong guess costs a copy, never a
+    wrong value.
+    """
+    sizes = [_hint(s) for s in example.shape]
+    strides = [_hint(s) for s in example.stride()]
+    if None in sizes or None in strides or example.dim() < 2:
+        return None
+    # Outermost first; a size-1 dimension sharing its stride with another
+    # goes inside it, where a dense layout gives it that stride.
+    order = tuple(sorted(range(example.dim()), key=lambda d: (-strides[d], sizes[d] == 1, d)))  # type: ignore[operator]
+    if order == tuple(range(example.dim())):
+        return None
+    running, dense = 1, [0] * example.dim()
+    for d in reversed(order):
+        dense[d] = running
+        running *= sizes[d]  # type: ignore[operator]
+    return order if dense == strides else None
 
 
 NO_CONVERTER = "no converter for this op"
@@ -132,8 +168,9 @@ def torch_call(ctx: ImportContext, node: fx.Node) -> Any:
         if kwargs
         else None
     )
-    types, positions = _result_types(ctx, node)
-    op = ptensor.FallbackOp(str(node.target), operands.values, args, types, kwargs_attr)
+    types, positions, orders = _result_types(ctx, node)
+    kept_orders = orders if any(orders) else None
+    op = ptensor.FallbackOp(str(node.target), operands.values, args, types, kwargs_attr, kept_orders)
     ctx.block.add_op(op)
     results = [None if p is None else op.results[p] for p in positions]
     if isinstance(node.meta.get("val"), list | tuple):

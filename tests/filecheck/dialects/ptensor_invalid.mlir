@@ -953,6 +953,22 @@ func.func @f(%x: !ptensor.tensor<[4], f32>) {
 
 // -----
 
+func.func @f(%x: !ptensor.tensor<[4, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fallback: orders gives 2 orders for 1 results
+  %0 = ptensor.fallback "aten.foo.default"(%x) [#ptensor.operand<0>] orders [array<i64: 1, 0>, array<i64>] : (!ptensor.tensor<[4, 2], f32>) -> !ptensor.tensor<[4, 2], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[4, 2], f32>) {
+  // CHECK: Operation does not verify: ptensor.fallback: order [1, 1] of result 0 is not a permutation of its 2 dimensions
+  %0 = ptensor.fallback "aten.foo.default"(%x) [#ptensor.operand<0>] orders [array<i64: 1, 1>] : (!ptensor.tensor<[4, 2], f32>) -> !ptensor.tensor<[4, 2], f32>
+  func.return
+}
+
+// -----
+
 // Custom syntax: operand and result types
 
 func.func @f(%x: !ptensor.tensor<[4], f32>) {

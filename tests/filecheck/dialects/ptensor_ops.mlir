@@ -242,10 +242,12 @@ func.func @fallback(%x: !ptensor.tensor<[4, 8], f32>) {
   // CHECK-NEXT: %0 = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1 : i64] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>
   // CHECK-NEXT: %1, %2 = ptensor.fallback "aten.sort.default"(%x) [#ptensor.operand<0>, -1 : i64, false] kwargs {stable = #ptensor.none, dtype = f32, sizes = [1 : i64, 2 : i64], name = "x"} : (!ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], i64>)
   // CHECK-NEXT: ptensor.fallback "aten._assert_async.msg"() [1.500000e+00 : f64, "message"] : () -> ()
+  // CHECK-NEXT: %3, %4 = ptensor.fallback "aten.f.default"(%x) [#ptensor.operand<0>] orders [array<i64: 1, 0>, array<i64>] : (!ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4], f32>)
   // CHECK-NEXT: func.return
   %0 = ptensor.fallback "aten.cumsum.default"(%x) [#ptensor.operand<0>, 1] : (!ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[4, 8], f32>
   %1, %2 = ptensor.fallback "aten.sort.default"(%x) [#ptensor.operand<0>, -1, false] kwargs {stable = #ptensor.none, dtype = f32, sizes = [1, 2], name = "x"} : (!ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4, 8], i64>)
   ptensor.fallback "aten._assert_async.msg"() [1.5, "message"] : () -> ()
+  %3, %4 = ptensor.fallback "aten.f.default"(%x) [#ptensor.operand<0>] orders [array<i64: 1, 0>, array<i64>] : (!ptensor.tensor<[4, 8], f32>) -> (!ptensor.tensor<[4, 8], f32>, !ptensor.tensor<[4], f32>)
   func.return
 }
 

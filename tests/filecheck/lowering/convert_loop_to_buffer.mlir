@@ -220,3 +220,56 @@ func.func @attention_heads_joined(%q: !ptensor.tensor<[2, 4, 16, 8], f32>, %k: !
   }
   func.return %r : !ptensor.tensor<[2, 16, 32], f32>
 }
+
+// -----
+
+// A torch call's result whose `orders` give another memory order than
+// row-major (the fused attention a training graph calls whole) is kept in
+// that order: joining its heads is a view, not a copy.
+// CHECK-LABEL: func.func @torch_call_in_its_order(
+// CHECK:         %o, %m = buffer.extern ins({{.+}}) -> (!buffer.buffer<[2, 4, 16, 8], f32, strides [512, 8, 32, 1]>, !buffer.buffer<[2, 4, 16], f32>) {
+// CHECK-NOT:     buffer.copy
+// CHECK:         buffer.view %o : !buffer.buffer<[2, 4, 16, 8], f32, strides [512, 8, 32, 1]> -> !buffer.buffer<[2, 16, 4, 8], f32>
+// CHECK-NOT:     buffer.copy
+// CHECK:         func.return
+func.func @torch_call_in_its_order(%q: !ptensor.tensor<[2, 4, 16, 8], f32>) -> (!ptensor.tensor<[2, 16, 32], f32>, !ptensor.tensor<[2, 4, 16], f32>) {
+  %o, %m = ptensor.fallback "aten._scaled_dot_product_efficient_attention.default"(%q) [#ptensor.operand<0>, #ptensor.operand<0>, #ptensor.operand<0>, #ptensor.none, true] orders [array<i64: 0, 2, 1, 3>, array<i64>] : (!ptensor.tensor<[2, 4, 16, 8], f32>) -> (!ptensor.tensor<[2, 4, 16, 8], f32>, !ptensor.tensor<[2, 4, 16], f32>)
+  %t = ptensor.permute %o [0, 2, 1, 3] : !ptensor.tensor<[2, 4, 16, 8], f32> -> !ptensor.tensor<[2, 16, 4, 8], f32>
+  %j = ptensor.reshape %t : !ptensor.tensor<[2, 16, 4, 8], f32> -> !ptensor.tensor<[2, 16, 32], f32>
+  %r = loop.pointwise ins(%0 = %j : !ptensor.tensor<[2, 16, 32], f32>) -> !ptensor.tensor<[2, 16, 32], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %r, %m : !ptensor.tensor<[2, 16, 32], f32>, !ptensor.tensor<[2, 4, 16], f32>
+}
+
+// -----
+
+// A result of free layout (a training forward's tensor saved for its
+// backward) is returned as the strided view it is when its elements do not
+// overlap and the memory it spans is at most four times its size: the query
+// and key, slices of one projection, are not copied. A slice spanning more
+// (one token of each row) is copied, and so is any other result.
+// CHECK-LABEL: func.func @saved_views(
+// CHECK-SAME:      -> (!buffer.buffer<[2, 4, 16, 8], f32, strides [1536, 8, 96, 1]> {ptensor.free_layout}, !buffer.buffer<[2, 4, 16, 8], f32, strides [1536, 8, 96, 1], offset 32> {ptensor.free_layout}, !buffer.buffer<[2, 96], f32> {ptensor.free_layout}, !buffer.buffer<[2, 4, 16, 8], f32>)
+// CHECK:         %p = buffer.alloc : !buffer.buffer<[2, 16, 96], f32>
+// CHECK-COUNT-2: buffer.copy
+// CHECK-NOT:     buffer.copy
+// CHECK:         func.return
+func.func @saved_views(%x: !ptensor.tensor<[2, 16, 96], f32>) -> (!ptensor.tensor<[2, 4, 16, 8], f32> {ptensor.free_layout}, !ptensor.tensor<[2, 4, 16, 8], f32> {ptensor.free_layout}, !ptensor.tensor<[2, 96], f32> {ptensor.free_layout}, !ptensor.tensor<[2, 4, 16, 8], f32>) {
+  %p = loop.pointwise ins(%0 = %x : !ptensor.tensor<[2, 16, 96], f32>) -> !ptensor.tensor<[2, 16, 96], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %qs = ptensor.slice %p dim 2 start 0 end 32 step 1 : !ptensor.tensor<[2, 16, 96], f32> -> !ptensor.tensor<[2, 16, 32], f32>
+  %qr = ptensor.reshape %qs : !ptensor.tensor<[2, 16, 32], f32> -> !ptensor.tensor<[2, 16, 4, 8], f32>
+  %q = ptensor.permute %qr [0, 2, 1, 3] : !ptensor.tensor<[2, 16, 4, 8], f32> -> !ptensor.tensor<[2, 4, 16, 8], f32>
+  %ks = ptensor.slice %p dim 2 start 32 end 64 step 1 : !ptensor.tensor<[2, 16, 96], f32> -> !ptensor.tensor<[2, 16, 32], f32>
+  %kr = ptensor.reshape %ks : !ptensor.tensor<[2, 16, 32], f32> -> !ptensor.tensor<[2, 16, 4, 8], f32>
+  %k = ptensor.permute %kr [0, 2, 1, 3] : !ptensor.tensor<[2, 16, 4, 8], f32> -> !ptensor.tensor<[2, 4, 16, 8], f32>
+  %ts = ptensor.slice %p dim 1 start 15 end 16 step 1 : !ptensor.tensor<[2, 16, 96], f32> -> !ptensor.tensor<[2, 1, 96], f32>
+  %t = ptensor.reshape %ts : !ptensor.tensor<[2, 1, 96], f32> -> !ptensor.tensor<[2, 96], f32>
+  func.return %q, %k, %t, %q : !ptensor.tensor<[2, 4, 16, 8], f32>, !ptensor.tensor<[2, 4, 16, 8], f32>, !ptensor.tensor<[2, 96], f32>, !ptensor.tensor<[2, 4, 16, 8], f32>
+}

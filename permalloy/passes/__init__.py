@@ -93,6 +93,12 @@ def _pad_products() -> type[ModulePass]:
     return PadProductsPass
 
 
+def _scatter_embedding_gradients() -> type[ModulePass]:
+    from permalloy.passes.scatter_embedding_gradients import ScatterEmbeddingGradientsPass
+
+    return ScatterEmbeddingGradientsPass
+
+
 def _generate_depthwise_convolutions() -> type[ModulePass]:
     from permalloy.passes.generate_depthwise_convolutions import GenerateDepthwiseConvolutionsPass
 
@@ -146,6 +152,7 @@ def all_passes() -> dict[str, PassFactory]:
         "dce": _dce,
         "unfuse-bias-add": _unfuse_bias_add,
         "pad-products": _pad_products,
+        "scatter-embedding-gradients": _scatter_embedding_gradients,
         "generate-depthwise-convolutions": _generate_depthwise_convolutions,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,

@@ -415,3 +415,92 @@ def test_training_attention_keeps_the_fused_kernels_where_they_take_its_mask(key
         torch.testing.assert_close(actual.grad, reference.grad, rtol=1e-4, atol=1e-5)
     assert all(not record["fallback_ops"] for record in permalloy.stats())
     torch._dynamo.reset()
+
+
+class _SelfAttention(nn.Module):
+    """One projection to query, key and value, fused attention over heads,
+    the heads joined and projected: a transformer layer's attention."""
+
+    def __init__(self, channels: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.qkv = nn.Linear(channels, 3 * channels)
+        self.out = nn.Linear(channels, channels)
+        self.heads = heads
+
+    def forward(self, x):
+        batch, tokens, channels = x.shape
+        q, k, v = (
+            t.view(batch, tokens, self.heads, -1).transpose(1, 2) for t in self.qkv(x).split(channels, dim=-1)
+        )
+        y = F.scaled_dot_product_attention(q, k, v)
+        return self.out(y.transpose(1, 2).reshape(batch, tokens, channels))
+
+
+@pytest.mark.parametrize("host", ["native", "python"])
+def test_training_attention_copies_nothing_around_the_fused_kernels(tmp_path, host) -> None:
+    """Fused attention's results are kept in the layout torch writes them
+    (joining the heads is a view), and the query, key and value saved for
+    the backward are the projection's slices: neither graph copies a buffer,
+    and the gradients are eager's."""
+    torch._dynamo.reset()
+    permalloy.reset_stats()
+    model = _SelfAttention()
+    reference = copy.deepcopy(model)
+    x = torch.randn(2, 16, 32, generator=torch.Generator().manual_seed(5))
+    options = {"target": "llvm", "fallback": "raise", "cache": False, "dump_dir": str(tmp_path), "host": host}
+    compiled = torch.compile(model, backend="permalloy", options=options)
+    inputs = x.clone().requires_grad_(True)
+    expected_inputs = x.clone().requires_grad_(True)
+    torch.testing.assert_close(compiled(inputs), reference(expected_inputs), rtol=1e-4, atol=1e-5)
+    compiled(inputs).sum().backward()
+    reference(expected_inputs).sum().backward()
+    torch.testing.assert_close(inputs.grad, expected_inputs.grad, rtol=1e-4, atol=1e-5)
+    for actual, wanted in zip(model.parameters(), reference.parameters(), strict=True):
+        torch.testing.assert_close(actual.grad, wanted.grad, rtol=1e-4, atol=1e-5)
+    planned = sorted(tmp_path.glob("*/*after_plan-memory.mlir"))
+    assert len(planned) == 2, "a forward and a backward graph"
+    for program in planned:
+        assert "buffer.copy" not in program.read_text(), program.name
+    assert all(not record["fallback_ops"] for record in permalloy.stats())
+    torch._dynamo.reset()
+
+
+def _word_type_and_bucket_embeddings(words, types, buckets):
+    """A word table looked up about once per row, with a padding row; a
+    two-row type table looked up forty times per row; a twelve-row bucket
+    table looked up twenty times per row."""
+    ids = torch.tensor([[0, 3, 3, 5], [7, 1, 0, 2]], device=words.device)
+    type_ids = torch.zeros(2, 40, dtype=torch.long, device=words.device)
+    type_ids[:, 30:] = 1
+    bucket_ids = torch.arange(240, device=words.device).reshape(2, 120) % 12
+    return (
+        F.embedding(ids, words, padding_idx=0).sum(1)
+        + F.embedding(type_ids, types).sum(1)
+        + F.embedding(bucket_ids, buckets).sum(1)
+    )
+
+
+def test_embedding_gradients_on_the_triton_target_scatter_or_sum_where_rows_are_read_few_times(
+    monkeypatch, tmp_path
+) -> None:
+    """On the Triton target the word table's gradient is a scatter of its
+    lookups' rows (none into the padding row), the two-row type table's a
+    masked sum, and only the bucket table, larger and read many times per
+    row, keeps the library's sort; all three are eager's gradients."""
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path / "cache"))
+    torch._dynamo.reset()
+    permalloy.reset_stats()
+    inputs = [_randn(8, 6).to(DEVICE), _randn(2, 6, seed=1).to(DEVICE), _randn(12, 6, seed=2).to(DEVICE)]
+    expected_output, expected = run_and_differentiate(_word_type_and_bucket_embeddings, inputs)
+    compiled = compile_for_training(_word_type_and_bucket_embeddings, "triton", dump_dir=str(tmp_path / "dump"))
+    actual_output, actual = run_and_differentiate(compiled, inputs)
+    assert_gradients_match([actual_output], [expected_output], ["output"])
+    assert_gradients_match(actual, expected, ["words", "types", "buckets"])
+    assert actual[0][0].abs().max().item() == 0.0, "the padding row gets no gradient"
+    assert_compiled_without_fallbacks("triton")
+    (backward,) = [p for p in tmp_path.glob("dump/*/*after_plan-memory.mlir") if "embedding_backward" in p.read_text()]
+    assert backward.read_text().count("ptensor.embedding_backward") == 1, "the bucket table's"
+    assert "buffer.kernel @scatter_sum" in backward.read_text(), "the word table's"
+    torch._dynamo.reset()

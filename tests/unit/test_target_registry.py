@@ -97,6 +97,7 @@ def test_pipeline_adds_each_targets_own_passes():
     assert [p for p in gpu if p not in plain] == [
         "unfuse-bias-add",
         "pad-products",
+        "scatter-embedding-gradients",
         sorts,
         "split-reductions",
         "fuse-loops{instruction-math=true}",

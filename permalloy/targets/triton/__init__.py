@@ -70,7 +70,7 @@ TARGET = TargetDescriptor(
     make=_make,
     devices=("cuda",),
     default_for=("cuda",),
-    tensor_passes=("unfuse-bias-add", "pad-products"),
+    tensor_passes=("unfuse-bias-add", "pad-products", "scatter-embedding-gradients"),
     loop_passes=("split-reductions",),
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",

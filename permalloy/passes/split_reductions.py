@@ -71,6 +71,14 @@ class SplitReductionsPass(ModulePass):
     weight gradient over a few thousand tokens would otherwise run as a
     handful of programs, each a long walk through memory.
 
+    A reduction along rows, every load walking its last index with the
+    innermost reduction index, of at least `min-rows` results is left whole
+    (but not one over an image, which layout planning may make channels-last):
+    the GPU runs it as a program per row (or a few rows), already enough
+    programs, and whole rows keep it in one kernel with the sibling
+    reductions and the pointwise work of its rows (a layer norm and its
+    gradient over a few thousand tokens).
+
     Expects the output of `convert-ptensor-to-loop`; sizes must be static.
     Reductions with at least `max-results` results, or fewer than
     `min-length` (`image-min-length`) reduced elements and fewer than
@@ -104,6 +112,7 @@ class SplitReductionsPass(ModulePass):
     min_chunk: int = 256
     image_min_length: int = 1024
     min_points: int = 1 << 20
+    min_rows: int = 1024
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
         for reduce in [o for o in op.walk() if isinstance(o, loop.ReduceOp)]:
@@ -130,6 +139,8 @@ class SplitReductionsPass(ModulePass):
         many_points = results * length >= self.min_points and length >= 2 * self.min_chunk
         if results >= self.max_results or (length < min_length and not many_points):
             return None
+        if results >= self.min_rows and reduces_along_rows(reduce) and not reduces_image(reduce):
+            return None
         wanted = -(-self.min_programs // max(results, 1))
         promoted, parallel = 0, 1
         # Whole leading dimensions while they fit in what is wanted, keeping a chunk.
@@ -155,6 +166,26 @@ class SplitReductionsPass(ModulePass):
         if promoted == 0 and factor == 1:
             return None
         return SplitPlan(promoted, factor, chunk)
+
+
+def reduces_along_rows(reduce: loop.ReduceOp) -> bool:
+    """Whether every load of `reduce` that the reduction walks reads its last
+    index at the innermost reduction index (plus parallel terms): each result
+    reduces contiguous elements of a row-major operand."""
+    reduction = [symbol(f"r{j}") for j in range(len(reduce.reduction_sizes))]
+    innermost = reduction[-1]
+    walked = 0
+    for load in (o for o in reduce.body.walk() if isinstance(o, loop.LoadOp)):
+        indices = list(load.indices.data)
+        if not any(r in i.free_symbols for i in indices for r in reduction):
+            continue
+        walked += 1
+        last = indices[-1] if indices else sympy.Integer(0)
+        if sympy.diff(last, innermost) != 1 or any(r in last.free_symbols for r in reduction[:-1]):
+            return False
+        if any(innermost in i.free_symbols for i in indices[:-1]):
+            return False
+    return walked > 0
 
 
 def reduces_image(reduce: loop.ReduceOp) -> bool:

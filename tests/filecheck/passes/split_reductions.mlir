@@ -106,3 +106,25 @@ func.func @few_points(%x: !ptensor.tensor<[2, 16, 16, 32], f32>) -> !ptensor.ten
   }
   func.return %s : !ptensor.tensor<[2, 32], f32>
 }
+
+// Row sums of a layer norm's gradient over 4096 tokens: a million points,
+// but along rows, each result reducing a contiguous row, and 4096 results
+// are enough programs; left whole. The same rows summed over only 512 tokens
+// are too few programs and split.
+// DEFAULT-LABEL: func.func @rows(
+// DEFAULT-NEXT:    loop.reduce sum {{.*}} over [768] -> !ptensor.tensor<[8, 512, 1], f32>
+// DEFAULT:         loop.reduce sum {{.*}} over [256] -> !ptensor.tensor<[8, 512, 1], f32>
+// DEFAULT:         loop.reduce sum {{.*}} over [8] -> !ptensor.tensor<[512, 1], f32>
+func.func @rows(%x: !ptensor.tensor<[8, 512, 768], f32>, %w: !ptensor.tensor<[768], f32>, %y: !ptensor.tensor<[512, 2048], f32>) -> (!ptensor.tensor<[8, 512, 1], f32>, !ptensor.tensor<[512, 1], f32>) {
+  %s = loop.reduce sum ins(%a = %x : !ptensor.tensor<[8, 512, 768], f32>, %b = %w : !ptensor.tensor<[768], f32>) over [768] -> !ptensor.tensor<[8, 512, 1], f32> {
+    %v = loop.load %a[d0, d1, r0] : f32
+    %u = loop.load %b[r0] : f32
+    %p = arith.mulf %v, %u : f32
+    loop.yield %p : f32
+  }
+  %t = loop.reduce sum ins(%c = %y : !ptensor.tensor<[512, 2048], f32>) over [2048] -> !ptensor.tensor<[512, 1], f32> {
+    %v = loop.load %c[d0, r0] : f32
+    loop.yield %v : f32
+  }
+  func.return %s, %t : !ptensor.tensor<[8, 512, 1], f32>, !ptensor.tensor<[512, 1], f32>
+}

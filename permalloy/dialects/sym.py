@@ -269,10 +269,18 @@ def _format_sum(expr: sympy.Expr) -> str:
         magnitude = -term if negative else term
         text = _wrap(_format(magnitude), _PRODUCT)
         if not pieces:
+            # A leading minus binds to the first operand: `-(s0 mod 16)`, not `-s0 mod 16`.
+            text = f"({text})" if negative and _has_division(magnitude) and not text.startswith("(") else text
             pieces.append(f"-{text}" if negative else text)
         else:
             pieces.append(f"- {text}" if negative else f"+ {text}")
     return " ".join(pieces)
+
+
+def _has_division(term: sympy.Expr) -> bool:
+    """Whether a term is, or multiplies, a `floordiv`, `ceildiv` or `mod`."""
+    factors = term.args if term.is_Mul else (term,)
+    return any(isinstance(f, FloorDiv | CeilDiv | sympy.Mod) for f in factors)
 
 
 def _term_order(term: sympy.Expr) -> tuple[int, str]:

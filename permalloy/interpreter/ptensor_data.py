@@ -167,7 +167,9 @@ class DataFunctions(PTensorFunctionsBase):
         value = op.value
         if value is not None:
             value = scalar_value(value, tensor_type_of(op.result).element_type)
-        result = pad_tensor(args[0], op.mode.data, op.low.data, op.high.data, value)
+        low = [self.size(a) for a in op.low.data]
+        high = [self.size(a) for a in op.high.data]
+        result = pad_tensor(args[0], op.mode.data, low, high, value)
         return (result,)
 
     @tensor_impl(ptensor.GatherOp)

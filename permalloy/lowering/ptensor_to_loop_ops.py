@@ -220,12 +220,17 @@ def lower_pad(op: pt.PadOp) -> Operation:
     return builder.pointwise(builder.read(op.input, index, values))
 
 
+def _may_pad(amount: sympy.Expr) -> bool:
+    """Whether a padding amount may add elements: a positive or symbolic one."""
+    return not amount.is_Integer or amount > 0
+
+
 def _constant_pad(builder, op, shifted, source) -> Operation:
     body = builder.body
     masks = [
         _in_range(builder, position, sympy.Integer(0), size)
         for position, size, lo, hi in zip(shifted, source.sizes, op.low.data, op.high.data)
-        if lo > 0 or hi > 0
+        if _may_pad(lo) or _may_pad(hi)
     ]
     if not masks:
         return builder.pointwise(builder.read(op.input, shifted))

@@ -155,6 +155,11 @@ FUNCTIONS: dict[str, tuple[Callable, Inputs]] = {
     "cat_rows": (lambda x, y: torch.cat([x, y * 2], 0), lambda n, m: [_randn(n, m), _randn(n + 3, m)]),
     "cat_columns": (lambda x: torch.cat([x, x.exp()], 1), lambda n, m: [_randn(n, m)]),
     "pad": (lambda x: F.pad(x, (1, 2)) * 3, lambda n, m: [_randn(n, m)]),
+    # padded to a multiple of 16 columns, as torch's fused attention pads a mask
+    "pad_to_multiple": (
+        lambda x: F.pad(x, (0, 16 - x.shape[1] % 16), value=-1.0)[:, : x.shape[1] + 2] + 1,
+        lambda n, m: [_randn(n, m)],
+    ),
     "index_select": (
         lambda x, i: x[i] * 2,
         lambda n, m: [_randn(n, m), torch.randint(0, n, (m + 2,))],
@@ -420,6 +425,7 @@ TRITON_FUNCTIONS = [
     "slice_step",
     "even_odd_rows",
     "cat_rows",
+    "pad_to_multiple",
     "size_floordiv",
     "outer_add",
 ] + (["linear_addmm"] if TEST_DEVICE == "cpu" else [])

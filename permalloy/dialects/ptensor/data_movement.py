@@ -36,6 +36,7 @@ from permalloy.dialects.ptensor.kinds import PadMode, PadModeAttr
 from permalloy.dialects.ptensor.syntax import CustomSyntaxOp, format_scalar, parse_scalar
 from permalloy.dialects.ptensor.types import (
     IntListAttr,
+    SymListAttr,
     TensorType,
     is_integer,
     scalar_attr,
@@ -102,7 +103,9 @@ class PadOp(CustomSyntaxOp):
     """
     Padding before (`low`) and after (`high`) each dimension; negative amounts
     crop. `constant` fills with a value, `reflect` mirrors without repeating the
-    edge, `replicate` repeats the edge.
+    edge, `replicate` repeats the edge. Constant padding takes size
+    expressions (`high [0, 16 - s0 mod 16]`: a mask padded to a multiple of
+    16 keys), the other modes integers.
 
     `%y = ptensor.pad %x constant 0.0 low [0, 1] high [0, 2] : !ptensor.tensor<[4, 4], f32> -> !ptensor.tensor<[4, 7], f32>`.
     """
@@ -111,8 +114,8 @@ class PadOp(CustomSyntaxOp):
 
     input = operand_def(TensorType)
     mode = prop_def(PadModeAttr)
-    low = prop_def(IntListAttr)
-    high = prop_def(IntListAttr)
+    low = prop_def(SymListAttr)
+    high = prop_def(SymListAttr)
     value = opt_prop_def(FloatAttr | IntegerAttr)
     result = result_def(TensorType)
 
@@ -122,8 +125,8 @@ class PadOp(CustomSyntaxOp):
         self,
         input: SSAValue,
         mode: PadMode,
-        low: Sequence[int],
-        high: Sequence[int],
+        low: Sequence[sympy.Expr | int],
+        high: Sequence[sympy.Expr | int],
         value: float | int | None,
         result_type: TensorType,
     ):
@@ -132,8 +135,8 @@ class PadOp(CustomSyntaxOp):
             result_types=[result_type],
             properties={
                 "mode": PadModeAttr(mode),
-                "low": IntListAttr(low),
-                "high": IntListAttr(high),
+                "low": SymListAttr(low),
+                "high": SymListAttr(high),
                 "value": None
                 if value is None
                 else scalar_attr(value, result_type.element_type),
@@ -154,9 +157,9 @@ class PadOp(CustomSyntaxOp):
         mode = parser.parse_str_enum(PadMode)
         value = parse_scalar(parser) if mode == PadMode.CONSTANT else None
         parser.parse_keyword("low")
-        low = IntListAttr.parse_parameter(parser)
+        low = SymListAttr.parse_parameter(parser)
         parser.parse_keyword("high")
-        high = IntListAttr.parse_parameter(parser)
+        high = SymListAttr.parse_parameter(parser)
         return mode, low, high, value
 
     def verify_(self) -> None:
@@ -169,6 +172,10 @@ class PadOp(CustomSyntaxOp):
         require(
             (self.value is not None) == (self.mode.data == PadMode.CONSTANT),
             "ptensor.pad: a value is given exactly for constant padding",
+        )
+        require(
+            self.mode.data == PadMode.CONSTANT or all(a.is_Integer for a in (*low, *high)),
+            f"ptensor.pad: {self.mode.data.value} padding takes integer amounts",
         )
         expected = [s + lo + hi for s, lo, hi in zip(source.sizes, low, high)]
         check_same_element_type(self.name, source, result)

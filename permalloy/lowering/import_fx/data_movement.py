@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sympy
 import torch
 from torch import fx
 from xdsl.ir import SSAValue
@@ -41,19 +42,23 @@ def _is_legacy_empty(example: torch.Tensor) -> bool:
     return example.dim() == 1 and isinstance(example.shape[0], int) and example.shape[0] == 0
 
 
-def _pad_amounts(pad: list[int], rank: int) -> tuple[list[int], list[int]] | None:
-    """torch's pad list (last dimension first, low then high) as low/high lists."""
-    if any(not isinstance(p, int) for p in pad) or len(pad) % 2 or len(pad) > 2 * rank:
+def _pad_amounts(pad: list, rank: int) -> tuple[list, list] | None:
+    """torch's pad list (last dimension first, low then high) as low/high
+    lists, of integers or size expressions."""
+    if any(not isinstance(p, int | sympy.Expr) for p in pad) or len(pad) % 2 or len(pad) > 2 * rank:
         return None
-    low, high = [0] * rank, [0] * rank
+    low: list = [0] * rank
+    high: list = [0] * rank
     for i in range(len(pad) // 2):
         low[rank - 1 - i], high[rank - 1 - i] = pad[2 * i], pad[2 * i + 1]
     return low, high
 
 
 def constant_pad(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
+    """constant_pad_nd(x, pad, value), its amounts integers or size
+    expressions (a mask padded to a multiple of 16 keys)."""
     source = ctx.tensor(node.args[0])
-    amounts = _pad_amounts(list(node.args[1]), ptensor.tensor_type(source).rank)
+    amounts = _pad_amounts([ctx.scalar(p) for p in node.args[1]], ptensor.tensor_type(source).rank)
     if amounts is None:
         return None
     value = ctx.scalar(argument(node, 2, "value", 0))

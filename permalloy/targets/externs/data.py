@@ -19,7 +19,7 @@ from xdsl.ir import Operation
 from permalloy.dialects import ptensor as pt
 from permalloy.interpreter.ptensor_common import scalar_value
 from permalloy.interpreter.ptensor_data import SCATTER_REDUCE_NAMES, indices_by_dim, pad_tensor
-from permalloy.targets.externs.calls import ExternCall
+from permalloy.targets.externs.calls import ExternCall, shape_function
 
 
 def _cat(op: pt.CatOp) -> ExternCall:
@@ -28,11 +28,12 @@ def _cat(op: pt.CatOp) -> ExternCall:
 
 
 def _pad(op: pt.PadOp) -> ExternCall:
-    mode, low, high = op.mode.data, op.low.data, op.high.data
+    mode = op.mode.data
+    low, high = shape_function(op.low.data), shape_function(op.high.data)
     value = op.value
     if value is not None:
         value = scalar_value(value, pt.tensor_type(op.result).element_type)
-    return lambda tensors, symbols: (pad_tensor(tensors[0], mode, low, high, value),)
+    return lambda tensors, symbols: (pad_tensor(tensors[0], mode, low(symbols), high(symbols), value),)
 
 
 def _gather(op: pt.GatherOp) -> ExternCall:

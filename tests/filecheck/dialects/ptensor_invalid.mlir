@@ -607,7 +607,15 @@ func.func @f(%x: !ptensor.tensor<[4, 4], f32>) {
 
 func.func @f(%x: !ptensor.tensor<[4], f32>) {
   // CHECK: Operation does not verify: ptensor.pad: a value is given exactly for constant padding
-  %0 = "ptensor.pad"(%x) <{mode = #ptensor<pad_mode reflect>, low = #ptensor.ints[1], high = #ptensor.ints[1], value = 0.0 : f64}> : (!ptensor.tensor<[4], f32>) -> !ptensor.tensor<[6], f32>
+  %0 = "ptensor.pad"(%x) <{mode = #ptensor<pad_mode reflect>, low = #ptensor.exprs[1], high = #ptensor.exprs[1], value = 0.0 : f64}> : (!ptensor.tensor<[4], f32>) -> !ptensor.tensor<[6], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[s0], f32>) {
+  // CHECK: Operation does not verify: ptensor.pad: reflect padding takes integer amounts
+  %0 = ptensor.pad %x reflect low [0] high [16 - s0 mod 16] : !ptensor.tensor<[s0], f32> -> !ptensor.tensor<[s0 + 16 - s0 mod 16], f32>
   func.return
 }
 

@@ -147,6 +147,7 @@ func.func @data_movement(%a: !ptensor.tensor<[2, 8], f32>, %b: !ptensor.tensor<[
   // CHECK-NEXT: %6 = ptensor.scatter_add %a, %idx, %a dim 1 : !ptensor.tensor<[2, 8], f32>, !ptensor.tensor<[2, 3], i64>, !ptensor.tensor<[2, 8], f32> -> !ptensor.tensor<[2, 8], f32>
   // CHECK-NEXT: %7 = ptensor.index_put %b[%ids] dims [0], %v accumulate : !ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[5, 8], f32>, [!ptensor.tensor<[5], i64>] -> !ptensor.tensor<[s0, 8], f32>
   // CHECK-NEXT: %8 = ptensor.index_put %b[%ids] dims [0], %v : !ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[5, 8], f32>, [!ptensor.tensor<[5], i64>] -> !ptensor.tensor<[s0, 8], f32>
+  // CHECK-NEXT: %9 = ptensor.pad %b constant 0.0 low [0, 0] high [-(s0 mod 16) + 16, 0] : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0 - s0 mod 16 + 16, 8], f32>
   // CHECK-NEXT: func.return
   %0 = ptensor.cat %a, %b dim 0 : !ptensor.tensor<[2, 8], f32>, !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[2 + s0, 8], f32>
   %1 = ptensor.pad %a constant 0.0 low [0, 1] high [0, 2] : !ptensor.tensor<[2, 8], f32> -> !ptensor.tensor<[2, 11], f32>
@@ -157,12 +158,13 @@ func.func @data_movement(%a: !ptensor.tensor<[2, 8], f32>, %b: !ptensor.tensor<[
   %6 = ptensor.scatter_add %a, %idx, %a dim 1 : !ptensor.tensor<[2, 8], f32>, !ptensor.tensor<[2, 3], i64>, !ptensor.tensor<[2, 8], f32> -> !ptensor.tensor<[2, 8], f32>
   %7 = ptensor.index_put %b[%ids] dims [0], %v accumulate : !ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[5, 8], f32>, [!ptensor.tensor<[5], i64>] -> !ptensor.tensor<[s0, 8], f32>
   %8 = ptensor.index_put %b[%ids] dims [0], %v : !ptensor.tensor<[s0, 8], f32>, !ptensor.tensor<[5, 8], f32>, [!ptensor.tensor<[5], i64>] -> !ptensor.tensor<[s0, 8], f32>
+  %9 = ptensor.pad %b constant 0.0 low [0, 0] high [16 - s0 mod 16, 0] : !ptensor.tensor<[s0, 8], f32> -> !ptensor.tensor<[s0 + 16 - s0 mod 16, 8], f32>
   func.return
 }
 
 // GENERIC-LABEL: "func.func"() <{sym_name = "data_movement"
-// GENERIC: %1 = "ptensor.pad"(%a) <{mode = #ptensor<pad_mode constant>, low = #ptensor.ints[0, 1], high = #ptensor.ints[0, 2], value = 0.000000e+00 : f64}>
-// GENERIC: %2 = "ptensor.pad"(%a) <{mode = #ptensor<pad_mode reflect>, low = #ptensor.ints[1, 1], high = #ptensor.ints[1, 1]}>
+// GENERIC: %1 = "ptensor.pad"(%a) <{mode = #ptensor<pad_mode constant>, low = #ptensor.exprs[0, 1], high = #ptensor.exprs[0, 2], value = 0.000000e+00 : f64}>
+// GENERIC: %2 = "ptensor.pad"(%a) <{mode = #ptensor<pad_mode reflect>, low = #ptensor.exprs[1, 1], high = #ptensor.exprs[1, 1]}>
 
 // CHECK-LABEL: func.func @library(
 func.func @library(%a: !ptensor.tensor<[4, 8], f32>, %b: !ptensor.tensor<[8, 16], f32>, %bias: !ptensor.tensor<[16], f32>, %ba: !ptensor.tensor<[2, 4, 8], f32>, %bb: !ptensor.tensor<[2, 8, 16], f32>, %img: !ptensor.tensor<[1, 3, 8, 8], f32>, %w: !ptensor.tensor<[6, 3, 3, 3], f32>, %cb: !ptensor.tensor<[6], f32>, %q: !ptensor.tensor<[2, s0, 16], f32>, %mask: !ptensor.tensor<[s0, s0], i1>) {

@@ -48,6 +48,10 @@
 // CHECK-NEXT: "test.expr"() {e = #sym.expr<-3>} : () -> ()
 // CHECK-NEXT: "test.expr"() {e = #sym.expr<2>} : () -> ()
 // CHECK-NEXT: "test.expr"() {e = #sym.expr<-2>} : () -> ()
+// A leading minus binds to its first operand, so a negated division prints
+// in parentheses (the padding that rounds s0 up to a multiple of 16).
+// CHECK-NEXT: "test.expr"() {e = #sym.expr<-(s0 mod 16) + 16>} : () -> ()
+// CHECK-NEXT: "test.expr"() {e = #sym.expr<-(d0 floordiv 2) * 3 + s0>} : () -> ()
 "test.expr"() {e = #sym.expr<(s0 + 1) floordiv 2>} : () -> ()
 "test.expr"() {e = #sym.expr<d0 floordiv 4 * 4>} : () -> ()
 "test.expr"() {e = #sym.expr<d0 * 4 floordiv 4>} : () -> ()
@@ -65,6 +69,8 @@
 "test.expr"() {e = #sym.expr<-7 ceildiv 2>} : () -> ()
 "test.expr"() {e = #sym.expr<-7 mod 3>} : () -> ()
 "test.expr"() {e = #sym.expr<7 mod -3>} : () -> ()
+"test.expr"() {e = #sym.expr<16 - s0 mod 16>} : () -> ()
+"test.expr"() {e = #sym.expr<s0 - 3 * (d0 floordiv 2)>} : () -> ()
 
 // min and max take one or more arguments, printed in a sorted order.
 // CHECK-NEXT: "test.expr"() {e = #sym.expr<min(4, s0)>} : () -> ()

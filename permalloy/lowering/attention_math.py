@@ -3,12 +3,12 @@ Scaled dot-product attention as torch's fused kernels take it, or as its math.
 
 Inference graphs keep attention whole: it becomes `ptensor.attention`, a library
 call, with a mask the fused kernels take (`attention_with_fused_mask`). A
-training graph keeps torch's fused attention too (`attention_for_training`):
+training graph keeps torch's fused attention too, through the same function:
 AOTAutograd differentiates it into its fused backward
-(`_scaled_dot_product_*_backward`), and the importer calls both whole. Where a
-fused kernel would pad the mask (a mask over a key length that is not a constant
-multiple of 16, which torch's memory-efficient kernel pads to align its
-rows), and for `nn.MultiheadAttention`'s function
+(`_scaled_dot_product_*_backward`), and the importer calls both whole (a mask
+whose key length is not a multiple of 16, which torch's memory-efficient
+kernel pads to align its rows, is padded by a generated kernel, of symbolic
+size too). For `nn.MultiheadAttention`'s function
 (`multi_head_attention_math`), attention is written as its math
 (`attention_math`): two matrix products around a softmax, whose backward the
 rest of the pipeline lowers and fuses.
@@ -93,30 +93,6 @@ def attention_with_fused_mask(
     if attn_mask is not None and attn_mask.dim() > 0 and attn_mask.size(-1) > 1 and attn_mask.stride(-1) == 0:
         attn_mask = attn_mask.contiguous()
     return F.scaled_dot_product_attention(query, key, value, attn_mask, *rest, **options)
-
-
-MASK_ROW_ALIGNMENT = 16
-"""Elements a fused kernel's mask rows are aligned to: torch's
-memory-efficient attention pads a mask whose key length is not a multiple."""
-
-
-def attention_for_training(
-    query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attn_mask: torch.Tensor | None = None, *rest, **options
-) -> torch.Tensor:
-    """
-    Attention in a training graph: torch's fused attention (forward and
-    backward kernels, as eager runs them; with a dense mask,
-    `attention_with_fused_mask`), or its math where a mask's key length is
-    not a constant multiple of `MASK_ROW_ALIGNMENT`: there torch pads the
-    mask (as floats) in the traced graph, a pad of symbolic size when the
-    length is one. On an H200 the fused kernels took 0.3 ms less of a BERT training
-    step than the math, and a BART step with its padded masks 0.2 ms more.
-    """
-    if attn_mask is not None:
-        keys = key.size(-2)
-        if not isinstance(keys, int) or keys % MASK_ROW_ALIGNMENT:
-            return attention_math(query, key, value, attn_mask, *rest, **options)
-    return attention_with_fused_mask(query, key, value, attn_mask, *rest, **options)
 
 
 def multi_head_attention_math(*args, **kwargs):

@@ -8,8 +8,7 @@ traces a training graph, `calls_rewritten` points each such call of Dynamo's
 graph at a function computing the same with differentiable torch ops
 (`MATH_FOR_TRAINING`), so that the backward is made of ops ptensor has;
 attention keeps torch's fused kernels, forward and backward, which the
-importer calls whole as library ops, except where they would pad the mask
-(`attention_for_training`). On leaving, the graph calls what it called
+importer calls whole as library ops (`attention_with_fused_mask`). On leaving, the graph calls what it called
 before, so that it can still run eagerly as the user wrote it. Inference graphs keep attention one
 library op; `calls_rewritten` points their attention calls at
 `attention_with_fused_mask`, which gives the call a mask torch's fused kernels
@@ -27,21 +26,20 @@ from torch import fx
 from permalloy.lowering.attention_math import (
     ATTENTION_CALLS,
     MULTI_HEAD_ATTENTION_CALLS,
-    attention_for_training,
     attention_with_fused_mask,
     multi_head_attention_math,
 )
 from permalloy.lowering.grid_sampling import GRID_SAMPLE_CALLS, grid_sample_math
 
 MATH_FOR_TRAINING: dict[Callable, Callable] = {
-    **dict.fromkeys(ATTENTION_CALLS, attention_for_training),
+    **dict.fromkeys(ATTENTION_CALLS, attention_with_fused_mask),
     **dict.fromkeys(MULTI_HEAD_ATTENTION_CALLS, multi_head_attention_math),
     **dict.fromkeys(GRID_SAMPLE_CALLS, grid_sample_math),
 }
 """Each callable of Dynamo's graphs rewritten in training graphs, and its
 rewrite: attention keeps torch's fused kernels, forward and backward, which
-the importer calls whole, except where they would pad its mask
-(`attention_for_training`); `nn.MultiheadAttention`'s function and grid
+the importer calls whole, its mask given in a layout they take
+(`attention_with_fused_mask`); `nn.MultiheadAttention`'s function and grid
 sampling become math."""
 
 FUSED_FOR_INFERENCE: dict[Callable, Callable] = dict.fromkeys(ATTENTION_CALLS, attention_with_fused_mask)

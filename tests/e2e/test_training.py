@@ -387,12 +387,12 @@ def _masked_attention(q, k, v, mask):
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-@pytest.mark.parametrize("keys, fused", [(16, True), (12, False)], ids=["aligned", "unaligned"])
-def test_training_attention_keeps_the_fused_kernels_where_they_take_its_mask(keys, fused) -> None:
+@pytest.mark.parametrize("keys", [16, 12], ids=["aligned", "unaligned"])
+def test_training_attention_keeps_the_fused_kernels(keys) -> None:
     """A training step calls torch's fused attention and its fused backward,
-    both library ops, where the mask's key length is a multiple of 16 (else
-    torch would pad the mask, and attention is its math); either way the
-    gradients are eager's."""
+    both library ops, whatever the mask's key length (a length that is not a
+    multiple of 16 is padded where torch's kernel needs it); the gradients
+    are eager's."""
     from permalloy.lowering.capture import capture_training_graphs
 
 
@@ -403,7 +403,7 @@ def test_training_attention_keeps_the_fused_kernels_where_they_take_its_mask(key
     mask[..., 0] = True
     _forward, backward = capture_training_graphs(_masked_attention, q, k, v, mask)
     targets = {str(n.target) for n in backward.graph_module.graph.nodes if n.op == "call_function"}
-    assert ("aten._scaled_dot_product_flash_attention_for_cpu_backward.default" in targets) == fused
+    assert "aten._scaled_dot_product_flash_attention_for_cpu_backward.default" in targets
     torch._dynamo.reset()
     permalloy.reset_stats()
     leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]

@@ -8,7 +8,7 @@ import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
-from xdsl.ir import SSAValue
+from xdsl.ir import SSAValue, Use
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
@@ -33,13 +33,20 @@ def _squeezed(result_type: TensorType, count: int) -> TensorType:
     return TensorType(list(result_type.sizes)[count:], result_type.element_type)
 
 
+def _read_in_body(use: Use) -> bool:
+    """Whether `use` is a loop op's input, which its body reads (a loop op's
+    inputs are its first operands; a scatter's `init` comes after them)."""
+    user = use.operation
+    return isinstance(user, loop.LoopOp) and use.index < len(user.inputs)
+
+
 def _loop_readers(value: SSAValue) -> list[loop.LoopOp] | None:
-    """The loop ops reading `value`, each only through loads; None where one
-    reads it otherwise (a loop op's body passing it on)."""
+    """The loop ops reading `value` as an input, each only through loads;
+    None where one reads it otherwise (a loop op's body passing it on)."""
     readers = []
     for use in value.uses:
         user = use.operation
-        if isinstance(user, loop.LoopOp) and user not in readers:
+        if _read_in_body(use) and user not in readers:
             if loads_of(user, value) is None:
                 return None
             readers.append(user)
@@ -74,15 +81,16 @@ def _read_squeezed(reader: loop.LoopOp, value: SSAValue, count: int, squeezed: T
 
 def squeeze_leading_unit_dims(op: loop.PointwiseOp | loop.ReduceOp) -> bool:
     """Compute `op` over its domain without its leading dimensions of size 1,
-    where every loop op reading it reads it through loads; other users read
-    a reshape of it to its former shape. Whether it changed."""
+    where every loop op reading it as an input reads it through loads; other
+    users (a scatter starting from it, ops of other levels) read a reshape
+    of it to its former shape. Whether it changed."""
     result_type = op.result.type
     assert isinstance(result_type, TensorType)
     count = leading_unit_dims(result_type)
     readers = _loop_readers(op.result) if count else None
     if not count or readers is None:
         return False
-    others = [use for use in op.result.uses if not isinstance(use.operation, loop.LoopOp)]
+    others = [use for use in op.result.uses if not _read_in_body(use)]
     squeezed = _squeezed(result_type, count)
     _renumber_parallel(op, count)
     new_result = Rewriter.replace_value_with_new_type(op.result, squeezed)

@@ -71,3 +71,32 @@ func.func @one_row(%x: !ptensor.tensor<[1, 16], f32>) -> !ptensor.tensor<[1, 16]
   }
   func.return %y : !ptensor.tensor<[1, 16], f32>
 }
+
+// A scatter starting from a squeezed value (its `init`, not an input its
+// body loads) starts from a reshape of it back to its former shape; the
+// scatter's body reads the squeezed value like any reader.
+// CHECK-LABEL: func.func @scatter_init(
+// CHECK:         %[[R:.+]] = ptensor.reshape %p : !ptensor.tensor<[8], f32> -> !ptensor.tensor<[1, 8], f32>
+// CHECK:         loop.scatter sum init(%[[R]] : !ptensor.tensor<[1, 8], f32>) ins(%j = %i : !ptensor.tensor<[1, 8], i64>, %k = %p : !ptensor.tensor<[8], f32>)
+// CHECK:           loop.load %k[d1] : f32
+
+func.func @scatter_init(%x: !ptensor.tensor<[1, 8], f32>, %i: !ptensor.tensor<[1, 8], i64>, %r: !ptensor.tensor<[8], f32>) -> (!ptensor.tensor<[8], f32>, !ptensor.tensor<[1, 8], f32>) {
+  %p = loop.pointwise ins(%a = %x : !ptensor.tensor<[1, 8], f32>) -> !ptensor.tensor<[1, 8], f32> {
+    %v = loop.load %a[d0, d1] : f32
+    %w = arith.addf %v, %v : f32
+    loop.yield %w : f32
+  }
+  %u = loop.pointwise ins(%b = %p : !ptensor.tensor<[1, 8], f32>, %c = %r : !ptensor.tensor<[8], f32>) -> !ptensor.tensor<[8], f32> {
+    %v = loop.load %b[0, d0] : f32
+    %w = loop.load %c[d0] : f32
+    %s = arith.addf %v, %w : f32
+    loop.yield %s : f32
+  }
+  %s = loop.scatter sum init(%p : !ptensor.tensor<[1, 8], f32>) ins(%j = %i : !ptensor.tensor<[1, 8], i64>, %k = %p : !ptensor.tensor<[1, 8], f32>) over [1, 8] -> !ptensor.tensor<[1, 8], f32> {
+    %t = loop.load %j[d0, d1] : i64
+    %n = arith.index_cast %t : i64 to index
+    %v = loop.load %k[d0, d1] : f32
+    loop.scatter_yield %v at [d0, v0] (%n) : f32
+  }
+  func.return %u, %s : !ptensor.tensor<[8], f32>, !ptensor.tensor<[1, 8], f32>
+}

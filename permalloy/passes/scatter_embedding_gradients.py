@@ -41,32 +41,31 @@ def _lookups(indices: pt.TensorType) -> sympy.Expr:
     return sympy.Mul(*indices.sizes)
 
 
-def _where_index(op: pt.EmbeddingBackwardOp, index: SSAValue, value: SSAValue, otherwise: SSAValue) -> list[Operation]:
-    """Ops giving, per lookup row of the output's gradient, `value` where the
-    lookup's index equals `index` (a 0-d tensor, or one of shape `[R, 1]`
-    beside flattened lookups) and `otherwise` elsewhere; the last op's result
-    is that choice."""
-    indices = pt.tensor_type(op.indices)
-    index_type = pt.tensor_type(index)
-    shape = broadcast_shapes(indices.sizes, index_type.sizes)
-    hits = pt.CompareOp(pt.ComparePredicate.EQ, op.indices, index, pt.TensorType(shape, IntegerType(1)))
+def _where_index(indices: SSAValue, index: SSAValue, value: SSAValue, otherwise: SSAValue) -> list[Operation]:
+    """Ops giving, per lookup row, `value` where the lookup's index (of
+    `indices`) equals `index` (a 0-d tensor, or one of shape `[R, 1]` beside
+    flattened lookups) and `otherwise` elsewhere; the last op's result is
+    that choice."""
+    shape = broadcast_shapes(pt.tensor_type(indices).sizes, pt.tensor_type(index).sizes)
+    hits = pt.CompareOp(pt.ComparePredicate.EQ, indices, index, pt.TensorType(shape, IntegerType(1)))
     hit_rows = pt.ReshapeOp(hits.result, pt.TensorType([*shape, 1], IntegerType(1)))
-    element = pt.tensor_type(op.grad_output).element_type
+    element = pt.tensor_type(value).element_type
     chosen_shape = broadcast_shapes([*shape, 1], pt.tensor_type(value).sizes, pt.tensor_type(otherwise).sizes)
     chosen = pt.WhereOp(hit_rows.result, value, otherwise, pt.TensorType(chosen_shape, element))
     return [hits, hit_rows, chosen]
 
 
-def _unpadded_gradient(op: pt.EmbeddingBackwardOp) -> list[Operation]:
+def _unpadded_gradient(op: pt.EmbeddingBackwardOp) -> tuple[list[Operation], SSAValue]:
     """Ops giving the output's gradient with the rows of lookups of the
-    padding index zeroed (none where there is no padding index); the last
-    op's result is that gradient."""
+    padding index zeroed (none where there is no padding index), and that
+    gradient."""
     padding = op.padding_idx.value.data
     if padding < 0:
-        return []
+        return [], op.grad_output
     pad = pt.FullOp(padding, pt.tensor_type(op.indices).with_shape([]))
     zero = pt.FullOp(0.0, pt.tensor_type(op.grad_output).with_shape([]))
-    return [pad, zero, *_where_index(op, pad.result, zero.result, op.grad_output)]
+    chosen = _where_index(op.indices, pad.result, zero.result, op.grad_output)
+    return [pad, zero, *chosen], chosen[-1].results[0]
 
 
 def _rewritten(op: pt.EmbeddingBackwardOp) -> tuple[int, int] | None:
@@ -94,11 +93,10 @@ class ScatterEmbeddingGradient(RewritePattern):
         if sizes is None or sizes[1] > LOOKUPS_PER_ROW * sizes[0]:
             return
         result = pt.tensor_type(op.result)
-        new_ops: list[Operation] = [zeros := pt.FullOp(0.0, result), *_unpadded_gradient(op)]
-        values = new_ops[-1].results[0] if len(new_ops) > 1 else op.grad_output
+        zeros = pt.FullOp(0.0, result)
+        unpadding, values = _unpadded_gradient(op)
         put = pt.IndexPutOp(zeros.result, [op.indices], [0], values, True, result)
-        new_ops.append(put)
-        rewriter.replace(op, new_ops, [put.result])
+        rewriter.replace(op, [zeros, *unpadding, put], [put.result])
 
 
 @dataclass(frozen=True)
@@ -116,10 +114,8 @@ class SumEmbeddingGradient(RewritePattern):
         rows, lookups = sizes
         result = pt.tensor_type(op.result)
         indices = pt.tensor_type(op.indices)
-        width = result.sizes[1]
-        new_ops: list[Operation] = _unpadded_gradient(op)
-        grad = new_ops[-1].results[0] if new_ops else op.grad_output
-        flat_grad = pt.ReshapeOp(grad, result.with_shape([1, lookups, width]))
+        new_ops, grad = _unpadded_gradient(op)
+        flat_grad = pt.ReshapeOp(grad, result.with_shape([1, lookups, result.sizes[1]]))
         new_ops.append(flat_grad)
         flat = op.indices
         if indices.rank != 1:
@@ -128,14 +124,9 @@ class SumEmbeddingGradient(RewritePattern):
         row_indices = pt.IotaOp(0, 1, indices.with_shape([rows]))
         row_column = pt.ReshapeOp(row_indices.result, indices.with_shape([rows, 1]))
         zero = pt.FullOp(0.0, result.with_shape([]))
-        new_ops += [row_indices, row_column, zero]
-        hits = pt.CompareOp(
-            pt.ComparePredicate.EQ, flat, row_column.result, pt.TensorType([rows, lookups], IntegerType(1))
-        )
-        hit_rows = pt.ReshapeOp(hits.result, pt.TensorType([rows, lookups, 1], IntegerType(1)))
-        chosen = pt.WhereOp(hit_rows.result, flat_grad.result, zero.result, result.with_shape([rows, lookups, width]))
-        summed = pt.ReduceOp(pt.ReduceKind.SUM, chosen.result, [1], False, result)
-        new_ops += [hits, hit_rows, chosen, summed]
+        chosen = _where_index(flat, row_column.result, flat_grad.result, zero.result)
+        summed = pt.ReduceOp(pt.ReduceKind.SUM, chosen[-1].results[0], [1], False, result)
+        new_ops += [row_indices, row_column, zero, *chosen, summed]
         rewriter.replace(op, new_ops, [summed.result])
 
 

@@ -12,6 +12,7 @@ from xdsl.ir import Block, Region
 from xdsl.passes import ModulePass
 from xdsl.rewriter import Rewriter
 
+from permalloy.analysis.affine import unit_stride
 from permalloy.dialects import loop
 from permalloy.dialects.ptensor import ReduceKind, TensorType
 from permalloy.dialects.ptensor import SymListAttr
@@ -181,7 +182,7 @@ def reduces_along_rows(reduce: loop.ReduceOp) -> bool:
             continue
         walked += 1
         last = indices[-1] if indices else sympy.Integer(0)
-        if sympy.diff(last, innermost) != 1 or any(r in last.free_symbols for r in reduction[:-1]):
+        if not unit_stride(last, innermost) or any(r in last.free_symbols for r in reduction[:-1]):
             return False
         if any(innermost in i.free_symbols for i in indices[:-1]):
             return False

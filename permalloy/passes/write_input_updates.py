@@ -112,7 +112,7 @@ class _Updates:
         }
         self._find_reads(updated)
         # a value written into several arguments is copied into each
-        shared = {v for v in values.values() if list(values.values()).count(v) > 1}
+        shared = {v for v, count in Counter(values.values()).items() if count > 1}
         for position, index in updates.items():
             value, argument = values[position], arguments[index]
             alone = value is terminator.arguments[position] and value not in shared

@@ -28,6 +28,7 @@ from xdsl.dialects.builtin import (
 )
 from xdsl.ir import Attribute, SSAValue
 
+from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor
 from permalloy.dialects.sym import SymExprAttr
 from permalloy.lowering.import_fx.context import ImportContext
@@ -132,11 +133,8 @@ def memory_order(example: torch.Tensor) -> tuple[int, ...] | None:
     order = tuple(sorted(range(example.dim()), key=lambda d: (-strides[d], sizes[d] == 1, d)))  # type: ignore[operator]
     if order == tuple(range(example.dim())):
         return None
-    running, dense = 1, [0] * example.dim()
-    for d in reversed(order):
-        dense[d] = running
-        running *= sizes[d]  # type: ignore[operator]
-    return order if dense == strides else None
+    dense = buf.dense_strides_in_order([sympy.Integer(s) for s in sizes], order)  # type: ignore[arg-type]
+    return order if [int(s) for s in dense] == strides else None
 
 
 NO_CONVERTER = "no converter for this op"

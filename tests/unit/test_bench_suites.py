@@ -67,7 +67,7 @@ def test_models_suite_lists_every_model(capsys: pytest.CaptureFixture[str]) -> N
 def test_unknown_suite_and_case_list_valid_names(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         cli.main(["--suite", "zo"])
-    assert "valid suites: zoo, models" in capsys.readouterr().err
+    assert "valid suites: zoo, models, timm" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         cli.main(["--suite", "models", "--cases", "resnet,gpt3"])
     err = capsys.readouterr().err
@@ -160,3 +160,64 @@ def test_profile_splits_generated_kernels_from_library_ones() -> None:
     seconds, launches = generated_totals(kernels)
     assert seconds == pytest.approx(0.003) and launches == 4.0
     assert generated_totals([]) == (0, 0)
+
+
+class _StandInTimm:
+    """A `timm` module of one model, a small CNN at timm's 64-pixel input size,
+    standing in for timm where it is not installed."""
+
+    __spec__ = None
+
+    class Net(torch.nn.Sequential):
+        pretrained_cfg = {"input_size": (3, 64, 64)}
+
+    @staticmethod
+    def is_model(name: str) -> bool:
+        return name == "tiny_net"
+
+    @classmethod
+    def create_model(cls, name: str, pretrained: bool, num_classes: int) -> torch.nn.Module:
+        assert name == "tiny_net" and not pretrained
+        return cls.Net(
+            torch.nn.Conv2d(3, 8, 3, stride=2, padding=1),
+            torch.nn.BatchNorm2d(8),
+            torch.nn.ReLU(),
+            torch.nn.AdaptiveAvgPool2d(1),
+            torch.nn.Flatten(),
+            torch.nn.Linear(8, num_classes),
+        )
+
+
+def test_timm_suite_takes_any_timm_model_whole(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    from permalloy.tools.models import timm_catalog
+
+    monkeypatch.setitem(sys.modules, "timm", _StandInTimm)
+    monkeypatch.setattr(timm_catalog, "timm_installed", lambda: True)
+    suite = make_suite("timm")
+    assert "resnet50" in suite.names() and suite.family("resnet50") == "convnet"
+    assert suite.accepts("tiny_net") and not suite.accepts("no_such_net")
+    case = suite.build("tiny_net", QUICK, 0)
+    assert [tuple(x.shape) for x in case.inputs] == [(1, 3, 64, 64)] and not case.model.training
+    data = run_json(["--suite", "timm", "--quick", "--cases", "tiny_net", "--backends", "eager,permalloy"], capsys)
+    (row,) = data["cases"]
+    assert row["family"] == "timm" and row["error"] is None
+    ours = row["results"]["permalloy"]
+    assert ours["ok"] and ours["accuracy"]["passed"], ours
+    with pytest.raises(SystemExit):
+        cli.main(["--suite", "timm", "--cases", "no_such_net"])
+    assert "unknown case 'no_such_net'" in capsys.readouterr().err
+
+
+def test_timm_suite_without_timm_skips_its_rows(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from permalloy.tools.models import timm_catalog
+
+    monkeypatch.setattr(timm_catalog, "timm_installed", lambda: False)
+    data = run_json(["--suite", "timm", "--quick", "--cases", "resnet50", "--backends", "eager"], capsys)
+    (row,) = data["cases"]
+    assert row["skipped"] and row["error"] == "skipped: timm is not installed"

@@ -26,7 +26,7 @@ import argparse
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from permalloy.tools.bench.backends import BACKENDS, BenchError
 from permalloy.tools.bench.profiles import DEVICES, profile_for
@@ -124,12 +124,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def parse_list(text: str, valid: Sequence[str], what: str) -> tuple[str, ...]:
-    """Comma-separated names, each one of `valid`, duplicates dropped, in order."""
+def parse_list(
+    text: str, valid: Sequence[str], what: str, accepts: Callable[[str], bool] | None = None
+) -> tuple[str, ...]:
+    """Comma-separated names, each one of `valid` (or that `accepts` takes),
+    duplicates dropped, in order."""
     names = [n.strip() for n in text.split(",")]
     if not all(names):
         raise BenchError(f"empty {what} name in {text!r}; valid {what}s: {', '.join(valid)}")
-    unknown = [n for n in names if n not in valid]
+    unknown = [n for n in names if n not in valid and not (accepts and accepts(n))]
     if unknown:
         listed = ", ".join(repr(n) for n in unknown)
         raise BenchError(f"unknown {what} {listed}; valid {what}s: {', '.join(valid)}")
@@ -140,8 +143,9 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
     """The run the flags describe; a `BenchError` names what is wrong and what is valid."""
     if args.device not in DEVICES:
         raise BenchError(f"unknown device {args.device!r}; valid devices: {', '.join(DEVICES)}")
-    names = make_suite(args.suite).names()
-    cases = parse_list(args.cases, names, "case") if args.cases is not None else names
+    suite = make_suite(args.suite)
+    names = suite.names()
+    cases = parse_list(args.cases, names, "case", suite.accepts) if args.cases is not None else names
     backends = parse_list(args.backends, BACKENDS, "backend")
     ordered = tuple(b for b in BACKENDS if b in backends)
     if args.plot is not None:

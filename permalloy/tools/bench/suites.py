@@ -2,7 +2,9 @@
 The suites `permalloy-bench` runs: `zoo`, the built-in model zoo of small blocks
 (quick, the default), and `models`, the broad suite of whole models built from
 `transformers` configurations, `torch.nn` blocks and, where `timm` is
-installed, timm models (`permalloy/tools/models`). A suite names its cases and
+installed, timm models (`permalloy/tools/models`), and `timm`, whole timm
+models by name at their own resolution (`permalloy/tools/models/timm_catalog.py`:
+a default selection, or any model timm knows). A suite names its cases and
 builds one at a profile's size from a seed; the runner needs nothing else.
 """
 
@@ -15,7 +17,7 @@ from permalloy.tools.bench.backends import BenchError
 from permalloy.tools.bench.profiles import Profile
 from permalloy.tools.zoo import Case
 
-SUITES = ("zoo", "models")
+SUITES = ("zoo", "models", "timm")
 """The suites `--suite` accepts; the first is the default."""
 
 
@@ -33,7 +35,11 @@ class Suite(Protocol):
     builds its model too, which whole models make slow)."""
 
     def names(self) -> tuple[str, ...]:
-        """Every case, in table order."""
+        """Every case, in table order: what runs when no case is named."""
+        ...
+
+    def accepts(self, name: str) -> bool:
+        """Whether `--cases` may name `name`."""
         ...
 
     def build(self, name: str, profile: Profile, seed: int) -> Case:
@@ -71,6 +77,9 @@ class ZooSuite:
 
         return tuple(CASES)
 
+    def accepts(self, name: str) -> bool:
+        return name in self.names()
+
     def build(self, name: str, profile: Profile, seed: int) -> Case:
         from permalloy.tools.zoo import make_case
 
@@ -102,6 +111,9 @@ class ModelSuite:
 
         return tuple(MODELS)
 
+    def accepts(self, name: str) -> bool:
+        return name in self.names()
+
     def build(self, name: str, profile: Profile, seed: int) -> Case:
         from permalloy.tools.models import MissingPackage, make_model
 
@@ -126,10 +138,52 @@ class ModelSuite:
         return MODELS[name].family
 
 
+@dataclass(frozen=True)
+class TimmSuite:
+    """Whole timm models by name (`permalloy/tools/models/timm_catalog.py`):
+    the default selection, or any model timm can build; one image on the CPU,
+    32 on a GPU, at each model's own input size."""
+
+    name: str = "timm"
+    max_input_sets: int = 2
+
+    def names(self) -> tuple[str, ...]:
+        from permalloy.tools.models.timm_catalog import TIMM_MODELS
+
+        return tuple(TIMM_MODELS)
+
+    def accepts(self, name: str) -> bool:
+        from permalloy.tools.models.timm_catalog import known_timm_model
+
+        return known_timm_model(name)
+
+    def build(self, name: str, profile: Profile, seed: int) -> Case:
+        from permalloy.tools.models import MissingPackage
+        from permalloy.tools.models.timm_catalog import make_timm_case
+
+        try:
+            return make_timm_case(name, profile.name, seed)
+        except MissingPackage as missing:
+            raise CaseUnavailable(f"skipped: {missing}") from None
+
+    def memory_bound(self, name: str) -> bool:
+        return False
+
+    def describe(self, name: str) -> str:
+        return f"{self.family(name)}: timm's {name}, whole (needs timm)"
+
+    def family(self, name: str) -> str:
+        from permalloy.tools.models.timm_catalog import timm_family
+
+        return timm_family(name)
+
+
 def make_suite(name: str) -> Suite:
     """The suite called `name`; a `BenchError` lists the valid ones."""
     if name == "zoo":
         return ZooSuite()
     if name == "models":
         return ModelSuite()
+    if name == "timm":
+        return TimmSuite()
     raise BenchError(f"unknown suite {name!r}; valid suites: {', '.join(SUITES)}")

@@ -76,6 +76,15 @@ def _copied_for_channels_last(source: SSAValue) -> bool:
     return not _is_channels_last(buf.buffer_type(source)) and not _free(source)
 
 
+def _reads_given_channels_last(op: buf.ExternOp) -> bool:
+    """Whether the convolution `op` reads a channels-last input whose layout
+    is not the program's to choose (a graph input in that memory format):
+    torch's convolution answers it in channels-last, so an NCHW result would
+    be a conversion of every element."""
+    source = op.inputs[0]
+    return _is_channels_last(buf.buffer_type(source)) and not _free(source)
+
+
 def _free(value: SSAValue) -> bool:
     """Whether nothing but its layout-agnostic users sees `value`'s layout: a
     contiguous buffer the program allocates (for a kernel's result, or a
@@ -277,6 +286,9 @@ class _LayoutPlanner:
         nchw: dict[SSAValue, float] = {}
         channels_last: dict[SSAValue, float] = {}
         trains = {"trains": True} if self._trains() else {}
+        # untimed or too fast to tell apart, a set keeps NCHW, unless a
+        # convolution of it is given a channels-last input
+        given_channels_last = {root for root, ops in sets.items() if any(map(_reads_given_channels_last, ops))}
         for root, ops in sets.items():
             work = [_multiply_adds(op) for op in ops]
             if None not in work and sum(work) < self.min_multiply_adds:
@@ -285,10 +297,12 @@ class _LayoutPlanner:
             times += [self.timer(op, False, keeps_nchw=True, **trains) for op in readers.get(root, ())]
             nchw[root] = sum(t.nchw for t in times)
             channels_last[root] = sum(t.channels_last for t in times)
-        chosen = set()
+        chosen = given_channels_last - nchw.keys()
         for root in nchw:
             measured = nchw[root] > 0 or channels_last[root] > 0
             if measured and max(nchw[root], channels_last[root]) < self.floor_seconds:
+                if root in given_channels_last:
+                    chosen.add(root)
                 continue
             margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
@@ -446,7 +460,10 @@ class PlanLayoutsPass(ModulePass):
     over permuted channels), and where they take under `device`'s
     `MEASURED_FLOOR_SECONDS` in all, too little for the timing to tell the
     layouts apart; a set doing under `MEASURED_MIN_MULTIPLY_ADDS`
-    multiply-adds keeps NCHW untimed.
+    multiply-adds keeps NCHW untimed. Untimed or under the floor, a set
+    whose convolution is given a channels-last input (a graph input in that
+    memory format) takes channels-last instead: torch's convolution returns
+    that layout for it, which NCHW would convert element by element.
     Convolutions with symbolic sizes are not timed and count as no slower
     in channels-last memory. `device` (`cpu`, or `cuda`: the current GPU) is
     where they are timed; without a GPU, `cuda` times nothing.
@@ -495,7 +512,8 @@ def plan_function_layouts(
     every free convolution seeds channels-last sets, or with `timer`, unless
     its measurements find them slower so (sets of fewer than
     `min_multiply_adds`, by default `MEASURED_MIN_MULTIPLY_ADDS`, keep NCHW
-    untimed, and sets timed under `device`'s `MEASURED_FLOOR_SECONDS` too)."""
+    untimed, and sets timed under `device`'s `MEASURED_FLOOR_SECONDS` too,
+    unless a convolution of theirs is given a channels-last input)."""
     if min_multiply_adds is None:
         min_multiply_adds = MEASURED_MIN_MULTIPLY_ADDS
     _LayoutPlanner(function, timer, min_multiply_adds, MEASURED_FLOOR_SECONDS[device]).run()

@@ -98,6 +98,33 @@ def test_convolutional_block_matches_eager(tmp_path, monkeypatch, channels_last_
     assert "(960, 1, 80, 8, )" in host, host
 
 
+class DepthwiseGelu(torch.nn.Module):
+    """A 7x7 depthwise convolution and a GELU, ConvNeXt's first two steps."""
+
+    def __init__(self, channels: int = 16):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(channels, channels, 7, padding=3, groups=channels)
+
+    def forward(self, x):
+        return F.gelu(self.conv(x))
+
+
+def test_a_small_convolution_follows_a_channels_last_input(tmp_path):
+    """A convolution too small to time keeps NCHW memory, except when it is
+    given a channels-last input: torch answers that in channels-last, and
+    its GELU epilogue then runs in place on the library's result, with no
+    conversion between them."""
+    model = DepthwiseGelu().to(DEVICE).eval().to(memory_format=torch.channels_last)
+    x = torch.randn(2, 16, 14, 14, device=DEVICE).to(memory_format=torch.channels_last)
+    with torch.no_grad():
+        expected = model(x)
+        result = _compiled(model, tmp_path)(x)
+    torch.testing.assert_close(result, expected, rtol=1e-4, atol=1e-5)
+    assert result.stride() == expected.stride()
+    host = _host_source(tmp_path)
+    assert ".contiguous()" not in host and "(3136, 1, 224, 16, )" in host, host
+
+
 @pytest.mark.skipif(DEVICE != "cpu", reason="the LLVM target runs on CPU tensors")
 @pytest.mark.parametrize("channels_last_faster", [True, False])
 def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, channels_last_faster):

@@ -112,6 +112,34 @@ def test_convolutions_too_small_to_time_keep_nchw_untimed():
     assert timer.calls == [True, False] and _strided(function) != []
 
 
+def _given_channels_last_input() -> func.FuncOp:
+    """`@planned` called with its images in channels-last memory."""
+    nchw = "!buffer.buffer<[2, 3, 5, 5], f32>"
+    text = LIT_MODULE.read_text().replace(nchw, "!buffer.buffer<[2, 3, 5, 5], f32, strides [75, 1, 15, 3]>")
+    module = parse_module(text)
+    (function,) = [op for op in module.ops if isinstance(op, func.FuncOp) and op.sym_name.data == "planned"]
+    return function
+
+
+def test_a_set_given_a_channels_last_input_takes_it_untimed_or_too_fast_to_tell():
+    # torch's convolution answers a channels-last input in channels-last: an
+    # NCHW result would be converted, so the set follows the input
+    result = "!buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>"
+    function = _given_channels_last_input()
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=6_201)
+    assert timer.calls == [] and result in _strided(function)
+    assert "buffer.copy" not in str(function)  # the input is read as it is given
+    floor = MEASURED_FLOOR_SECONDS["cuda"]
+    function = _given_channels_last_input()
+    plan_function_layouts(function, Timer((0.2 * floor, 0.3 * floor), (0.1 * floor, 0.1 * floor)), min_multiply_adds=0, device="cuda")
+    assert result in _strided(function)
+    # timed above the floor, a slower channels-last still keeps NCHW
+    function = _given_channels_last_input()
+    plan_function_layouts(function, Timer((1.0, 2.0), (1.0, 2.0)), min_multiply_adds=0)
+    assert result not in _strided(function)
+
+
 def test_convolution_times_measures_static_sizes_only():
     function = _function("planned")
     first = next(op for op in function.body.block.ops if isinstance(op, buf.ExternOp))

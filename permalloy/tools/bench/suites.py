@@ -10,6 +10,7 @@ builds one at a profile's size from a seed; the runner needs nothing else.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -24,6 +25,17 @@ SUITES = ("zoo", "models", "timm")
 class CaseUnavailable(Exception):
     """A case that cannot be built here (a package it needs is not installed):
     its row says why, and the run goes on."""
+
+
+def _unless_missing(build: Callable[[str, str, int], Case], name: str, size: str, seed: int) -> Case:
+    """`build(name, size, seed)`, or `CaseUnavailable` saying which package
+    it needs that is not installed."""
+    from permalloy.tools.models import MissingPackage
+
+    try:
+        return build(name, size, seed)
+    except MissingPackage as missing:
+        raise CaseUnavailable(f"skipped: {missing}") from None
 
 
 class Suite(Protocol):
@@ -115,12 +127,9 @@ class ModelSuite:
         return name in self.names()
 
     def build(self, name: str, profile: Profile, seed: int) -> Case:
-        from permalloy.tools.models import MissingPackage, make_model
+        from permalloy.tools.models import make_model
 
-        try:
-            return make_model(name, profile.name, seed)
-        except MissingPackage as missing:
-            raise CaseUnavailable(f"skipped: {missing}") from None
+        return _unless_missing(make_model, name, profile.name, seed)
 
     def memory_bound(self, name: str) -> bool:
         return False
@@ -158,13 +167,9 @@ class TimmSuite:
         return known_timm_model(name)
 
     def build(self, name: str, profile: Profile, seed: int) -> Case:
-        from permalloy.tools.models import MissingPackage
         from permalloy.tools.models.timm_catalog import make_timm_case
 
-        try:
-            return make_timm_case(name, profile.name, seed)
-        except MissingPackage as missing:
-            raise CaseUnavailable(f"skipped: {missing}") from None
+        return _unless_missing(make_timm_case, name, profile.name, seed)
 
     def memory_bound(self, name: str) -> bool:
         return False

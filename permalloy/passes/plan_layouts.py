@@ -275,7 +275,9 @@ class _LayoutPlanner:
         all with channels-last memory, by more than `MEASURED_MARGIN`, as
         `timer` measures them (one set: every planned convolution's). A kept
         convolution (whose result keeps NCHW memory) reading the set counts
-        the copy of its input back to NCHW."""
+        the copy of its input back to NCHW. A set too small to time, or too
+        fast to tell apart, is chosen only when it is given a channels-last
+        input."""
         assert self.timer is not None
         sets: dict[SSAValue, list[buf.ExternOp]] = {}
         for op in planned:
@@ -286,9 +288,6 @@ class _LayoutPlanner:
         nchw: dict[SSAValue, float] = {}
         channels_last: dict[SSAValue, float] = {}
         trains = {"trains": True} if self._trains() else {}
-        # untimed or too fast to tell apart, a set keeps NCHW, unless a
-        # convolution of it is given a channels-last input
-        given_channels_last = {root for root, ops in sets.items() if any(map(_reads_given_channels_last, ops))}
         for root, ops in sets.items():
             work = [_multiply_adds(op) for op in ops]
             if None not in work and sum(work) < self.min_multiply_adds:
@@ -297,17 +296,18 @@ class _LayoutPlanner:
             times += [self.timer(op, False, keeps_nchw=True, **trains) for op in readers.get(root, ())]
             nchw[root] = sum(t.nchw for t in times)
             channels_last[root] = sum(t.channels_last for t in times)
-        chosen = given_channels_last - nchw.keys()
+        undecided = sets.keys() - nchw.keys()  # too small to time
+        chosen = set()
         for root in nchw:
             measured = nchw[root] > 0 or channels_last[root] > 0
             if measured and max(nchw[root], channels_last[root]) < self.floor_seconds:
-                if root in given_channels_last:
-                    chosen.add(root)
+                undecided.add(root)
                 continue
             margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
                 chosen.add(root)
-        return chosen
+        # an undecided set keeps NCHW, unless a convolution of it is given a channels-last input
+        return chosen | {root for root in undecided if any(map(_reads_given_channels_last, sets[root]))}
 
     def _trains(self) -> bool:
         """Whether the function is a training step's forward graph (it

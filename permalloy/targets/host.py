@@ -393,10 +393,11 @@ class _Emitter:
 
     def _emit_extern_into(self, op: buf.ExternOp) -> bool:
         """A library op with a form writing into a given tensor (the matrix
-        products), whose dense result the program allocates itself; False
-        where the op has no such form or its result another layout."""
+        products), whose result the program allocates itself in its planned
+        layout; False where the op has no such form or would not write that
+        layout as it is (`extern_into_call`)."""
         into = extern_into_call(op)
-        if into is None or not op.inputs or not buf.buffer_type(op.results[0]).is_contiguous():
+        if into is None:
             return False
         (result,) = op.results
         name = self.name(result)

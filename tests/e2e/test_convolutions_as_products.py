@@ -111,6 +111,27 @@ def test_pointwise_convolutions_become_products(tmp_path, monkeypatch, target, c
     assert "ptensor.bmm " in program  # the 1-d convolution: [N, C, L] images
 
 
+def _host_program(tmp_path) -> str:
+    (path,) = glob.glob(str(tmp_path / "graph_000" / "*_host.py"))
+    return open(path).read()
+
+
+@pytest.mark.parametrize("target", _targets())
+def test_products_over_one_nchw_image_write_its_memory(tmp_path, monkeypatch, target):
+    """Over one NCHW image the pixels of a pointwise convolution merge into
+    rows, so it is one `[S, C] @ [C, O]` product whose result, NCHW memory,
+    is column-major: the library writes it there (`out=`), with and without
+    a bias, and no result is copied into its planned layout after a call."""
+    _plan(monkeypatch, channels_last=False)
+    program = _compiled_program(_model(2), torch.randn(1, 8, 7, 6, device=DEVICE), target, tmp_path)
+    assert len(re.findall(r"ptensor\.(mm|addmm) ", program)) >= 4, program
+    host = _host_program(tmp_path)
+    arguments = set(re.search(r"def host\(([^)]*)\)", host).group(1).split(", "))
+    copied = [line for line in host.splitlines() if re.match(r"\s*if (v\d+)\.stride\(\)", line)]
+    assert all(re.match(r"\s*if (v\d+)", line).group(1) in arguments for line in copied), host
+    assert re.search(r"alloc\(\(42, 24, \), \(1, 42, \)", host), host  # the expansion, column-major
+
+
 @pytest.mark.parametrize("target", _targets())
 def test_measured_slower_products_stay_convolutions(tmp_path, monkeypatch, target):
     _plan(monkeypatch, channels_last=True, product_faster=False)

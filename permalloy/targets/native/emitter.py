@@ -18,7 +18,7 @@ device of the first tensor argument, `buffer.view` is
 `aoti_torch__reinterpret_tensor` of the view's root buffer, `buffer.copy`
 is `aoti_torch_copy_`, `buffer.launch` passes the operands' data pointers
 to a CPU kernel's entry or, for a Triton kernel, each of its launches to
-the driver's `cuLaunchKernel`, the matrix products whose dense result the
+the driver's `cuLaunchKernel`, the matrix products whose result the
 program allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out`
 and `addmm_out`, convolutions its `convolution` and their gradients its
 `convolution_backward`. An argument whose
@@ -673,14 +673,13 @@ class NativeHostEmitter:
         return [(s, self.symbol_positions[s.name]) for s in symbols]
 
     def _emit_product(self, op: buf.ExternOp) -> bool:
-        """A matrix product into a dense result the program allocates, through
-        the shim; False for other ops and layouts."""
+        """A matrix product into a result the program allocates in its planned
+        layout, through the shim; False for other ops and for layouts the
+        library would not write as they are (`extern_into_call`)."""
         product = _PRODUCTS.get(type(op.library_op))
-        if product is None or not op.inputs or len(op.results) != 1 or extern_into_call(op) is None:
+        if product is None or extern_into_call(op) is None:
             return False
         (result,) = op.results
-        if not buf.buffer_type(result).is_contiguous():
-            return False
         name = f"aoti_torch_{self.device}_{product}"
         operands = self._library_operands(op)
         self._allocate(result)

@@ -445,8 +445,9 @@ class ExternOp(IRDLOperation):
     """
     Calls a library or a fallback op, run by torch, on the contents of buffers;
     the results come back in new buffers (or, marked `buffer.writes_first_input`,
-    the one result in its first input's). The body holds the ptensor op on the
-    argument values and yields its results.
+    the one result in its first input's; marked `buffer.writes_last_input`, in
+    its last input's). The body holds the ptensor op on the argument values and
+    yields its results.
 
     ```
     %c = buffer.extern ins(%x = %a : !buffer.buffer<[4, 8], f32>, %y = %b : !buffer.buffer<[8, 2], f32>) -> (!buffer.buffer<[4, 2], f32>) {
@@ -464,6 +465,13 @@ class ExternOp(IRDLOperation):
     memory, which the result then is (`write-input-updates` sets it where
     that input is an argument the graph updates)."""
 
+    WRITES_LAST_INPUT: ClassVar[str] = "buffer.writes_last_input"
+    """An attribute (unit) of an extern whose op runs in its `out=` form (a
+    matrix product, `analysis.out_forms`): the call writes its one result
+    into its last input, a buffer the program allocates (`plan-memory` adds
+    it, so that the result takes a dead buffer's memory like any
+    allocation), which the result then is. The op does not read that input."""
+
     inputs = var_operand_def(BufferType)
     results_ = var_result_def(BufferType)
     body = region_def("single_block")
@@ -477,6 +485,10 @@ class ExternOp(IRDLOperation):
         body: Region,
     ):
         super().__init__(operands=[inputs], result_types=[result_types], regions=[body])
+
+    @property
+    def writes_last_input(self) -> bool:
+        return self.WRITES_LAST_INPUT in self.attributes
 
     @property
     def library_op(self) -> Operation:
@@ -537,6 +549,15 @@ class ExternOp(IRDLOperation):
         )
         for value, result in zip(terminator.values, self.results):
             _check_holds("buffer.extern", buffer_type(result), value.type)
+        if self.writes_last_input:
+            require(
+                len(self.results) == 1 and len(self.inputs) > 1 and self.inputs[-1].type == self.results[0].type,
+                "buffer.extern: buffer.writes_last_input needs one result of its last input's layout",
+            )
+            require(
+                not block.args[-1].uses,
+                "buffer.extern: buffer.writes_last_input's op must not read its last input",
+            )
 
 
 @irdl_op_definition

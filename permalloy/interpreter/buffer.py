@@ -240,6 +240,9 @@ class BufferFunctions(BufferFunctionsBase):
         if buf.ExternOp.WRITES_FIRST_INPUT in op.attributes:
             store_results(op.name, results, [inputs[0]])
             return (args[0],)
+        if op.writes_last_input:
+            store_results(op.name, results, [inputs[-1]])
+            return (args[-1],)
         buffers = [allocate(self.layout(r)) for r in op.results]
         store_results(op.name, results, [b.tensor for b in buffers])
         return tuple(buffers)

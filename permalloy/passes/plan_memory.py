@@ -7,11 +7,13 @@ from dataclasses import dataclass, field
 import sympy
 from xdsl.context import Context
 from xdsl.dialects import func
-from xdsl.dialects.builtin import IntegerAttr, ModuleOp
+from xdsl.dialects.builtin import IntegerAttr, ModuleOp, UnitAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
+from xdsl.rewriter import InsertPoint, Rewriter
 
 from permalloy.analysis.in_place import loads_only_at_its_point
+from permalloy.analysis.out_forms import writes_into
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import loop
 from permalloy.dialects import ptensor as pt
@@ -43,8 +45,11 @@ class PlanMemoryPass(ModulePass):
     Plans the memory of host programs: liveness, reuse, in-place updates, frees.
 
     Expects buffer-level functions (the output of `convert-loop-to-buffer`).
-    Walking each function in order, with the last use of every allocation known
-    (uses through views included):
+    A library call with an `out=` form (the matrix products,
+    `analysis.out_forms`) first gets a buffer allocated for it to write its
+    result into (`buffer.writes_last_input`), rather than a new tensor from
+    the library on every call. Then, walking each function in order, with the
+    last use of every allocation known (uses through views included):
     - a pointwise kernel whose input buffer dies at its launch, and which reads
       that input only at the position it writes, writes its result in place;
     - otherwise a `buffer.alloc` takes the memory of a dead allocation of the
@@ -89,14 +94,39 @@ class PlanMemoryPass(ModulePass):
         kernels = {k.sym_name.data: k for k in op.ops if isinstance(k, buf.KernelOp)}
         for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
             if function.body.blocks:
+                allocate_library_results(function)
                 _Planner(function, kernels, self.reuse, self.in_place).run()
 
 
 def memory_root(value: SSAValue) -> SSAValue:
     """The allocation (or argument) whose memory a buffer value uses."""
-    while isinstance(value.owner, buf.ViewOp):
-        value = value.owner.source
-    return value
+    while True:
+        owner = value.owner
+        if isinstance(owner, buf.ViewOp):
+            value = owner.source
+        elif isinstance(owner, buf.ExternOp) and owner.writes_last_input:
+            value = owner.inputs[-1]
+        else:
+            return value
+
+
+def allocate_library_results(function: func.FuncOp) -> None:
+    """Give each library call with an `out=` form (`analysis.out_forms`) a
+    buffer of its result's layout to write into, allocated just before it:
+    the call is marked `buffer.writes_last_input` and its result's readers
+    read that buffer, which planning then places like any allocation."""
+    for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
+        if extern.writes_last_input or extern.WRITES_FIRST_INPUT in extern.attributes or not writes_into(extern):
+            continue
+        (result,) = extern.results
+        alloc = buf.AllocOp(buf.buffer_type(result))
+        alloc.result.name_hint = result.name_hint
+        Rewriter.insert_op(alloc, InsertPoint.before(extern))
+        extern.operands = [*extern.operands, alloc.result]
+        extern.body.block.insert_arg(buf.buffer_type(result).tensor_type(), len(extern.body.block.args))
+        extern.attributes[buf.ExternOp.WRITES_LAST_INPUT] = UnitAttr()
+        result.replace_all_uses_with(alloc.result)
+        result.name_hint = None
 
 
 def _bytes(layout: buf.BufferType) -> sympy.Expr:
@@ -283,6 +313,8 @@ class _Planner:
         totals: list[sympy.Expr] = []
         for op in self.function.body.block.ops:
             for result in op.results:
+                if memory_root(result) is not result:
+                    continue  # a call writing into a buffer of the program's
                 if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
                     live[result] = _bytes(buf.buffer_type(result))
             if isinstance(op, buf.DeallocOp):

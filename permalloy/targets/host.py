@@ -393,12 +393,18 @@ class _Emitter:
 
     def _emit_extern_into(self, op: buf.ExternOp) -> bool:
         """A library op with a form writing into a given tensor (the matrix
-        products), whose result the program allocates itself in its planned
-        layout; False where the op has no such form or would not write that
-        layout as it is (`extern_into_call`)."""
+        products): into its last input where it is marked so, else into a
+        result the program allocates itself in its planned layout; False where
+        the op has no such form or would not write that layout as it is
+        (`extern_into_call`)."""
         into = extern_into_call(op)
         if into is None:
             return False
+        if op.writes_last_input:  # into a buffer the program planned (`plan-memory`)
+            inputs = "".join(f"{self.name(v)}, " for v in op.inputs[:-1])
+            self.lines.append(f"{self.constant('extern', into)}(({inputs}), {self.name(op.inputs[-1])})")
+            self.extern_count += 1
+            return True
         (result,) = op.results
         name = self.name(result)
         self.roots[result] = name

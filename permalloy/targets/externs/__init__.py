@@ -21,12 +21,13 @@ from typing import Any
 from xdsl.ir import Operation
 
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.buffer import ExternOp, buffer_type
+from permalloy.analysis.out_forms import writes_into
+from permalloy.dialects.buffer import ExternOp
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors
 from permalloy.targets.externs.data import DATA_CALLS, IN_PLACE_CALLS
 from permalloy.targets.externs.elementwise import ELEMENTWISE_CALLS
 from permalloy.targets.externs.fallback import fallback_call
-from permalloy.targets.externs.library import LIBRARY_CALLS, LIBRARY_INTO_CALLS, writes_into_layout
+from permalloy.targets.externs.library import LIBRARY_CALLS, LIBRARY_INTO_CALLS
 
 DIRECT_CALLS: dict[type[Operation], Callable[[Any], ExternCall]] = {
     **LIBRARY_CALLS,
@@ -62,10 +63,7 @@ def extern_into_call(extern: ExternOp) -> ExternIntoCall | None:
     (`writes_into_layout`)."""
     op = extern.library_op
     make = LIBRARY_INTO_CALLS.get(type(op))
-    if make is None or len(extern.results) != 1 or not extern.inputs:
-        return None
-    layout = buffer_type(extern.results[0])
-    if not writes_into_layout(op, layout.sizes, layout.strides.data):
+    if make is None or not writes_into(extern):
         return None
     call = make(op)
     positions = _operand_positions(extern)

@@ -7,7 +7,7 @@ pairs, each with its constant arguments
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -16,8 +16,6 @@ from xdsl.ir import Operation
 
 from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.buffer import contiguous_strides
-from permalloy.dialects.ptensor import shapes_equal
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors, size_function
 
 
@@ -144,22 +142,6 @@ LIBRARY_INTO_CALLS: dict[type[Operation], Callable[[Any], ExternIntoCall]] = {
 """The library ops that also write into a given tensor (torch's `out=`), by op
 class: the host program allocates their dense results itself, with the
 allocator it uses for kernels, which costs less per call than the library's
-own allocation and needs no layout check after (`writes_into_layout` says
+own allocation and needs no layout check after (`analysis.out_forms` says
 which layouts)."""
 
-MATRIX_PRODUCTS = (pt.MatmulOp, pt.AddmmOp)
-"""The products of two matrices, which the library also writes column-major."""
-
-
-def writes_into_layout(op: Operation, sizes: Sequence, strides: Sequence) -> bool:
-    """Whether the `out=` form of library op `op` writes a result of these
-    sizes and strides as it is, with no copy: a dense row-major one, or for
-    a product of two matrices a dense column-major one (BLAS then multiplies
-    the transposed factors in swapped order: the product `[S, C] @ [C, O]`
-    of an NCHW image of one pixel row per channel lands in NCHW memory). A
-    result of any other layout would be computed aside and copied."""
-    if shapes_equal(strides, contiguous_strides(sizes)):
-        return True
-    if not isinstance(op, MATRIX_PRODUCTS) or len(sizes) != 2:
-        return False
-    return shapes_equal(strides, (1, sizes[0]))

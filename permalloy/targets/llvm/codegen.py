@@ -138,6 +138,10 @@ class CodeGen:
         vty = ir.VectorType(ty, lanes)
         if mask is None:
             return self.builder.load(ptr, typ=vty, align=align)
+        return self.where_some_lane(mask, vty, lambda: self._split_masked_load(ptr, ty, vty, mask))
+
+    def _split_masked_load(self, ptr: ir.Value, ty: ir.Type, vty: ir.VectorType, mask: ir.Value) -> ir.Value:
+        lanes = vty.count
         piece = self._register_lanes(ty)
         if lanes <= piece or lanes % piece:
             return self._masked_load(ptr, vty, mask)
@@ -182,17 +186,39 @@ class CodeGen:
         )
 
     def gather(self, ptrs: ir.Value, ty: ir.Type, mask: ir.Value | None) -> ir.Value:
-        """Load one element per lane from a vector of pointers."""
+        """Load one element per lane from a vector of pointers, masked lanes
+        giving 0; skipped where no lane is active (`where_some_lane`)."""
         lanes = lanes_of(ptrs)
         vty = ir.VectorType(ty, lanes)
+
+        def gathered(active: ir.Value) -> ir.Value:
+            zero = RawConstant(vty, "zeroinitializer")
+            return self.intrinsic("masked.gather", [ptrs, I32(_align(ty)), active, zero], ret=vty, overloads=[vty, ptrs.type])
+
         if mask is None:
-            mask = self.const(I1, 1, lanes)
-        return self.intrinsic(
-            "masked.gather",
-            [ptrs, I32(_align(ty)), mask, RawConstant(vty, "zeroinitializer")],
-            ret=vty,
-            overloads=[vty, ptrs.type],
-        )
+            return gathered(self.const(I1, 1, lanes))
+        return self.where_some_lane(mask, vty, lambda: gathered(mask))
+
+    def where_some_lane(self, mask: ir.Value, vty: ir.VectorType, load: Callable[[], ir.Value]) -> ir.Value:
+        """The masked load `load()` run only where some lane of `mask` is
+        active, else zeros. x86's masked loads and gathers cost per lane,
+        masked or not, and a load masked off for whole rows (a concatenation's
+        input, read only at its own channels; a pooled one, through strided
+        gathers) would cost at every row of every reader."""
+        b = self.builder
+        before = b.block
+        then = b.append_basic_block("load.then")
+        done = b.append_basic_block("load.end")
+        b.cbranch(self.any_lane(mask), then, done)
+        b.position_at_end(then)
+        value = load()
+        loaded = b.block
+        b.branch(done)
+        b.position_at_end(done)
+        result = b.phi(vty)
+        result.add_incoming(value, loaded)
+        result.add_incoming(RawConstant(vty, "zeroinitializer"), before)
+        return result
 
     def scatter(self, value: ir.Value, ptrs: ir.Value, mask: ir.Value | None) -> None:
         if mask is None:

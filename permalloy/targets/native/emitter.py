@@ -673,21 +673,26 @@ class NativeHostEmitter:
         return [(s, self.symbol_positions[s.name]) for s in symbols]
 
     def _emit_product(self, op: buf.ExternOp) -> bool:
-        """A matrix product into a result the program allocates in its planned
-        layout, through the shim; False for other ops and for layouts the
-        library would not write as they are (`extern_into_call`)."""
+        """A matrix product through the shim, into its last input where it is
+        marked so, else into a result the program allocates in its planned
+        layout; False for other ops and for layouts the library would not
+        write as they are (`extern_into_call`)."""
         product = _PRODUCTS.get(type(op.library_op))
         if product is None or extern_into_call(op) is None:
             return False
         (result,) = op.results
         name = f"aoti_torch_{self.device}_{product}"
         operands = self._library_operands(op)
-        self._allocate(result)
+        if op.writes_last_input:  # into a buffer the program planned (`plan-memory`)
+            out = self.handle(op.inputs[-1])
+        else:
+            self._allocate(result)
+            out = self.handle(result)
         scales = []
         if isinstance(op.library_op, pt.AddmmOp):
             beta, alpha = addmm_scales(op.library_op)
             scales = [ir.Constant(ir.DoubleType(), beta), ir.Constant(ir.DoubleType(), alpha)]
-        self._checked(name, [self.handle(result), *operands, *scales])
+        self._checked(name, [out, *operands, *scales])
         return True
 
     def _geometry_arguments(self, op: pt.ConvolutionOp | pt.ConvolutionBackwardOp) -> list[ir.Value]:

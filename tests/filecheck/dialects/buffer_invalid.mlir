@@ -216,6 +216,26 @@ func.func @f(%x: !buffer.buffer<[4], f32>) {
 
 // -----
 
+func.func @f(%x: !buffer.buffer<[4], f32>, %o: !buffer.buffer<[5], f32>) {
+  // CHECK: Operation does not verify: buffer.extern: buffer.writes_last_input needs one result of its last input's layout
+  %0 = buffer.extern ins(%a = %x : !buffer.buffer<[4], f32>, %b = %o : !buffer.buffer<[5], f32>) -> (!buffer.buffer<[4], f32>) attributes {buffer.writes_last_input} {
+    buffer.yield %a : !ptensor.tensor<[4], f32>
+  }
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !buffer.buffer<[4], f32>, %o: !buffer.buffer<[4], f32>) {
+  // CHECK: Operation does not verify: buffer.extern: buffer.writes_last_input's op must not read its last input
+  %0 = buffer.extern ins(%a = %x : !buffer.buffer<[4], f32>, %b = %o : !buffer.buffer<[4], f32>) -> (!buffer.buffer<[4], f32>) attributes {buffer.writes_last_input} {
+    buffer.yield %b : !ptensor.tensor<[4], f32>
+  }
+  func.return
+}
+
+// -----
+
 // CHECK: buffer_invalid.mlir:[[# @LINE + 3]]:
 // CHECK: buffer.extern takes buffers, got !ptensor.tensor<[4], f32>
 func.func @f(%x: !ptensor.tensor<[4], f32>) {

@@ -359,11 +359,13 @@ func.func @reuse(%x: !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4], f32>, 
 }
 
 // A buffer dies at its last use through a view (here by an extern call): it
-// is freed right after it. The library result is then updated in place.
+// is freed right after it. The product writes into a buffer the program
+// allocates (`buffer.writes_last_input`), which is then updated in place.
 // CHECK-LABEL: func.func @through_view(
 // CHECK-SAME:    attributes {permalloy.peak_intermediate_bytes = 128 : i64}
 // CHECK:         %t = buffer.view %a
-// CHECK-NEXT:    %m = buffer.extern ins(%{{.+}} = %t
+// CHECK-NEXT:    %m = buffer.alloc : !buffer.buffer<[4, 4], f32>
+// CHECK-NEXT:    %{{.+}} = buffer.extern ins(%{{.+}} = %t : {{.*}}, %{{.+}} = %x : {{.*}}, %{{.+}} = %m : !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) attributes {buffer.writes_last_input}
 // CHECK:         }
 // CHECK-NEXT:    buffer.dealloc %a : !buffer.buffer<[4, 4], f32>
 // CHECK-NEXT:    buffer.launch @exp ins(%m : {{.*}}) outs(%m : {{.*}})
@@ -422,5 +424,35 @@ func.func @symbolic(%x: !buffer.buffer<[s0, 4], f32>) -> (!buffer.buffer<[s0, 4]
   %w = buffer.alloc : !buffer.buffer<[s0, 8], f32>
   buffer.launch @widen_s ins(%c : !buffer.buffer<[s0, 4], f32>) outs(%w : !buffer.buffer<[s0, 8], f32>)
   func.return %c, %w : !buffer.buffer<[s0, 4], f32>, !buffer.buffer<[s0, 8], f32>
+}
+
+// A matrix product's result takes the memory of a dead buffer like any
+// allocation: the second product writes where the first one's result was,
+// and a column-major result (one NCHW image's pixels by channels) is written
+// as it is. A convolution, with no `out=` form, still gets a new tensor.
+// CHECK-LABEL: func.func @product_results(
+// CHECK:         %p = buffer.alloc : !buffer.buffer<[4, 4], f32, strides [1, 4]>
+// CHECK-NEXT:    buffer.extern ins({{.*}}, %{{.+}} = %p : {{.*}}) -> ({{.*}}) attributes {buffer.writes_last_input}
+// CHECK:         %q = buffer.view %p : !buffer.buffer<[4, 4], f32, strides [1, 4]> -> !buffer.buffer<[4, 4], f32>
+// CHECK-NEXT:    buffer.extern ins({{.*}}, %{{.+}} = %q : {{.*}}) -> ({{.*}}) attributes {buffer.writes_last_input}
+// CHECK:         %c = buffer.extern
+// CHECK-NOT:     buffer.writes_last_input
+// CHECK:         func.return
+func.func @product_results(%x: !buffer.buffer<[4, 4], f32>, %w: !buffer.buffer<[4, 4], f32>, %i: !buffer.buffer<[1, 4, 3, 3], f32>, %k: !buffer.buffer<[4, 4, 3, 3], f32>) -> (!buffer.buffer<[4, 4], f32>, !buffer.buffer<[1, 4, 1, 1], f32>) {
+  %p = buffer.extern ins(%0 = %x : !buffer.buffer<[4, 4], f32>, %1 = %w : !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32, strides [1, 4]>) {
+    %2 = ptensor.mm %0, %1 : !ptensor.tensor<[4, 4], f32>, !ptensor.tensor<[4, 4], f32> -> !ptensor.tensor<[4, 4], f32>
+    buffer.yield %2 : !ptensor.tensor<[4, 4], f32>
+  }
+  %e = buffer.alloc : !buffer.buffer<[4, 4], f32>
+  buffer.launch @exp ins(%p : !buffer.buffer<[4, 4], f32, strides [1, 4]>) outs(%e : !buffer.buffer<[4, 4], f32>)
+  %q = buffer.extern ins(%0 = %e : !buffer.buffer<[4, 4], f32>, %1 = %w : !buffer.buffer<[4, 4], f32>) -> (!buffer.buffer<[4, 4], f32>) {
+    %2 = ptensor.mm %0, %1 : !ptensor.tensor<[4, 4], f32>, !ptensor.tensor<[4, 4], f32> -> !ptensor.tensor<[4, 4], f32>
+    buffer.yield %2 : !ptensor.tensor<[4, 4], f32>
+  }
+  %c = buffer.extern ins(%0 = %i : !buffer.buffer<[1, 4, 3, 3], f32>, %1 = %k : !buffer.buffer<[4, 4, 3, 3], f32>) -> (!buffer.buffer<[1, 4, 1, 1], f32>) {
+    %2 = ptensor.convolution %0, %1 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : !ptensor.tensor<[1, 4, 3, 3], f32>, !ptensor.tensor<[4, 4, 3, 3], f32> -> !ptensor.tensor<[1, 4, 1, 1], f32>
+    buffer.yield %2 : !ptensor.tensor<[1, 4, 1, 1], f32>
+  }
+  func.return %q, %c : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[1, 4, 1, 1], f32>
 }
 }

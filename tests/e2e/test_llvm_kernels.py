@@ -151,6 +151,29 @@ def test_masked_reads_of_a_padded_row_stay_masked(shape, dtype, vector_bits):
     assert torch.equal(compiled_fn(x), fn(x))
 
 
+@pytest.mark.parametrize("vector_bits", [256, 512])
+def test_masked_reads_run_only_where_a_lane_is_active(tmp_path, vector_bits):
+    """A batch norm over a concatenation reads each input under a mask that is
+    false for whole rows (the other inputs' channels), one of them pooled
+    through stride-2 gathers: every masked load and gather is branched around
+    where no lane is active, and the result matches eager."""
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    pooled, *rest = [torch.randn(1, 4, 14, 14)] + [torch.randn(1, 3, 7, 7) for _ in range(4)]
+    scale = torch.rand(16) + 0.5
+
+    def fn(pooled, a, b, c, d):
+        joined = torch.cat([torch.nn.functional.avg_pool2d(pooled, 2), a, b, c, d], 1)
+        return torch.relu(joined * scale[:, None, None])
+
+    options = {"target": "llvm", "fallback": "raise", "vector_bits": vector_bits, "dump_dir": str(tmp_path)}
+    compiled_fn = torch.compile(fn, backend=permalloy_backend, options=options)
+    torch.testing.assert_close(compiled_fn(pooled, *rest), fn(pooled, *rest), rtol=1e-6, atol=1e-6)
+    source = "".join(p.read_text() for p in tmp_path.glob("graph_000/*kernel*.ll"))
+    assert "masked.gather" in source and "masked.load" in source
+    assert source.count("load.then") >= 5, source
+
+
 @pytest.mark.parametrize(
     ("fn", "make"),
     [

@@ -35,7 +35,13 @@ def channels_last_strides(sizes: Sequence[sympy.Expr]) -> tuple[sympy.Expr, ...]
 
 
 def _channels_last(layout: buf.BufferType) -> buf.BufferType:
-    return buf.BufferType(layout.sizes, layout.element_type, channels_last_strides(layout.sizes))
+    """`layout` in channels-last memory; a `[C, H, W]` image of one batch
+    element (squeezed) with the strides of `[1, C, H, W]` channels-last."""
+    if layout.rank == PLANNED_RANK - 1:
+        strides = channels_last_strides([1, *layout.sizes])[1:]
+    else:
+        strides = channels_last_strides(layout.sizes)
+    return buf.BufferType(layout.sizes, layout.element_type, strides)
 
 
 def _is_channels_last(layout: buf.BufferType) -> bool:
@@ -48,6 +54,47 @@ def _same_memory_order(a: buf.BufferType, b: buf.BufferType) -> bool:
     return a.offset.expr == b.offset.expr and all(
         size == 1 or x == y for size, x, y in zip(a.sizes, a.strides.data, b.strides.data)
     )
+
+
+def _unit_batch_view(op: Operation) -> bool:
+    """Whether `op` views an image of one batch element `[C, H, W]`, as a
+    kernel writes it once `squeeze-leading-unit-dims` dropped its batch
+    dimension, as the `[1, C, H, W]` image a convolution reads (or back):
+    both contiguous, from the same offset."""
+    if not isinstance(op, buf.ViewOp):
+        return False
+    source, result = buf.buffer_type(op.source), buf.buffer_type(op.result)
+    squeezed, image = (source, result) if source.rank == PLANNED_RANK - 1 else (result, source)
+    return (
+        squeezed.rank == PLANNED_RANK - 1
+        and image.rank == PLANNED_RANK
+        and image.sizes[0] == 1
+        and tuple(image.sizes[1:]) == tuple(squeezed.sizes)
+        and squeezed.is_contiguous()
+        and image.is_contiguous()
+        and source.offset.expr == result.offset.expr == 0
+    )
+
+
+def _unit_batch_views(value: SSAValue) -> list[buf.ViewOp]:
+    """The unit-batch views (`_unit_batch_view`) of a `[C, H, W]` buffer."""
+    return [use.operation for use in value.uses if _unit_batch_view(use.operation)]  # type: ignore[misc]
+
+
+def _is_image(value: SSAValue) -> bool:
+    """Whether `value` is an image whose layout is planned: a 4-d buffer, or
+    a `[C, H, W]` one a unit-batch view shows as `[1, C, H, W]`."""
+    layout = value.type
+    if not isinstance(layout, buf.BufferType):
+        return False
+    if layout.rank == PLANNED_RANK:
+        return True
+    return layout.rank == PLANNED_RANK - 1 and bool(_unit_batch_views(value))
+
+
+def _batch_and_channels(layout: buf.BufferType) -> tuple:
+    """An image's batch and channel sizes (1 for a squeezed one's batch)."""
+    return tuple(layout.sizes[:2]) if layout.rank == PLANNED_RANK else (1, layout.sizes[0])
 
 
 @dataclass
@@ -97,15 +144,25 @@ def _free(value: SSAValue) -> bool:
         isinstance(owner, buf.ExternOp) and isinstance(owner.library_op, FRESH_RESULT_OPS)
     )
     layout = value.type
-    if not fresh or not isinstance(layout, buf.BufferType) or layout.rank != PLANNED_RANK:
+    if not fresh or not isinstance(layout, buf.BufferType) or not _is_image(value):
         return False
     if not layout.is_contiguous():
         return False
+    return _used_freely(value, views=layout.rank == PLANNED_RANK - 1)
+
+
+def _used_freely(value: SSAValue, views: bool) -> bool:
+    """Whether only launches, extern calls' inputs, frees and returns of free
+    layout use `value` (and, with `views`, unit-batch views used so)."""
     for use in value.uses:
         user = use.operation
         if isinstance(user, buf.ExternOp) and value in user.inputs:
             continue
         if isinstance(user, func.ReturnOp) and _returns_free_layout(user, use.index):
+            continue
+        if views and _unit_batch_view(user):
+            if not _used_freely(user.results[0], views=False):
+                return False
             continue
         if not isinstance(user, (buf.LaunchOp, buf.DeallocOp)):
             return False
@@ -343,9 +400,10 @@ class _LayoutPlanner:
         them along the same dimensions."""
         by_channels: dict[tuple, list[SSAValue]] = {}
         for value in (*op.inputs, *op.outputs):
-            layout = value.type
-            if isinstance(layout, buf.BufferType) and layout.rank == PLANNED_RANK:
-                by_channels.setdefault(tuple(layout.sizes[:2]), []).append(value)
+            if _is_image(value):
+                by_channels.setdefault(_batch_and_channels(buf.buffer_type(value)), []).append(value)
+                for view in _unit_batch_views(value):
+                    self.components.union([value, view.result])
         for values in by_channels.values():
             self.components.union(values)
 
@@ -366,7 +424,13 @@ class _LayoutPlanner:
             new = buf.ExternOp(list(owner.inputs), types, body)  # type: ignore[arg-type]
         for old, result in zip(owner.results, new.results):
             result.name_hint = old.name_hint
+        views = [view for old in owner.results for view in _unit_batch_views(old)]
         Rewriter.replace_op(owner, new)
+        for view in views:
+            image = buf.buffer_type(view.result)
+            relaid = buf.ViewOp(view.source, layout_for(image))
+            relaid.result.name_hint = view.result.name_hint
+            Rewriter.replace_op(view, relaid)
         return new
 
     def _channels_last_input(self, op: buf.ExternOp) -> None:
@@ -431,7 +495,13 @@ class PlanLayoutsPass(ModulePass):
     layout. The 4-d operands of a launch with the same batch and channel sizes
     share one decision (a kernel reads and writes them along the same
     dimensions), so the decision spreads from a convolution over the kernels
-    around it. A convolution whose result is free seeds its input's and its
+    around it. An image of one batch element that a kernel writes with its
+    batch dimension squeezed out (`squeeze-leading-unit-dims`), `[C, H, W]`,
+    and convolutions read through a unit-batch view as `[1, C, H, W]`, is
+    planned with that view: channels-last, it takes the strides of
+    channels-last `[1, C, H, W]` memory (at a batch of one on the CPU,
+    RegNetY-1.6GF's kernels otherwise wrote NCHW images that were copied
+    to channels-last before every convolution, 51 copies a call). A convolution whose result is free seeds its input's and its
     result's sets; a convolution whose result is not (returned, as the saved
     activations of a training step) vetoes its sets, so that no convolution
     gets a channels-last input and must give back NCHW. Kernels follow through

@@ -144,6 +144,27 @@ def test_llvm_target_plans_by_measured_convolutions(tmp_path, monkeypatch, chann
 
 
 @pytest.mark.parametrize("target", ["llvm", "triton"])
+def test_one_image_keeps_its_kernels_results_channels_last(tmp_path, monkeypatch, target):
+    """At a batch of one, kernels write their images with the batch
+    dimension squeezed out, which convolutions read through unit-batch
+    views: planned channels-last, those results are written channels-last
+    too, so no image is copied between a kernel and a convolution."""
+    times = LayoutTimes(2.0, 1.0)
+    monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device, **_: times)
+    monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
+    torch.manual_seed(8)
+    model = _randomize_statistics(Block()).to(DEVICE)
+    x = torch.randn(1, 3, 12, 10, device=DEVICE)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    host = _host_source(tmp_path)
+    assert "(8, 12, 10, ), (1, 80, 8, )" in host, host  # a squeezed image, channels-last
+    copies = re.findall(r"^\s*v\d+\.copy_\((v\d+)\)", host, re.M)
+    assert copies == ["v1"], host  # the graph input's, copied to channels-last for the stem
+
+
+@pytest.mark.parametrize("target", ["llvm", "triton"])
 def test_a_returned_convolution_reads_an_nchw_copy(tmp_path, monkeypatch, target):
     """A block whose last convolution's result is the graph's output (a
     segmentation or image head) plans channels-last memory for the rest where

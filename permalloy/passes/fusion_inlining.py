@@ -20,6 +20,7 @@ from xdsl.dialects.builtin import FloatAttr, IntegerAttr
 from xdsl.ir import BlockArgument, Operation, SSAValue
 
 from permalloy.dialects import loop
+from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor import is_float
 from permalloy.dialects.sym import index_value, parallel_index, symbol_kind
 from permalloy.lowering.index_algebra import domain_bounds, simplify_index
@@ -100,34 +101,50 @@ def reads_per_element(producer: loop.PointwiseOp) -> sympy.Expr | None:
     return sympy.simplify(total)
 
 
-def whole_tensor_inputs(producer: loop.PointwiseOp) -> int:
-    """How many of a producer's inputs it reads at an element of their own for
-    each of its points: a load whose index varies with every dimension of the
-    producer's domain longer than one (broadcast reads, gathers' tables and
-    constants aside). Each is a whole tensor's read that each reader
-    inlining the producer repeats."""
+def whole_tensor_reads(producer: loop.PointwiseOp) -> sympy.Expr:
+    """How many elements of its inputs a producer reads from memory for each
+    of its points, over the inputs it reads whole: those with a load whose
+    index varies with every dimension of the producer's domain longer than
+    one (broadcast reads, gathers' tables and constants aside). Each such
+    input counts its distinct loads, but no more than its elements per point
+    of the producer: a 2x2 average pooling with stride 2 reads 4 elements a
+    point from an input 4 times its size, a 3x3 one with stride 1 reads its
+    9 elements a point from an input of about its size, once each from
+    memory, and a slice reads 1. Each reader inlining the producer repeats
+    these reads."""
     varying = {
         parallel_index(i)
         for i, size in enumerate(producer.parallel_sizes)
         if sympy.sympify(size) != 1
     }
-    whole: set[SSAValue] = set()
+    loads: dict[SSAValue, set[tuple]] = {}
     for op in producer.body.block.ops:
         if isinstance(op, loop.LoadOp) and not op.index_values:
             used = set().union(*(sympy.sympify(e).free_symbols for e in op.indices.data))
             if varying <= used:
-                whole.add(op.source)
-    return len(whole)
+                loads.setdefault(op.source, set()).add(tuple(op.indices.data))
+    points = _numel(producer)
+    total: sympy.Expr = sympy.Integer(0)
+    for source, indices in loads.items():
+        per_point = sympy.Integer(1)
+        if len(indices) > 1 and isinstance(source.type, pt.TensorType):
+            ratio = sympy.simplify(sympy.Mul(*source.type.sizes) / points)
+            if ratio.is_number:
+                per_point = sympy.Max(1, sympy.Min(len(indices), sympy.floor(ratio)))
+        total = total + per_point
+    return sympy.sympify(total)
 
 
-def repeated_reads(reads: sympy.Expr, inputs: int) -> bool:
-    """Whether inlining a producer read `reads` times per element, with
-    `inputs` whole-tensor inputs, reads more than computing it once: inlined,
-    each read loads the inputs (`reads * inputs`); computed once, in the
-    kernel of one reader, it loads them once, writes its result and the other
-    readers load that (`inputs + 1 + reads - 1`). The former is larger when
-    `(reads - 1) * (inputs - 1) > 1`: a residual stream `h + a + b` read by a
-    norm and the next residual add."""
+def repeated_reads(reads: sympy.Expr, inputs: sympy.Expr) -> bool:
+    """Whether inlining a producer read `reads` times per element, reading
+    `inputs` elements of whole tensors per point (`whole_tensor_reads`),
+    reads more than computing it once: inlined, each read loads them
+    (`reads * inputs`); computed once, in the kernel of one reader, it loads
+    them once, writes its result and the other readers load that (`inputs +
+    1 + reads - 1`). The former is larger when `(reads - 1) * (inputs - 1) >
+    1`: a residual stream `h + a + b` read by a norm and the next residual
+    add; DenseNet's 2x2 pooling read by the concatenation of every later
+    layer of its block."""
     excess = sympy.expand((reads - 1) * (inputs - 1) - 1)
     return bool(excess.is_positive)
 
@@ -151,10 +168,10 @@ class InliningCost:
         if size > self.max_kernel_size:
             return "max-kernel-size", f"{size} ops together, max-kernel-size={self.max_kernel_size}"
         cheap = is_cheap(producer, self.instruction_math)
-        inputs = whole_tensor_inputs(producer)
+        inputs = whole_tensor_reads(producer)
         reads = reads_per_element(producer) if inputs > 1 or not cheap else None
         if reads is not None and repeated_reads(reads, inputs):
-            return "repeated-reads", f"each element read {reads} times, {inputs} whole tensors read per element"
+            return "repeated-reads", f"each element read {reads} times, {inputs} elements of whole tensors read per element"
         if cheap:
             return None
         # reads == 1: every element computed once, wherever it is read; a few

@@ -1197,3 +1197,64 @@ func.func @split_partial_sums(%x: !ptensor.tensor<[4, 8, 64, 64], f32>) -> (!pte
   }
   func.return %g, %p : !ptensor.tensor<[4, 8, 64, 64], f32>, !ptensor.tensor<[4, 2, 8], f32>
 }
+
+// -----
+
+// A 2x2 pooling with stride 2 reads four elements a point from an input four
+// times its size: read by two readers, it stays a result of its own
+// (repeated-reads), as computing it once loads the input once.
+// NOGROUP-LABEL: func.func @pooled_read_twice(
+// NOGROUP-NEXT:    %p = loop.pointwise
+// NOGROUP:         %u = loop.pointwise ins(%{{.+}} = %p : !ptensor.tensor<[4, 4, 4], f32>)
+// NOGROUP:         %v = loop.pointwise ins(%{{.+}} = %p : !ptensor.tensor<[4, 4, 4], f32>)
+func.func @pooled_read_twice(%x: !ptensor.tensor<[4, 8, 8], f32>) -> (!ptensor.tensor<[4, 4, 4], f32>, !ptensor.tensor<[4, 4, 4], f32>) {
+  %p = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4, 8, 8], f32>) -> !ptensor.tensor<[4, 4, 4], f32> {
+    %1 = loop.load %0[d0, d1 * 2, d2 * 2] : f32
+    %2 = loop.load %0[d0, d1 * 2, d2 * 2 + 1] : f32
+    %3 = loop.load %0[d0, d1 * 2 + 1, d2 * 2] : f32
+    %4 = loop.load %0[d0, d1 * 2 + 1, d2 * 2 + 1] : f32
+    %5 = arith.addf %1, %2 : f32
+    %6 = arith.addf %3, %4 : f32
+    %7 = arith.addf %5, %6 : f32
+    loop.yield %7 : f32
+  }
+  %u = loop.pointwise ins(%0 = %p : !ptensor.tensor<[4, 4, 4], f32>) -> !ptensor.tensor<[4, 4, 4], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.mulf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %v = loop.pointwise ins(%0 = %p : !ptensor.tensor<[4, 4, 4], f32>) -> !ptensor.tensor<[4, 4, 4], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %u, %v : !ptensor.tensor<[4, 4, 4], f32>, !ptensor.tensor<[4, 4, 4], f32>
+}
+
+// -----
+
+// A window of two with stride 1 reads two elements a point from an input of
+// about its size, each once from memory: read by two readers, it is inlined.
+// NOGROUP-LABEL: func.func @overlapping_window_read_twice(
+// NOGROUP-NOT:     %p = loop.pointwise
+// NOGROUP:         %u = loop.pointwise ins(%{{.+}} = %x : !ptensor.tensor<[4, 8, 9], f32>)
+// NOGROUP:         %v = loop.pointwise ins(%{{.+}} = %x : !ptensor.tensor<[4, 8, 9], f32>)
+func.func @overlapping_window_read_twice(%x: !ptensor.tensor<[4, 8, 9], f32>) -> (!ptensor.tensor<[4, 8, 8], f32>, !ptensor.tensor<[4, 8, 8], f32>) {
+  %p = loop.pointwise ins(%0 = %x : !ptensor.tensor<[4, 8, 9], f32>) -> !ptensor.tensor<[4, 8, 8], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = loop.load %0[d0, d1, d2 + 1] : f32
+    %3 = arith.addf %1, %2 : f32
+    loop.yield %3 : f32
+  }
+  %u = loop.pointwise ins(%0 = %p : !ptensor.tensor<[4, 8, 8], f32>) -> !ptensor.tensor<[4, 8, 8], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.mulf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  %v = loop.pointwise ins(%0 = %p : !ptensor.tensor<[4, 8, 8], f32>) -> !ptensor.tensor<[4, 8, 8], f32> {
+    %1 = loop.load %0[d0, d1, d2] : f32
+    %2 = arith.addf %1, %1 : f32
+    loop.yield %2 : f32
+  }
+  func.return %u, %v : !ptensor.tensor<[4, 8, 8], f32>, !ptensor.tensor<[4, 8, 8], f32>
+}

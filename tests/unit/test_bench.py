@@ -11,7 +11,7 @@ import sys
 import pytest
 import torch
 
-from permalloy.tools.bench import cli, report, timing
+from permalloy.tools.bench import cli, report, saved, timing
 from permalloy.tools.bench.backends import Permalloy
 from permalloy.tools.bench.profiles import QUICK
 from permalloy.tools.zoo import CASES
@@ -68,6 +68,23 @@ def test_quick_json_has_every_field(capsys: pytest.CaptureFixture[str]) -> None:
     assert ours["kernels"]["kernels"] >= 1 and ours["kernels"]["fallback_ops"] == []
     assert 0 < ours["bandwidth_fraction_of_copy"]
     assert data["geomean"]["permalloy"]["speedup_vs_eager"] > 0
+
+
+def test_float64_reference_reports_each_backends_error_against_it(capsys: pytest.CaptureFixture[str]) -> None:
+    """With `--float64-reference` every backend, eager float32 included, has
+    its relative error against the model run in float64: rounding-sized, and
+    none without the flag; the table lists them and a saved report keeps them."""
+    data = run_json([*QUICK_POINTWISE, "--float64-reference"], capsys)
+    assert data["config"]["float64_reference"] is True
+    (case,) = data["cases"]
+    for backend in ("eager", "permalloy"):
+        error = case["results"][backend]["float64_error"]
+        assert 0 < error < 1e-6, (backend, error)
+    table = report.format_table(saved.report_from_dict(data))
+    assert "rel err against the model run in float64" in table
+    assert "pointwise_chain: eager " in table and ", permalloy " in table
+    plain = run_json(QUICK_POINTWISE, capsys)
+    assert plain["cases"][0]["results"]["permalloy"]["float64_error"] is None
 
 
 def test_failing_backend_is_reported_not_raised(

@@ -101,6 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
         "import, passes, kernel emission, compilation and tuning, host program, cache)",
     )
     parser.add_argument(
+        "--float64-reference",
+        action="store_true",
+        help="also run each case's model in float64 (inference) and report each backend's relative error "
+        "against it, eager float32's included: which of two backends that differ is the closer to the exact result",
+    )
+    parser.add_argument(
         "--warm-compile",
         action="store_true",
         help="also compile each case in a new process with the cache the first compile "
@@ -168,6 +174,7 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         profile_kernels=args.profile,
         compile_times=args.compile_times or args.warm_compile,
         warm_compile=args.warm_compile,
+        float64_reference=args.float64_reference,
         verbose=args.verbose,
     )
 

@@ -69,6 +69,7 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
             "profile_kernels": config.profile_kernels,
             "compile_times": config.compile_times,
             "warm_compile": config.warm_compile,
+            "float64_reference": config.float64_reference,
             "cases": list(config.cases),
             "backends": list(config.backends),
             "profile": config.profile.as_dict(),
@@ -119,7 +120,22 @@ def format_table(report: BenchReport) -> str:
         profiles = []
     config = report.config
     compile_times = format_compile_times(report.cases) if config.compile_times or config.warm_compile else []
-    return "\n".join([_header(report), "", *lines, "", *legend, *profiles, *compile_times])
+    float64 = format_float64_errors(report) if config.float64_reference else []
+    return "\n".join([_header(report), "", *lines, "", *legend, *float64, *profiles, *compile_times])
+
+
+def format_float64_errors(report: BenchReport) -> list[str]:
+    """With `--float64-reference`: each case's relative errors against its
+    model run in float64, eager float32's first, a line per case."""
+    lines = ["", "rel err against the model run in float64 (eager float32's included):"]
+    for case in report.cases:
+        errors = [
+            f"{backend} {result.float64_error:.1e}"
+            for backend, result in case.results.items()
+            if result.float64_error is not None
+        ]
+        lines.append(f"  {case.case}: {', '.join(errors) if errors else 'not available'}")
+    return lines
 
 
 def _columns(

@@ -42,6 +42,11 @@ class BenchConfig:
     warm_compile: bool = False
     """Also compile each case again in a new process with the cache the first
     compile filled, and report that warm compile (`--warm-compile`)."""
+    float64_reference: bool = False
+    """Also run each case's model in float64 and report every backend's
+    relative error against it, eager float32's included (inference only,
+    `--float64-reference`): which of two backends that differ is the closer
+    to the exact result."""
     verbose: bool = False
     """Print the `permalloy.explain` report of each case permalloy failed or
     ran slower than Inductor (`--verbose`)."""
@@ -69,6 +74,9 @@ class BackendResult:
     speedup_vs_inductor: float | None = None
     bandwidth_gb_per_s: float | None = None
     bandwidth_fraction_of_copy: float | None = None
+    float64_error: float | None = None
+    """With `--float64-reference`: the relative error of its outputs against
+    the model run in float64."""
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -86,6 +94,7 @@ class BackendResult:
             "warm_compile": self.warm_compile,
             "bandwidth_gb_per_s": self.bandwidth_gb_per_s,
             "bandwidth_fraction_of_copy": self.bandwidth_fraction_of_copy,
+            "float64_error": self.float64_error,
         }
 
 

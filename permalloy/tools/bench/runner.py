@@ -11,15 +11,17 @@ step with `--train`) and what is compared (outputs, or gradients) is the
 
 from __future__ import annotations
 
+
 import contextlib
 import math
+from copy import deepcopy
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from permalloy.tools.bench.accuracy import flatten_tensors
+from permalloy.tools.bench.accuracy import compare, flatten_tensors
 from permalloy.tools.bench.backends import BenchError, add_host_times, make_backend
 from permalloy.tools.bench.compile_times import add_first_call_remainder, warm_compile
 from permalloy.tools.bench.explained import explanation, print_explanation, why_explain
@@ -56,6 +58,9 @@ class _Inputs:
 
     sets: list[InputSet]
     references: list[Any]
+    float64_references: list[Any] | None = None
+    """With `--float64-reference`: the model's outputs in float64 for the
+    same sets; None otherwise, or where it cannot run so."""
 
 
 def make_workload(train: bool) -> Workload:
@@ -222,7 +227,28 @@ def _prepare_inputs(
     sets = input_sets(name, suite, first, config.profile)
     sets = workload.prepare_inputs([_on(config.device, s) for s in sets])
     references = workload.results(model, model, sets[: accuracy_sets(sets)])
-    return _Inputs(sets, references)
+    exact = None
+    if config.float64_reference and not config.train:
+        exact = _float64_results(model, sets[: len(references)], workload)
+    return _Inputs(sets, references, exact)
+
+
+def _float64_results(model: torch.nn.Module, sets: list[InputSet], workload: Workload) -> list[Any] | None:
+    """The outputs of a float64 copy of `model` on the sets' floating inputs
+    widened to float64; None where the model does not run so (an op without
+    a float64 kernel on the device)."""
+    try:
+        widened = deepcopy(model).double()
+        wide_sets = [tuple(t.double() if t.is_floating_point() else t for t in s) for s in sets]
+        return workload.results(widened, widened, wide_sets)
+    except Exception:  # noqa: BLE001 - the errors are then reported as not available
+        return None
+
+
+def _float64_error(results: list[Any], run: _CaseRun) -> float | None:
+    """The relative error of `results` against the case's float64 outputs."""
+    exact = run.inputs.float64_references
+    return None if exact is None else compare(results, exact).relative_error
 
 
 def _on(device: str, tensors: InputSet) -> InputSet:
@@ -310,6 +336,9 @@ def _compile_and_check(run: _CaseRun, adapter: Any, result: BackendResult) -> An
         result.compile_s = seconds
         checked = workload.results(compiled, run.model, sets[: len(references)])
         result.accuracy = workload.compare(checked, references)
+        result.float64_error = _float64_error(checked, run)
+    else:
+        result.float64_error = _float64_error(references, run)
     return compiled
 
 

@@ -50,6 +50,7 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
         config.device, tuple(cases), config.backends, config.profile, config.threads,
         train=config.train, suite=config.suite, profile_kernels=config.profile_kernels,
         compile_times=config.compile_times, warm_compile=config.warm_compile,
+        float64_reference=config.float64_reference,
     )
     return BenchReport(merged, first.machine, first.copy, first.first_use_s, list(cases.values()))
 
@@ -73,6 +74,7 @@ def report_from_dict(data: dict[str, Any]) -> BenchReport:
         profile_kernels=raw.get("profile_kernels", False),
         compile_times=raw.get("compile_times", False),
         warm_compile=raw.get("warm_compile", False),
+        float64_reference=raw.get("float64_reference", False),
     )
     copy = data.get("copy_bandwidth")
     copy_bandwidth = None if copy is None else CopyBandwidth(copy["bytes"], _timing(copy["time"]))
@@ -112,6 +114,7 @@ def _backend(data: dict[str, Any]) -> BackendResult:
         speedup_vs_inductor=data["speedup_vs_inductor"],
         bandwidth_gb_per_s=data["bandwidth_gb_per_s"],
         bandwidth_fraction_of_copy=data["bandwidth_fraction_of_copy"],
+        float64_error=data.get("float64_error"),
     )
 
 

@@ -130,7 +130,7 @@ def whole_tensor_reads(producer: loop.PointwiseOp) -> sympy.Expr:
         if len(indices) > 1 and isinstance(source.type, pt.TensorType):
             ratio = sympy.simplify(sympy.Mul(*source.type.sizes) / points)
             if ratio.is_number:
-                per_point = sympy.Max(1, sympy.Min(len(indices), sympy.floor(ratio)))
+                per_point = sympy.Integer(max(1, min(len(indices), int(sympy.floor(ratio)))))
         total = total + per_point
     return sympy.sympify(total)
 

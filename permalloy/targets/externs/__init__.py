@@ -20,8 +20,8 @@ from typing import Any
 
 from xdsl.ir import Operation
 
-from permalloy.dialects import ptensor as pt
 from permalloy.analysis.out_forms import writes_into
+from permalloy.dialects import ptensor as pt
 from permalloy.dialects.buffer import ExternOp
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors
 from permalloy.targets.externs.data import DATA_CALLS, IN_PLACE_CALLS

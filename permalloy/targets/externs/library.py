@@ -144,4 +144,3 @@ class: the host program allocates their dense results itself, with the
 allocator it uses for kernels, which costs less per call than the library's
 own allocation and needs no layout check after (`analysis.out_forms` says
 which layouts)."""
-

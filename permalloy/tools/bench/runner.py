@@ -11,11 +11,10 @@ step with `--train`) and what is compared (outputs, or gradients) is the
 
 from __future__ import annotations
 
-
 import contextlib
 import math
-from copy import deepcopy
 from collections.abc import Callable, Iterator, Sequence
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 

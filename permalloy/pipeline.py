@@ -17,10 +17,11 @@ TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
 
-FUSION = ["squeeze-leading-unit-dims", "fuse-loops", "cse", "dce"]
-"""Fusion into fewer kernels (after dropping leading dimensions of size 1,
-so that loop ops over the same rows have the same leading size), and
-clean-up of the fused bodies."""
+FUSION = ["materialize-views", "squeeze-leading-unit-dims", "fuse-loops", "cse", "dce"]
+"""Fusion into fewer kernels (after giving the views the host program would
+copy for its library calls kernels that fusion can take in, and dropping
+leading dimensions of size 1, so that loop ops over the same rows have the
+same leading size), and clean-up of the fused bodies."""
 
 BUFFER_LEVEL = ["convert-loop-to-buffer", "write-input-updates", "plan-memory"]
 """The host program over buffers, with kernels as symbols, the inputs the

@@ -239,11 +239,7 @@ class OutlineLoop(RewritePattern):
             return
         allocs = []
         for result in op.results:
-            position = _returned_position(result)
-            layout = _result_layout(function, position) if position is not None else None
-            if layout is not None and _broadcast_dims(result.type.sizes, layout.data):  # type: ignore[union-attr]
-                layout = None  # written densely; the return makes the broadcast view
-            alloc = rewriter.insert(buf.AllocOp(_buffer_for(result.type, layout)))  # type: ignore[arg-type]
+            alloc = rewriter.insert(buf.AllocOp(_loop_result_buffer(function, result)))  # type: ignore[arg-type]
             alloc.results[0].name_hint = result.name_hint
             allocs.append(alloc.results[0])
         rewriter.insert(buf.LaunchOp(name, inputs, allocs))
@@ -365,6 +361,39 @@ def _library_result_buffer(op: Operation, position: int, tensor: Attribute) -> A
         strides = buf.dense_strides_in_order(tensor.sizes, order)
         return buf.BufferType(tensor.sizes, tensor.element_type, strides)
     return _buffer_for(tensor, None)
+
+
+def _loop_result_buffer(function: func.FuncOp, result: SSAValue) -> Attribute:
+    """The buffer of a loop op's result: in the layout the function returns
+    it in, if it does (written densely where that layout repeats elements:
+    the return makes the broadcast view), else dense."""
+    position = _returned_position(result)
+    layout = _result_layout(function, position) if position is not None else None
+    if layout is not None and _broadcast_dims(result.type.sizes, layout.data):  # type: ignore[union-attr]
+        layout = None
+    return _buffer_for(result.type, layout)
+
+
+def planned_buffer(value: SSAValue) -> buf.BufferType | None:
+    """The buffer the conversion gives a value that is not a view: an
+    argument's in the layout its `ptensor.strides` gives, a loop op's result
+    dense (or in its returned layout), a host op's as `_library_result_buffer`
+    gives it; None for a value of no tensor type or outside a converted
+    function."""
+    if isinstance(value, BlockArgument):
+        function = value.owner.parent_op()
+        if not is_converted(function):
+            return None
+        layout = _buffer_for(value.type, _layout_attr(function.arg_attrs, value.index))  # type: ignore[union-attr]
+    elif isinstance(value.owner, loop.LoopOp | loop.FusedOp):
+        function = _host_op(value.owner)
+        if function is None:
+            return None
+        layout = _loop_result_buffer(function, value)
+    else:
+        assert isinstance(value, OpResult)
+        layout = _library_result_buffer(value.op, value.index, value.type)
+    return layout if isinstance(layout, buf.BufferType) else None
 
 
 @dataclass(frozen=True)

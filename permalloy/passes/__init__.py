@@ -63,6 +63,12 @@ def _convert_ptensor_to_loop() -> type[ModulePass]:
     return ConvertPtensorToLoopPass
 
 
+def _materialize_views() -> type[ModulePass]:
+    from permalloy.passes.materialize_views import MaterializeViewsPass
+
+    return MaterializeViewsPass
+
+
 def _fuse_loops() -> type[ModulePass]:
     from permalloy.passes.fuse_loops import FuseLoopsPass
 
@@ -156,6 +162,7 @@ def all_passes() -> dict[str, PassFactory]:
         "generate-depthwise-convolutions": _generate_depthwise_convolutions,
         "convert-ptensor-to-loop": _convert_ptensor_to_loop,
         "split-reductions": _split_reductions,
+        "materialize-views": _materialize_views,
         "squeeze-leading-unit-dims": _squeeze_leading_unit_dims,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,

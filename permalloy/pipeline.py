@@ -4,7 +4,7 @@ The default pipelines, as plain lists of pass names.
 The torch.compile backend runs exactly these names through the same registry
 as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
-    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,squeeze-leading-unit-dims,fuse-loops,cse,dce,convert-loop-to-buffer,write-input-updates,plan-memory
+    permalloy-opt graph.mlir -p convert-ptensor-to-loop,cse,dce,materialize-views,squeeze-leading-unit-dims,fuse-loops,cse,dce,convert-loop-to-buffer,write-input-updates,plan-memory
 """
 
 from __future__ import annotations

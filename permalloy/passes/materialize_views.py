@@ -46,14 +46,9 @@ def copied_by_host(value: SSAValue) -> bool:
 
 
 def _host_readers(value: SSAValue) -> list[Operation]:
-    """The ops reading `value` that the host program runs: neither loop ops
-    (whose loads read through views) nor views, nor the return (which
-    relays its results itself)."""
-    return [
-        use.operation
-        for use in value.uses
-        if not isinstance(use.operation, (loop.LoopOp, loop.FusedOp, func.ReturnOp, *VIEW_OPS))
-    ]
+    """The ops reading `value` that the host program runs, the return
+    included: neither loop ops (whose loads read through views) nor views."""
+    return [use.operation for use in value.uses if not isinstance(use.operation, (loop.LoopOp, loop.FusedOp, *VIEW_OPS))]
 
 
 def _copy_kernel(view: SSAValue) -> loop.PointwiseOp:
@@ -102,9 +97,9 @@ def _erase_unused_views(view: Operation) -> None:
 @dataclass(frozen=True)
 class MaterializeViewsPass(ModulePass):
     """
-    A view that a library call (or another op the host program runs) reads,
-    and that cannot reinterpret the memory of the value owning its data, is
-    written by a `loop.pointwise` copying it, before fusion.
+    A view that a library call (or another op the host program runs, or the
+    return) reads, and that cannot reinterpret the memory of the value owning
+    its data, is written by a `loop.pointwise` copying it, before fusion.
 
     The host program would otherwise copy it with torch (`buffer.copy`,
     made by `convert-loop-to-buffer`) between the kernel writing the data and
@@ -112,9 +107,11 @@ class MaterializeViewsPass(ModulePass):
     linear layer, a permuted key before a batched product. As a kernel,
     fusion takes the kernel producing the data into the copy, which then
     writes the elements in the order the call reads them: one kernel and one
-    round trip through memory fewer. Views whose memory the call can read as
-    it is (a transposed weight, a slice) stay views; loop ops read through
-    views already, and returned views keep their own relayout.
+    round trip through memory fewer. A training graph's forward returns the
+    views it saves for the backward: a saved view that a product reads too
+    is the product's copy, not a second one. Views whose memory can be read
+    as it is (a transposed weight, a slice) stay views, and loop ops read
+    through views already.
 
     Before:
     ```

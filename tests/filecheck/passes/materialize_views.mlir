@@ -25,12 +25,14 @@
 // BUFFER:        func.return
 
 // Refusals: a transposed weight and a slice of rows (the product reads
-// them through their strides), and a returned view (the return relays its
-// results itself) stay as they are.
+// them through their strides) stay views; a returned view the host would
+// copy is a copy kernel too.
 // CHECK-LABEL: func.func @kept(
 // CHECK:         %y = loop.pointwise
 // CHECK-NOT:     loop.pointwise
 // CHECK:         %m = ptensor.mm %rows, %wt
+// CHECK-NEXT:    %flat = loop.pointwise ins(%{{.+}} = %y : !ptensor.tensor<[4, 8], f32>) -> !ptensor.tensor<[32], f32> {
+// CHECK-NEXT:      loop.load %{{.+}}[d0 mod 4, d0 floordiv 4] : f32
 // CHECK:         func.return %m, %flat
 
 func.func @windows(%x: !ptensor.tensor<[1, 4, 4, 8], f32>, %w: !ptensor.tensor<[8, 3], f32>) -> !ptensor.tensor<[16, 3], f32> {

@@ -28,6 +28,7 @@ from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
 from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
 from permalloy.targets.externs import extern_call, extern_into_call
+from permalloy.targets.workspace import WorkspacePool, kept_allocations
 
 SYMBOL_ATTR = "ptensor.symbol"
 ON_CPU_ATTR = "ptensor.on_cpu"
@@ -192,6 +193,9 @@ class _Emitter:
     kernels: dict[str, buf.KernelOp] = field(default_factory=dict)
     symbol_hints: dict[str, int] = field(default_factory=dict)
     """The size symbols' values at the first call, where known."""
+    kept: dict[SSAValue, int] = field(default_factory=dict)
+    """The allocations the workspace holds, by their position in it (CPU
+    programs: `targets.workspace`)."""
     kernel_count: int = 0
     extern_count: int = 0
     launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
@@ -205,6 +209,10 @@ class _Emitter:
             self.names[value] = f"v{len(self.names)}"
         return self.names[value]
 
+    def pool_name(self) -> str:
+        """The name of the program's workspace pool."""
+        return next(name for name, value in self.namespace.items() if isinstance(value, WorkspacePool))
+
     def constant(self, stem: str, value: Any) -> str:
         name = f"{stem}_{len(self.namespace)}"
         self.namespace[name] = value
@@ -217,6 +225,11 @@ class _Emitter:
         args = self.function.body.block.args
         parameters = [self.name(a) for a in args]
         self._bind_symbols(args)
+        if getattr(self.target, "device", "cpu") == "cpu":
+            kept = kept_allocations(self.function)
+            self.kept = {op.result: position for position, op in enumerate(kept)}
+            if kept:
+                self.lines.append(f"workspace = {self.constant('workspace', WorkspacePool.of(kept))}.take()")
         for op in self.function.body.block.ops:
             self._emit_op(op)
         body = "\n".join("    " + line for line in self.lines) or "    pass"
@@ -295,6 +308,8 @@ class _Emitter:
             for arg in self.updated:
                 name = self.name(arg)
                 self.lines.append(f"if {name} is not {name}_caller: {name}_caller.copy_({name})")
+            if self.kept:
+                self.lines.append(f"{self.pool_name()}.give(workspace)")
             values = "".join(f"{self.name(v)}, " for v in op.arguments)
             self.lines.append(f"return ({values})")
         else:
@@ -303,6 +318,9 @@ class _Emitter:
     def _emit_alloc(self, op: buf.AllocOp) -> None:
         name = self.name(op.result)
         self.roots[op.result] = name
+        if op.result in self.kept:
+            self.lines.append(f"{name} = workspace.tensors[{self.kept[op.result]}]")
+            return
         self._allocate(name, buf.buffer_type(op.result))
 
     def _allocate(self, name: str, layout: buf.BufferType) -> None:

@@ -55,6 +55,7 @@ from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.types import I32, I64, PTR
 from permalloy.targets.native.shim import SHIM_FUNCTIONS, Shim
+from permalloy.targets.workspace import WorkspacePool, kept_allocations
 
 STATUS_ZERO_DIVISOR = 1
 STATUS_CALLBACK = 2
@@ -116,6 +117,9 @@ class NativeHostSource:
     operations: list[str]
     """What a failure's position names: the arguments' layouts, then the
     function's ops by name."""
+    workspace: WorkspacePool | None = None
+    """The pool of the allocations kept between calls (`targets.workspace`),
+    whose handles a call passes in its `workspace` argument, in order."""
 
 
 @dataclass
@@ -175,9 +179,11 @@ class NativeHostEmitter:
         if self.triple:
             self.module.triple = self.triple
         self._declare_shim()
-        signature = ir.FunctionType(I32, [PTR, PTR, I32, PTR, CALLBACK.as_pointer()])
+        signature = ir.FunctionType(I32, [PTR, PTR, I32, PTR, CALLBACK.as_pointer(), PTR])
         self.llvm_function = ir.Function(self.module, signature, self.entry)
-        self.words, self.results, self.threads, self.kernel_table, self.callback = self.llvm_function.args
+        self.words, self.results, self.threads, self.kernel_table, self.callback, self.workspace = self.llvm_function.args
+        kept = kept_allocations(self.function) if self.device == "cpu" else []
+        self.kept_buffers = {op.result: position for position, op in enumerate(kept)}
         self.cg = CodeGen(self.module, self.llvm_function)
         self.status = self.cg.alloca(I32, init=I32(0), name="status")
         self.cleanup = self.llvm_function.append_basic_block("cleanup")
@@ -198,8 +204,10 @@ class NativeHostEmitter:
                 self._release_after(op)
         self._emit_cleanup()
         operations = ["the arguments' layouts", *(op.name for op in self.function.body.block.ops)]
+        workspace = WorkspacePool.of(kept) if kept else None
         return NativeHostSource(
-            str(self.module), arguments, results, self.addresses, self.kept, self.callbacks, operations
+            str(self.module), arguments, results, self.addresses, self.kept, self.callbacks, operations,
+            workspace,
         )
 
     # -- shim, slots and checks ------------------------------------------------
@@ -453,6 +461,10 @@ class NativeHostEmitter:
             raise NativeHostUnsupported(f"the op {op.name}")
 
     def _allocate(self, value: SSAValue) -> None:
+        if value in self.kept_buffers:
+            word = self.cg.builder.gep(self.workspace, [I64(self.kept_buffers[value])], source_etype=I64)
+            self.values[value] = _Value(word, None)
+            return
         layout = buf.buffer_type(value)
         code = self.shim.dtype_code(torch_dtype(layout.element_type))
         if code is None:

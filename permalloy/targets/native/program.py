@@ -27,6 +27,7 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.targets.externs import extern_call
 from permalloy.targets.host import DeviceConstant, python_expr, returned
+from permalloy.targets.workspace import Workspace
 from permalloy.targets.native.emitter import (
     STATUS_CALLBACK,
     STATUS_SHIM,
@@ -35,7 +36,9 @@ from permalloy.targets.native.emitter import (
     NativeHostSource,
 )
 
-HOST_FUNCTION = ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p)
+HOST_FUNCTION = ctypes.CFUNCTYPE(
+    ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p
+)
 CALLBACK_FUNCTION = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_int64)
 )
@@ -86,6 +89,13 @@ def _conform(result: buf.BufferType, symbols: Sequence[sympy.Symbol]) -> Callabl
         return copy.copy_(tensor)
 
     return conform
+
+
+def _workspace_words(workspace: Workspace) -> Any:
+    """The words a native program reads a workspace's tensors from: each
+    tensor's `_cdata`, which the shim reads as the tensor's handle (a
+    workspace keeps its tensors, so the words stay valid)."""
+    return (ctypes.c_int64 * max(len(workspace.tensors), 1))(*(t._cdata for t in workspace.tensors))  # noqa: SLF001
 
 
 def callback_run(callback: Callback, device: Any) -> Callable[[list[torch.Tensor], tuple], tuple]:
@@ -175,11 +185,24 @@ class NativeHost:
         parameters = [f"a{i}" for i in range(len(kinds))]
         words = ", ".join(f"{p}._cdata" if kind == "tensor" else f"int({p})" for p, kind in zip(parameters, kinds))
         results = ", ".join(f"results[{i}]" for i in range(self.source.results))
+        pool = self.source.workspace
+        take = (
+            [
+                "    workspace = take()",
+                "    handles = workspace.handles",
+                "    if handles is None:",
+                "        handles = workspace.handles = handles_of_workspace(workspace)",
+            ]
+            if pool is not None
+            else ["    handles = None"]
+        )
         lines = [
             f"def host({', '.join(parameters)}):",
             f"    words = Words({words})",
             "    results = Results()",
-            "    status = function(words, results, threads(), kernels, callback)",
+            *take,
+            "    status = function(words, results, threads(), kernels, callback, handles)",
+            *(["    give(workspace)"] if pool is not None else []),
             "    if status:",
             f"        return fail(status, ({''.join(p + ', ' for p in parameters)}))",
             f"    return tuple(steal([{results}]))" if self.source.results else "    return ()",
@@ -193,6 +216,9 @@ class NativeHost:
             "callback": self._callback,
             "fail": self.fail,
             "steal": tensors_from_handles,
+            "take": pool.take if pool is not None else None,
+            "give": pool.give if pool is not None else None,
+            "handles_of_workspace": _workspace_words,
         }
         exec(compile("\n".join(lines) + "\n", "<permalloy native host>", "exec"), namespace)
         return namespace["host"]

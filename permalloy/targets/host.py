@@ -319,7 +319,9 @@ class _Emitter:
         name = self.name(op.result)
         self.roots[op.result] = name
         if op.result in self.kept:
-            self.lines.append(f"{name} = workspace.tensors[{self.kept[op.result]}]")
+            layout = buf.buffer_type(op.result)
+            sizes, strides = _tuple(layout.sizes), _tuple(layout.strides.data)
+            self.lines.append(f"{name} = workspace.tensors[{self.kept[op.result]}]  # {sizes}, {strides}")
             return
         self._allocate(name, buf.buffer_type(op.result))
 

@@ -18,6 +18,8 @@ import pytest
 import torch
 from conftest import assert_training_step_matches
 
+from permalloy.tools.backend import permalloy_backend
+
 DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
 WINDOW = 4
 
@@ -78,7 +80,7 @@ def test_window_attention_copies_no_view(tmp_path, target):
     torch.manual_seed(0)
     model = WindowAttention().to(DEVICE).eval()
     x = torch.randn(2, 8, 8, 16, device=DEVICE)
-    compiled = torch.compile(model, backend="permalloy", options={"target": target, "dump_dir": str(tmp_path)})
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     (program,) = _final_programs(tmp_path)

@@ -14,6 +14,8 @@ import threading
 import pytest
 import torch
 
+from permalloy.tools.backend import permalloy_backend
+
 
 class ConvolutionsAndProducts(torch.nn.Module):
     """Convolutions, kernels between them and a product: intermediates the
@@ -42,7 +44,7 @@ def fresh_dynamo():
 def test_repeated_calls_keep_their_results(tmp_path, host):
     torch.manual_seed(0)
     model = ConvolutionsAndProducts().eval()
-    compiled = torch.compile(model, backend="permalloy", options={"host": host, "dump_dir": str(tmp_path)})
+    compiled = torch.compile(model, backend=permalloy_backend, options={"host": host, "dump_dir": str(tmp_path)})
     inputs = [torch.randn(2, 3, 16, 16) for _ in range(3)]
     with torch.no_grad():
         results = [compiled(x) for x in inputs]
@@ -57,7 +59,7 @@ def test_repeated_calls_keep_their_results(tmp_path, host):
 def test_calls_from_several_threads_each_get_a_workspace(host):
     torch.manual_seed(1)
     model = ConvolutionsAndProducts().eval()
-    compiled = torch.compile(model, backend="permalloy", options={"host": host})
+    compiled = torch.compile(model, backend=permalloy_backend, options={"host": host})
     inputs = [torch.randn(2, 3, 16, 16) for _ in range(4)]
     with torch.no_grad():
         compiled(inputs[0])

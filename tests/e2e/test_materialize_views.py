@@ -53,12 +53,7 @@ class WindowAttention(torch.nn.Module):
         return x + torch.roll(merged, shifts=(shift, shift), dims=(1, 2))
 
 
-@pytest.fixture(autouse=True)
-def triton_mode(monkeypatch, tmp_path_factory):
-    if DEVICE == "cpu":
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
-    torch._dynamo.reset()  # noqa: SLF001
+pytestmark = pytest.mark.usefixtures("triton_device", "fresh_backend")
 
 
 def _targets() -> list[str]:

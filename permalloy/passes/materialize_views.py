@@ -61,11 +61,10 @@ def _copy_kernel(view: SSAValue) -> loop.PointwiseOp:
     return builder.pointwise(element)
 
 
-def materialize_function_views(function: func.FuncOp) -> int:
+def materialize_function_views(function: func.FuncOp) -> None:
     """Give each view of `function` that its host program would copy for
     the library calls and other host ops reading it a kernel writing it
-    instead; the number of views so replaced."""
-    replaced = 0
+    instead."""
     for op in list(function.body.block.ops):
         if not isinstance(op, VIEW_OPS) or op.parent is None:
             continue
@@ -81,8 +80,6 @@ def materialize_function_views(function: func.FuncOp) -> int:
                 if operand is view:
                     reader.operands[index] = copy.result
         _erase_unused_views(op)
-        replaced += 1
-    return replaced
 
 
 def _erase_unused_views(view: Operation) -> None:

@@ -129,7 +129,8 @@ def allocate_library_results(function: func.FuncOp) -> None:
         result.name_hint = None
 
 
-def _bytes(layout: buf.BufferType) -> sympy.Expr:
+def buffer_bytes(layout: buf.BufferType) -> sympy.Expr:
+    """The bytes a layout spans, from its offset to its last element."""
     import torch
 
     item = torch.empty((), dtype=torch_dtype(layout.element_type)).element_size()
@@ -256,16 +257,16 @@ class _Planner:
 
     def _donor(self, layout: buf.BufferType) -> SSAValue | None:
         """The smallest dead allocation that can hold `layout`."""
-        needed = _bytes(layout)
+        needed = buffer_bytes(layout)
         fitting = [
             d
             for d in self.free
             if buf.buffer_type(d).element_type == layout.element_type
-            and _at_least(_bytes(buf.buffer_type(d)), needed)
+            and _at_least(buffer_bytes(buf.buffer_type(d)), needed)
         ]
         if not fitting:
             return None
-        sizes = {d: _bytes(buf.buffer_type(d)) for d in fitting}
+        sizes = {d: buffer_bytes(buf.buffer_type(d)) for d in fitting}
         for donor in fitting:
             if all(_at_least(sizes[other], sizes[donor]) for other in fitting):
                 return donor
@@ -316,7 +317,7 @@ class _Planner:
                 if memory_root(result) is not result:
                     continue  # a call writing into a buffer of the program's
                 if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
-                    live[result] = _bytes(buf.buffer_type(result))
+                    live[result] = buffer_bytes(buf.buffer_type(result))
             if isinstance(op, buf.DeallocOp):
                 live.pop(op.buffer, None)
             totals.append(sympy.expand(sum(live.values(), sympy.Integer(0))))

@@ -28,7 +28,7 @@ from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
 from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
 from permalloy.targets.externs import extern_call, extern_into_call
-from permalloy.targets.workspace import WorkspacePool, kept_allocations
+from permalloy.targets.workspace import KeptWorkspace, kept_workspace
 
 SYMBOL_ATTR = "ptensor.symbol"
 ON_CPU_ATTR = "ptensor.on_cpu"
@@ -193,9 +193,8 @@ class _Emitter:
     kernels: dict[str, buf.KernelOp] = field(default_factory=dict)
     symbol_hints: dict[str, int] = field(default_factory=dict)
     """The size symbols' values at the first call, where known."""
-    kept: dict[SSAValue, int] = field(default_factory=dict)
-    """The allocations the workspace holds, by their position in it (CPU
-    programs: `targets.workspace`)."""
+    workspace: KeptWorkspace | None = None
+    """The allocations a CPU program keeps between calls (`targets.workspace`)."""
     kernel_count: int = 0
     extern_count: int = 0
     launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
@@ -208,10 +207,6 @@ class _Emitter:
         if value not in self.names:
             self.names[value] = f"v{len(self.names)}"
         return self.names[value]
-
-    def pool_name(self) -> str:
-        """The name of the program's workspace pool."""
-        return next(name for name, value in self.namespace.items() if isinstance(value, WorkspacePool))
 
     def constant(self, stem: str, value: Any) -> str:
         name = f"{stem}_{len(self.namespace)}"
@@ -226,10 +221,10 @@ class _Emitter:
         parameters = [self.name(a) for a in args]
         self._bind_symbols(args)
         if getattr(self.target, "device", "cpu") == "cpu":
-            kept = kept_allocations(self.function)
-            self.kept = {op.result: position for position, op in enumerate(kept)}
-            if kept:
-                self.lines.append(f"workspace = {self.constant('workspace', WorkspacePool.of(kept))}.take()")
+            self.workspace = kept_workspace(self.function)
+        if self.workspace is not None:
+            self.namespace["workspace_pool"] = self.workspace.pool
+            self.lines.append("workspace = workspace_pool.take()")
         for op in self.function.body.block.ops:
             self._emit_op(op)
         body = "\n".join("    " + line for line in self.lines) or "    pass"
@@ -308,8 +303,8 @@ class _Emitter:
             for arg in self.updated:
                 name = self.name(arg)
                 self.lines.append(f"if {name} is not {name}_caller: {name}_caller.copy_({name})")
-            if self.kept:
-                self.lines.append(f"{self.pool_name()}.give(workspace)")
+            if self.workspace is not None:
+                self.lines.append("workspace_pool.give(workspace)")
             values = "".join(f"{self.name(v)}, " for v in op.arguments)
             self.lines.append(f"return ({values})")
         else:
@@ -318,10 +313,11 @@ class _Emitter:
     def _emit_alloc(self, op: buf.AllocOp) -> None:
         name = self.name(op.result)
         self.roots[op.result] = name
-        if op.result in self.kept:
+        if self.workspace is not None and op.result in self.workspace.positions:
             layout = buf.buffer_type(op.result)
             sizes, strides = _tuple(layout.sizes), _tuple(layout.strides.data)
-            self.lines.append(f"{name} = workspace.tensors[{self.kept[op.result]}]  # {sizes}, {strides}")
+            position = self.workspace.positions[op.result]
+            self.lines.append(f"{name} = workspace.tensors[{position}]  # {sizes}, {strides}")
             return
         self._allocate(name, buf.buffer_type(op.result))
 
@@ -547,5 +543,5 @@ def build_host_program(
     if native:
         from permalloy.targets.native import attach_native_host
 
-        attach_native_host(program, functions[0], emitter.launched, target)
+        attach_native_host(program, functions[0], emitter.launched, target, emitter.workspace)
     return program

@@ -30,6 +30,7 @@ from xdsl.ir import SSAValue
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.dtypes import torch_dtype
+from permalloy.passes.plan_memory import buffer_bytes
 
 WORKSPACE_LIMIT_BYTES = 256 << 20
 """At most this many bytes of a program's allocations are kept between
@@ -77,17 +78,12 @@ def kept_allocations(function: func.FuncOp) -> list[buf.AllocOp]:
         layout = buf.buffer_type(op.result)
         if not _constant_layout(layout) or not _stays_in_call(op):
             continue
-        size = _bytes(layout)
+        size = int(buffer_bytes(layout))
         if total + size > WORKSPACE_LIMIT_BYTES:
             continue
         total += size
         kept.append(op)
     return kept
-
-
-def _bytes(layout: buf.BufferType) -> int:
-    span = 1 + sum((int(n) - 1) * int(s) for n, s in zip(layout.sizes, layout.strides.data) if int(n) > 0)
-    return span * torch.empty((), dtype=torch_dtype(layout.element_type)).element_size()
 
 
 @dataclass
@@ -129,3 +125,22 @@ class WorkspacePool:
     def give(self, workspace: Workspace) -> None:
         """Keep `workspace` for a later call."""
         self.free.append(workspace)
+
+
+@dataclass
+class KeptWorkspace:
+    """What a CPU host program keeps between calls, shared by its Python and
+    native forms: each kept allocation's position in a workspace, and the
+    pool of workspaces."""
+
+    positions: dict[SSAValue, int]
+    pool: WorkspacePool
+
+
+def kept_workspace(function: func.FuncOp) -> KeptWorkspace | None:
+    """The kept workspace of `function`'s CPU host program, or None where it
+    keeps no allocation."""
+    kept = kept_allocations(function)
+    if not kept:
+        return None
+    return KeptWorkspace({op.result: position for position, op in enumerate(kept)}, WorkspacePool.of(kept))

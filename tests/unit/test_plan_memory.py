@@ -2,7 +2,7 @@
 The algorithms behind `plan-memory`, on buffer IR written as text: when a
 kernel may write over an input (`_reads_only_where_it_writes`), which buffers
 the program may write over (`_writable`), sizes in bytes and the choice of a
-dead buffer to reuse (`_bytes`, `_at_least`, the donor), and the recorded
+dead buffer to reuse (`buffer_bytes`, `_at_least`, the donor), and the recorded
 peak. Every function of the pass's lit test runs before and after the pass,
 with the buffer interpreter (which rejects a use after a free) and compiled
 for the CPU (where writing over a buffer still to be read shows).
@@ -30,7 +30,7 @@ from permalloy.passes import build_pipeline
 from permalloy.passes.plan_memory import (
     PEAK_ATTR,
     _at_least,
-    _bytes,
+    buffer_bytes,
     _Planner,
     _reads_only_where_it_writes,
     same_layout,
@@ -178,7 +178,7 @@ def test_only_single_pointwise_kernels_write_in_place():
     ],
 )
 def test_bytes_span_the_layout_from_the_start_of_its_memory(layout, expected):
-    assert sympy.expand(_bytes(buffer_type(layout)) - expected) == 0
+    assert sympy.expand(buffer_bytes(buffer_type(layout)) - expected) == 0
 
 
 def test_at_least_decides_only_what_holds_for_every_size():

@@ -30,6 +30,7 @@ from permalloy.targets.llvm.jit import JIT, HostMachine
 from permalloy.targets.native.emitter import NativeHostEmitter, NativeHostSource, NativeHostUnsupported
 from permalloy.targets.native.program import NativeHost
 from permalloy.targets.native.shim import load_shim
+from permalloy.targets.workspace import KeptWorkspace
 
 
 def native_host(
@@ -38,18 +39,22 @@ def native_host(
     target: Any,
     python: Callable[..., tuple],
     device: torch.device,
+    workspace: KeptWorkspace | None = None,
 ) -> NativeHost | None:
     """The native host program of a buffer-level function whose launches
     `launches` compiled, for `target`, computing on `device`; None where it
     does not apply. `python` is the function's Python host program, which
     runs a call again where the native one fails in torch's shim (to raise
-    torch's error)."""
+    torch's error). `workspace` is what the program keeps between calls on
+    the CPU (`targets.workspace`), shared with the Python program."""
     shim = load_shim()
     if shim is None:
         return None
     jit = getattr(target, "jit", None) or JIT(HostMachine())
     entry = jit.fresh_name("permalloy_host")
-    emitter = NativeHostEmitter(function, launches, shim, entry=entry, device=device.type, triple=jit.host.triple)
+    emitter = NativeHostEmitter(
+        function, launches, shim, entry=entry, device=device.type, triple=jit.host.triple, workspace=workspace
+    )
     try:
         emitted = emitter.emit()
     except NativeHostUnsupported:
@@ -61,7 +66,11 @@ def native_host(
 
 
 def attach_native_host(
-    program: Any, function: func.FuncOp, launches: dict[Operation, tuple[Any, list[str]]], target: Any
+    program: Any,
+    function: func.FuncOp,
+    launches: dict[Operation, tuple[Any, list[str]]],
+    target: Any,
+    workspace: KeptWorkspace | None = None,
 ) -> None:
     """Have the calls of `program` (a `HostProgram`) run a native host program
     where one applies: on the CPU at once; on a GPU from the second call, once
@@ -72,7 +81,7 @@ def attach_native_host(
     if getattr(target, "interpret", False):
         return
     if device == "cpu":
-        hosted = native_host(function, launches, target, python, torch.device("cpu"))
+        hosted = native_host(function, launches, target, python, torch.device("cpu"), workspace)
         if hosted is not None:
             program.use_native(hosted)
         return

@@ -55,7 +55,7 @@ from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
 from permalloy.targets.llvm.types import I32, I64, PTR
 from permalloy.targets.native.shim import SHIM_FUNCTIONS, Shim
-from permalloy.targets.workspace import WorkspacePool, kept_allocations
+from permalloy.targets.workspace import KeptWorkspace, WorkspacePool
 
 STATUS_ZERO_DIVISOR = 1
 STATUS_CALLBACK = 2
@@ -150,6 +150,9 @@ class NativeHostEmitter:
     device: str = "cpu"
     """The device type the program computes on, which names the shim's library functions."""
     triple: str = ""
+    workspace: KeptWorkspace | None = None
+    """The allocations the program keeps between calls (CPU programs,
+    `targets.workspace`): their handles come in the `workspace` argument."""
     values: dict[SSAValue, _Value] = field(default_factory=dict)
     roots: dict[SSAValue, SSAValue] = field(default_factory=dict)
     symbols: dict[str, ir.Value] = field(default_factory=dict)
@@ -181,9 +184,9 @@ class NativeHostEmitter:
         self._declare_shim()
         signature = ir.FunctionType(I32, [PTR, PTR, I32, PTR, CALLBACK.as_pointer(), PTR])
         self.llvm_function = ir.Function(self.module, signature, self.entry)
-        self.words, self.results, self.threads, self.kernel_table, self.callback, self.workspace = self.llvm_function.args
-        kept = kept_allocations(self.function) if self.device == "cpu" else []
-        self.kept_buffers = {op.result: position for position, op in enumerate(kept)}
+        self.words, self.results, self.threads, self.kernel_table, self.callback, self.workspace_words = (
+            self.llvm_function.args
+        )
         self.cg = CodeGen(self.module, self.llvm_function)
         self.status = self.cg.alloca(I32, init=I32(0), name="status")
         self.cleanup = self.llvm_function.append_basic_block("cleanup")
@@ -204,10 +207,9 @@ class NativeHostEmitter:
                 self._release_after(op)
         self._emit_cleanup()
         operations = ["the arguments' layouts", *(op.name for op in self.function.body.block.ops)]
-        workspace = WorkspacePool.of(kept) if kept else None
+        pool = self.workspace.pool if self.workspace is not None else None
         return NativeHostSource(
-            str(self.module), arguments, results, self.addresses, self.kept, self.callbacks, operations,
-            workspace,
+            str(self.module), arguments, results, self.addresses, self.kept, self.callbacks, operations, pool
         )
 
     # -- shim, slots and checks ------------------------------------------------
@@ -461,8 +463,9 @@ class NativeHostEmitter:
             raise NativeHostUnsupported(f"the op {op.name}")
 
     def _allocate(self, value: SSAValue) -> None:
-        if value in self.kept_buffers:
-            word = self.cg.builder.gep(self.workspace, [I64(self.kept_buffers[value])], source_etype=I64)
+        if self.workspace is not None and value in self.workspace.positions:
+            position = self.workspace.positions[value]
+            word = self.cg.builder.gep(self.workspace_words, [I64(position)], source_etype=I64)
             self.values[value] = _Value(word, None)
             return
         layout = buf.buffer_type(value)

@@ -27,7 +27,6 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.targets.externs import extern_call
 from permalloy.targets.host import DeviceConstant, python_expr, returned
-from permalloy.targets.workspace import Workspace
 from permalloy.targets.native.emitter import (
     STATUS_CALLBACK,
     STATUS_SHIM,
@@ -35,6 +34,7 @@ from permalloy.targets.native.emitter import (
     Callback,
     NativeHostSource,
 )
+from permalloy.targets.workspace import Workspace
 
 HOST_FUNCTION = ctypes.CFUNCTYPE(
     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p

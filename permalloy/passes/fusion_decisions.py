@@ -51,6 +51,8 @@ GROUP_RULES: dict[str, str] = {
     "not-row-local": "the consumer reads the producer at another row than its own",
     "reduction-parallelism": "a reduction would run in far fewer row programs in the kernel than alone "
     "(its other parallel dimensions are not rows the kernel shares)",
+    "pointwise-parallelism": "a pointwise op would run in a few long row programs in the kernel, where "
+    "alone it runs over all its elements in parallel (it or a member reads another elsewhere in its row)",
     "matrix-product-epilogue": "a matrix product's kernel starts with the product and takes only pointwise "
     "ops over its result's shape that read it at their own element (its epilogue)",
     "no-shared-input": "the loop op neither reads the kernel's results nor shares an input with it",

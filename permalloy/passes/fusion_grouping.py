@@ -98,6 +98,8 @@ def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | 
         return "pointwise-shapes"
     if _loses_reduction_parallelism((*group, candidate)):
         return "reduction-parallelism"
+    if _loses_pointwise_parallelism((*group, candidate)):
+        return "pointwise-parallelism"
     members = {m.result: m for m in group}
     reads_members = [members[v] for v in candidate.inputs if v in members]
     if reads_members:
@@ -186,6 +188,38 @@ def _loses_reduction_parallelism(ops: Sequence[loop.LoopOp]) -> bool:
         fewer = int(parallel) > REDUCTION_PARALLELISM_LOSS * int(rows)
         if fewer and int(work) > MAX_SINGLE_PROGRAM_POINTS * int(rows):
             return True
+    return False
+
+
+MIN_ROW_PROGRAMS = 1024
+"""The fewest row programs a kernel may run a long pointwise member in:
+enough to keep every multiprocessor of a large GPU busy several times over."""
+
+
+def _loses_pointwise_parallelism(ops: Sequence[loop.LoopOp]) -> bool:
+    """
+    Whether a pointwise op would run in a few long row programs in one
+    kernel with `ops`, where alone it runs over all its elements in
+    parallel. Members of one shape run as one flat loop only when each reads
+    the others at its own element; one reading another elsewhere in its row
+    (a roll's gather along the second dimension of a `[16, 56, 56, 384]`
+    gradient) makes the kernel run one program per row of the dimensions
+    they share: 16 programs of 1.2 million elements each, 2.0 ms of a
+    training step on an H200. Such a kernel is refused when it has fewer than
+    `MIN_ROW_PROGRAMS` rows and a pointwise member would do more than
+    `MAX_SINGLE_PROGRAM_POINTS` points in each. Symbolic sizes are not judged.
+    """
+    rank = row_rank(ops)
+    if rank is None or not any(isinstance(op, loop.PointwiseOp) for op in ops):
+        return False
+    rows = product(list(ops[0].parallel_sizes)[:rank])
+    if not rows.is_Integer or int(rows) >= MIN_ROW_PROGRAMS:
+        return False
+    for op in ops:
+        points = _points(op)
+        if isinstance(op, loop.PointwiseOp) and points.is_Integer:
+            if int(points) > MAX_SINGLE_PROGRAM_POINTS * int(rows):
+                return True
     return False
 
 

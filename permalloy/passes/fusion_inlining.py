@@ -294,10 +294,16 @@ INDEX_VALUES_REFUSAL = ("index-values", "the producer's loop.index needs the rea
 
 
 def can_inline(reader: loop.LoopOp, producer: loop.PointwiseOp) -> bool:
-    """Structural conditions: the producer's `loop.index` ops need indices the
-    reader can express (no index values)."""
-    has_index = any(isinstance(o, loop.IndexOp) for o in producer.body.block.ops)
-    if not has_index:
+    """Structural conditions: the producer's `loop.index` ops over its
+    indices need indices the reader can express (no index values). One over
+    sizes alone (`loop.index 56`, the size a negative index wraps by) is the
+    same wherever it is read: a roll's gather, inlined into the next roll's,
+    keeps it."""
+    uses_indices = any(
+        isinstance(o, loop.IndexOp) and any(symbol_kind(s) == "d" for s in o.expr.expr.free_symbols)
+        for o in producer.body.block.ops
+    )
+    if not uses_indices:
         return True
     for argument, operand in zip(reader.body.block.args, reader.inputs):
         if operand != producer.result:

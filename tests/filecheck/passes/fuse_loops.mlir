@@ -919,6 +919,89 @@ func.func @reversed_positions() -> !ptensor.tensor<[16], i64> {
 
 // -----
 
+// Two rolls (torch.roll over two dimensions): each a gather through a table
+// of positions that wraps a negative entry by the dimension's size (loop.index
+// 8, an expression of sizes alone). The first is inlined into the second at
+// its gathered row: one kernel, the two tables' values passed along.
+// CHECK-LABEL: func.func @roll_of_roll(
+// CHECK-NEXT:    %b = loop.pointwise ins(%[[I:.+]] = %i : !ptensor.tensor<[8], i64>, %[[X:.+]] = %x : !ptensor.tensor<[8, 8], f32>, %[[J:.+]] = %j : !ptensor.tensor<[8], i64>) -> !ptensor.tensor<[8, 8], f32> {
+// CHECK-NEXT:      %[[IV:.+]] = loop.load %[[I]][d0] : i64
+// CHECK-NEXT:      %[[ROW:.+]] = arith.index_cast %[[IV]] : i64 to index
+// CHECK-NEXT:      %[[JV:.+]] = loop.load %[[J]][d1] : i64
+// CHECK:           %[[SIZE:.+]] = loop.index 8
+// CHECK:           %[[COL:.+]] = arith.select
+// CHECK-NEXT:      loop.load %[[X]][v0, v1] (%[[ROW]], %[[COL]]) : f32
+func.func @roll_of_roll(%x: !ptensor.tensor<[8, 8], f32>, %i: !ptensor.tensor<[8], i64>, %j: !ptensor.tensor<[8], i64>) -> !ptensor.tensor<[8, 8], f32> {
+  %a = loop.pointwise ins(%0 = %x : !ptensor.tensor<[8, 8], f32>, %1 = %j : !ptensor.tensor<[8], i64>) -> !ptensor.tensor<[8, 8], f32> {
+    %2 = loop.load %1[d1] : i64
+    %3 = arith.index_cast %2 : i64 to index
+    %4 = arith.constant 0 : index
+    %5 = arith.cmpi slt, %3, %4 : index
+    %6 = loop.index 8
+    %7 = arith.addi %3, %6 : index
+    %8 = arith.select %5, %7, %3 : index
+    %9 = loop.load %0[d0, v0] (%8) : f32
+    loop.yield %9 : f32
+  }
+  %b = loop.pointwise ins(%0 = %a : !ptensor.tensor<[8, 8], f32>, %1 = %i : !ptensor.tensor<[8], i64>) -> !ptensor.tensor<[8, 8], f32> {
+    %2 = loop.load %1[d0] : i64
+    %3 = arith.index_cast %2 : i64 to index
+    %4 = loop.load %0[v0, d1] (%3) : f32
+    loop.yield %4 : f32
+  }
+  func.return %b : !ptensor.tensor<[8, 8], f32>
+}
+
+
+// -----
+
+// A producer using its position, read elsewhere in its row (a gather along
+// the second dimension), is not inlined and would share a kernel only row by
+// row: 2 programs of 32,768 elements each, where apart both run over all
+// their elements in parallel. They stay apart (pointwise-parallelism).
+// CHECK-LABEL: func.func @long_rows_of_positions(
+// CHECK-NEXT:    %r = loop.pointwise ins()
+// CHECK:         %g = loop.pointwise ins(%{{.+}} = %r
+// CHECK-NOT:     loop.fused
+func.func @long_rows_of_positions(%i: !ptensor.tensor<[32768], i64>) -> !ptensor.tensor<[2, 32768], i64> {
+  %r = loop.pointwise ins() -> !ptensor.tensor<[2, 32768], i64> {
+    %0 = loop.index d1 * 2 + d0
+    %1 = arith.index_cast %0 : index to i64
+    loop.yield %1 : i64
+  }
+  %g = loop.pointwise ins(%0 = %r : !ptensor.tensor<[2, 32768], i64>, %1 = %i : !ptensor.tensor<[32768], i64>) -> !ptensor.tensor<[2, 32768], i64> {
+    %2 = loop.load %1[d1] : i64
+    %3 = arith.index_cast %2 : i64 to index
+    %4 = loop.load %0[d0, v0] (%3) : i64
+    loop.yield %4 : i64
+  }
+  func.return %g : !ptensor.tensor<[2, 32768], i64>
+}
+
+
+// -----
+
+// Short rows (64 elements each) share the kernel.
+// CHECK-LABEL: func.func @short_rows_of_positions(
+// CHECK-NEXT:    %g = loop.fused
+// CHECK-NEXT:      %r = loop.pointwise ins()
+func.func @short_rows_of_positions(%i: !ptensor.tensor<[64], i64>) -> !ptensor.tensor<[2, 64], i64> {
+  %r = loop.pointwise ins() -> !ptensor.tensor<[2, 64], i64> {
+    %0 = loop.index d1 * 2 + d0
+    %1 = arith.index_cast %0 : index to i64
+    loop.yield %1 : i64
+  }
+  %g = loop.pointwise ins(%0 = %r : !ptensor.tensor<[2, 64], i64>, %1 = %i : !ptensor.tensor<[64], i64>) -> !ptensor.tensor<[2, 64], i64> {
+    %2 = loop.load %1[d1] : i64
+    %3 = arith.index_cast %2 : i64 to index
+    %4 = loop.load %0[d0, v0] (%3) : i64
+    loop.yield %4 : i64
+  }
+  func.return %g : !ptensor.tensor<[2, 64], i64>
+}
+
+// -----
+
 // Pointwise ops of different shapes that only share inputs (the query's and
 // the key's rotary embedding, reading one cos table) stay apart: together
 // they would run a program per row, each looping over the rest of its

@@ -37,7 +37,9 @@ class FuseLoopsPass(ModulePass):
     2. Grouping: consecutive loop ops over the same rows, reading each other
        only at their own row or sharing inputs, become one `loop.fused` (one
        kernel with several outputs): a reduction with its pointwise epilogue,
-       sibling reductions (softmax, layer norm), horizontal neighbours. A
+       sibling reductions (softmax, layer norm), horizontal neighbours; a
+       reduction a few ops after a group's end that reads one of its inputs
+       and may join it is moved up into it. A
        reduction that every reader reads rounded to a narrower type first
        gets that rounding as its epilogue (`fusion_rounding.py`), so it
        stores the narrow tensor.

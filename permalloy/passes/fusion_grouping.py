@@ -20,7 +20,7 @@ one program: a longer one is split across threads or programs.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import sympy
@@ -81,9 +81,14 @@ def joins(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
     return join_refusal(group, candidate) is None
 
 
-def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | None:
+def join_refusal(
+    group: Sequence[loop.LoopOp], candidate: loop.LoopOp, kernel_of: Mapping[Operation, int] | None = None
+) -> str | None:
     """The rule (`fusion_decisions.GROUP_RULES`) that keeps `candidate` out
-    of `group`'s kernel, or None when it joins."""
+    of `group`'s kernel, or None when it joins. With `kernel_of` (the kernel
+    each earlier loop op went to), results of one earlier kernel count as a
+    shared input: the final sums of two sibling split reductions read two
+    results of the kernel of their partial sums."""
     rows = leading_rows(candidate)
     if rows is None or any(leading_rows(m) is None for m in group):
         rowless = [op for op in (*group, candidate) if leading_rows(op) is None]
@@ -109,7 +114,64 @@ def join_refusal(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> str | 
             return None
         return None if all(_reads_row_locally(candidate, m) for m in reads_members) else "not-row-local"
     shared = {v for m in group for v in m.inputs}
-    return None if any(v in shared for v in candidate.inputs) else "no-shared-input"
+    if any(v in shared for v in candidate.inputs):
+        return None
+    if kernel_of is not None and _kernels_read(group, kernel_of) & _kernels_read([candidate], kernel_of):
+        return None
+    return "no-shared-input"
+
+
+def _kernels_read(ops: Sequence[loop.LoopOp], kernel_of: Mapping[Operation, int]) -> set[int]:
+    """The earlier kernels whose results `ops` read."""
+    return {kernel_of[v.owner] for op in ops for v in op.inputs if v.owner in kernel_of}
+
+
+SIBLING_LOOKAHEAD = 32
+"""How many ops past the end of a group `find_groups` looks for sibling
+reductions to pull in."""
+
+
+def _pull_siblings(
+    current: list[loop.LoopOp],
+    ops: list[Operation],
+    end: int,
+    max_members: int,
+    kernel_of: Mapping[Operation, int],
+) -> list[loop.LoopOp]:
+    """
+    Reductions among the `SIBLING_LOOKAHEAD` ops after `ops[end]` (the op
+    that ended `current`'s group) that read an input of the group and may
+    join it, moved to just before `ops[end]` (updating `ops`) so that they
+    join it: every operand of each is defined before that point, and a
+    reduction moved earlier only extends the life of its small result. A
+    split layer norm's weight gradient and bias gradient both sum partial
+    rows of the same output gradient, but the final sum of the first came
+    between their partial sums and ended its kernel: each read the gradient
+    on its own, in two kernels.
+    """
+    block = ops[end].parent_block()
+    assert block is not None
+    pulled: list[loop.LoopOp] = []
+    stop = min(len(ops), end + 1 + SIBLING_LOOKAHEAD)
+    later = set(ops[end:stop])
+    position = end + 1
+    while position < stop and len(current) < max_members:
+        candidate = ops[position]
+        inputs = {v for m in current for v in m.inputs}
+        if (
+            isinstance(candidate, loop.ReduceOp)
+            and any(v in inputs for v in candidate.inputs)
+            and not any(v.owner in later and v.owner is not candidate for v in candidate.operands)
+            and join_refusal(current, candidate, kernel_of) is None
+        ):
+            candidate.detach()
+            block.insert_op_before(candidate, ops[end])
+            ops.insert(end, ops.pop(position))
+            end += 1
+            current.append(candidate)
+            pulled.append(candidate)
+        position += 1
+    return pulled
 
 
 def _joins_matrix_product(group: Sequence[loop.LoopOp], candidate: loop.LoopOp) -> bool:
@@ -281,25 +343,42 @@ def find_groups(
     groups: list[list[loop.LoopOp]] = []
     current: list[loop.LoopOp] = []
     watch = None if decisions is None else _GroupingWatch(decisions)
-    for op in function.body.block.ops:
+    kernel_of: dict[Operation, int] = {}  # the kernel (a count of groups started) of each op placed
+    kernels = 0
+    ops = list(function.body.block.ops)
+    index = 0
+    while index < len(ops):
+        op = ops[index]
         if isinstance(op, loop.LoopOp) and current and len(current) < max_members:
-            refusal = join_refusal(current, op)
+            refusal = join_refusal(current, op, kernel_of)
             if refusal is None:
                 current.append(op)
+                kernel_of[op] = kernels
                 if watch is not None:
                     watch.placed(op, current, None)
+                index += 1
                 continue
         elif isinstance(op, loop.LoopOp) and current:
             refusal = "max-group-size"
         else:
             refusal = None
+        if current:
+            for pulled in _pull_siblings(current, ops, index, max_members, kernel_of):
+                kernel_of[pulled] = kernels
+                if watch is not None:
+                    watch.placed(pulled, current, None)
+                index += 1
         if len(current) > 1:
             groups.append(current)
         if watch is not None:
             watch.closed(current, op, refusal)
         current = [op] if isinstance(op, loop.LoopOp) else []
+        if current:
+            kernels += 1
+            kernel_of[op] = kernels
         if watch is not None and current:
             watch.placed(op, current, refusal)
+        index += 1
     if len(current) > 1:
         groups.append(current)
     if watch is not None:

@@ -1341,3 +1341,64 @@ func.func @overlapping_window_read_twice(%x: !ptensor.tensor<[4, 8, 9], f32>) ->
   }
   func.return %u, %v : !ptensor.tensor<[4, 8, 8], f32>, !ptensor.tensor<[4, 8, 8], f32>
 }
+
+// -----
+
+// Two split column sums of one gradient (a layer norm's weight and bias
+// gradients): the final sum of the first comes between the partial sums, and
+// ends their kernel. The second partial sum, which reads the same gradient
+// and whose operands are all defined by then, is pulled up into the first's
+// kernel; the two final sums, reading results of that one kernel, share the
+// next: two kernels rather than four.
+// CHECK-LABEL: func.func @split_sibling_sums(
+// CHECK-NEXT:    %pw, %pb = loop.fused ins(%{{.+}} = %g : !ptensor.tensor<[4, 64, 8], f32>, %{{.+}} = %x : !ptensor.tensor<[4, 64, 8], f32>)
+// CHECK:           loop.fused_yield
+// CHECK-NEXT:    }
+// CHECK-NEXT:    %w, %b = loop.fused ins(%{{.+}} = %pw : !ptensor.tensor<[4, 2, 8], f32>, %{{.+}} = %pb : !ptensor.tensor<[4, 2, 8], f32>)
+func.func @split_sibling_sums(%g: !ptensor.tensor<[4, 64, 8], f32>, %x: !ptensor.tensor<[4, 64, 8], f32>) -> (!ptensor.tensor<[8], f32>, !ptensor.tensor<[8], f32>) {
+  %pw = loop.reduce sum ins(%a = %g : !ptensor.tensor<[4, 64, 8], f32>, %b = %x : !ptensor.tensor<[4, 64, 8], f32>) over [32] -> !ptensor.tensor<[4, 2, 8], f32> {
+    %u = loop.load %a[d0, d1 * 32 + r0, d2] : f32
+    %v = loop.load %b[d0, d1 * 32 + r0, d2] : f32
+    %m = arith.mulf %u, %v : f32
+    loop.yield %m : f32
+  }
+  %w = loop.reduce sum ins(%a = %pw : !ptensor.tensor<[4, 2, 8], f32>) over [4, 2] -> !ptensor.tensor<[8], f32> {
+    %u = loop.load %a[r0, r1, d0] : f32
+    loop.yield %u : f32
+  }
+  %pb = loop.reduce sum ins(%a = %g : !ptensor.tensor<[4, 64, 8], f32>) over [32] -> !ptensor.tensor<[4, 2, 8], f32> {
+    %u = loop.load %a[d0, d1 * 32 + r0, d2] : f32
+    loop.yield %u : f32
+  }
+  %b = loop.reduce sum ins(%a = %pb : !ptensor.tensor<[4, 2, 8], f32>) over [4, 2] -> !ptensor.tensor<[8], f32> {
+    %u = loop.load %a[r0, r1, d0] : f32
+    loop.yield %u : f32
+  }
+  func.return %w, %b : !ptensor.tensor<[8], f32>, !ptensor.tensor<[8], f32>
+}
+
+// -----
+
+// A sibling that reads the first final sum cannot move above it: it stays
+// in a kernel of its own after it.
+// CHECK-LABEL: func.func @sibling_after_its_operand(
+// CHECK-NEXT:    %p = loop.reduce sum
+// CHECK:         %w = loop.reduce sum
+// CHECK:         %q = loop.reduce sum
+func.func @sibling_after_its_operand(%g: !ptensor.tensor<[4, 64, 8], f32>) -> (!ptensor.tensor<[8], f32>, !ptensor.tensor<[4, 2, 8], f32>) {
+  %p = loop.reduce sum ins(%a = %g : !ptensor.tensor<[4, 64, 8], f32>) over [32] -> !ptensor.tensor<[4, 2, 8], f32> {
+    %u = loop.load %a[d0, d1 * 32 + r0, d2] : f32
+    loop.yield %u : f32
+  }
+  %w = loop.reduce sum ins(%a = %p : !ptensor.tensor<[4, 2, 8], f32>) over [4, 2] -> !ptensor.tensor<[8], f32> {
+    %u = loop.load %a[r0, r1, d0] : f32
+    loop.yield %u : f32
+  }
+  %q = loop.reduce sum ins(%a = %g : !ptensor.tensor<[4, 64, 8], f32>, %c = %w : !ptensor.tensor<[8], f32>) over [32] -> !ptensor.tensor<[4, 2, 8], f32> {
+    %u = loop.load %a[d0, d1 * 32 + r0, d2] : f32
+    %s = loop.load %c[d2] : f32
+    %m = arith.mulf %u, %s : f32
+    loop.yield %m : f32
+  }
+  func.return %w, %q : !ptensor.tensor<[8], f32>, !ptensor.tensor<[4, 2, 8], f32>
+}

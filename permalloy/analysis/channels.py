@@ -18,9 +18,14 @@ from collections.abc import Sequence
 
 import sympy
 
+from xdsl.dialects import arith
+from xdsl.ir import SSAValue
+
 from permalloy.analysis.affine import split_affine, unit_stride
 from permalloy.analysis.kernel import TensorLayout, UnsupportedKernelError, analyze_kernel
 from permalloy.dialects.buffer import BufferType, KernelOp
+from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp
+from permalloy.dialects.sym import parallel_index
 
 CHANNELS = 1
 """The channel dimension of an `[N, C, *spatial]` tensor."""
@@ -71,3 +76,36 @@ def _transposed(accesses: list[tuple[bool, sympy.Expr, Sequence[sympy.Expr]]]) -
 def _depends(address: sympy.Expr, var: sympy.Symbol) -> bool:
     split = split_affine(address, var)
     return split is not None and split[1] != 0
+
+
+def concatenates_channels(kernel: KernelOp) -> bool:
+    """
+    Whether a loop op of `kernel` over images (`[N, C, H, W]`, or `[C, H, W]`
+    with the batch squeezed out) chooses among its inputs by channel: a load
+    masked by a comparison of its channel index, a concatenation along
+    channels (each DenseNet layer's input). In NCHW memory each input fills
+    whole planes of the result; in channels-last memory every pixel's
+    channels run through all the inputs, and the masked loads switch inputs
+    within each vector of channels.
+    """
+    for op in kernel.walk():
+        if not isinstance(op, LoopOp) or len(op.parallel_sizes) not in (3, 4):
+            continue
+        channel = parallel_index(1 if len(op.parallel_sizes) == 4 else 0)
+        for inner in op.body.walk():
+            if isinstance(inner, LoadOp) and inner.mask is not None and _compares_index(inner.mask, channel, 2):
+                return True
+    return False
+
+
+def _compares_index(mask: SSAValue, index: sympy.Symbol, depth: int) -> bool:
+    """Whether `mask` compares the loop index `index` alone with something
+    (looking through `depth` conjunctions)."""
+    owner = mask.owner
+    if isinstance(owner, arith.AndIOp) and depth > 0:
+        return any(_compares_index(v, index, depth - 1) for v in owner.operands)
+    if not isinstance(owner, arith.CmpiOp):
+        return False
+    return any(
+        isinstance(v.owner, IndexOp) and v.owner.expr.expr.free_symbols == {index} for v in owner.operands
+    )

@@ -14,7 +14,7 @@ from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.rewriter import InsertPoint, Rewriter
 
-from permalloy.analysis.channels import walks_channels_beside
+from permalloy.analysis.channels import concatenates_channels, walks_channels_beside
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.lowering.convert_loop_to_buffer import attention_buffer
@@ -119,8 +119,20 @@ class _Components:
 def _copied_for_channels_last(source: SSAValue) -> bool:
     """Whether a planned convolution's input `source` is copied to
     channels-last for it: it is neither channels-last already nor free to
-    take that layout (a graph input, a view)."""
-    return not _is_channels_last(buf.buffer_type(source)) and not _free(source)
+    take that layout (a graph input, a view other than the unit-batch view
+    of a free image, which is planned with its image)."""
+    return not _is_channels_last(buf.buffer_type(source)) and not _free(_planned_image(source))
+
+
+def _planned_image(value: SSAValue) -> SSAValue:
+    """The buffer whose layout decides `value`'s: the `[C, H, W]` image a
+    unit-batch view shows as `[1, C, H, W]` (at a batch of one, kernels
+    write their images with the batch squeezed out and convolutions read
+    them through such views), else `value` itself."""
+    owner = value.owner
+    if _unit_batch_view(owner) and buf.buffer_type(owner.source).rank == PLANNED_RANK - 1:  # type: ignore[union-attr]
+        return owner.source  # type: ignore[union-attr]
+    return value
 
 
 def _reads_given_channels_last(op: buf.ExternOp) -> bool:
@@ -252,6 +264,17 @@ permuted channels, a linear layer's result added back), which NCHW memory
 makes a transposing kernel and the convolutions' times do not count."""
 
 
+CONCATENATING_MARGIN = {"cpu": 0.15, "cuda": -MEASURED_MARGIN}
+"""On each device, how much faster in all a set's convolutions must run channels-last to
+take that memory where a kernel of the set concatenates images along their
+channels (`analysis.channels.concatenates_channels`), whose kernels the
+convolutions' times do not count: DenseNet-121's convolutions ran 5% faster
+channels-last on one CPU core (41.8 against 44.2 ms a call), its whole
+program 5% slower (56.6 against 53.9 ms), its concatenating kernels
+switching inputs within every pixel's channels (the cost is that of the
+CPU's vector loads; on a GPU such a set is judged as any other)."""
+
+
 @dataclass
 class _LayoutPlanner:
     """The layout decisions for one host program; with `timer`, convolutions
@@ -263,6 +286,8 @@ class _LayoutPlanner:
     """Measured sets doing fewer multiply-adds keep NCHW without being timed."""
     floor_seconds: float
     """Measured sets taking less in all, both ways, keep NCHW."""
+    concatenating_margin: float
+    """`CONCATENATING_MARGIN` on the device the sets are measured on."""
     components: _Components = field(default_factory=_Components)
 
     def run(self) -> None:
@@ -360,7 +385,12 @@ class _LayoutPlanner:
             if measured and max(nchw[root], channels_last[root]) < self.floor_seconds:
                 undecided.add(root)
                 continue
-            margin = TRANSPOSING_MARGIN if self._transposes_in_nchw(root) else MEASURED_MARGIN
+            if self._transposes_in_nchw(root):
+                margin = TRANSPOSING_MARGIN
+            elif self._concatenates_channels(root):
+                margin = -self.concatenating_margin
+            else:
+                margin = MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
                 chosen.add(root)
         # an undecided set keeps NCHW, unless a convolution of it is given a channels-last input
@@ -391,6 +421,21 @@ class _LayoutPlanner:
             }
             kernel = kernels.get(op.kernel.root_reference.data)
             if images and kernel is not None and walks_channels_beside(kernel, [v.type for v in operands], images):
+                return True
+        return False
+
+    def _concatenates_channels(self, root: SSAValue) -> bool:
+        """Whether a kernel launched on the set of `root` concatenates
+        images along their channels (`analysis.channels`)."""
+        module = self.function.parent_op()
+        kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, buf.KernelOp)} if module else {}
+        for op in self.function.body.block.ops:
+            if not isinstance(op, buf.LaunchOp):
+                continue
+            if not any(_is_image(v) and self.components.find(v) is root for v in op.outputs):
+                continue
+            kernel = kernels.get(op.kernel.root_reference.data)
+            if kernel is not None and concatenates_channels(kernel):
                 return True
         return False
 
@@ -527,7 +572,9 @@ class PlanLayoutsPass(ModulePass):
     memory where their time in all, each timed both ways, is lower so by
     more than `MEASURED_MARGIN` (by more than `TRANSPOSING_MARGIN` where a
     kernel of the set would transpose in NCHW memory: ConvNeXt's layer norms
-    over permuted channels), and where they take under `device`'s
+    over permuted channels; on the CPU, unless faster so by more than
+    `CONCATENATING_MARGIN` where a kernel concatenates images along their
+    channels: DenseNet's), and where they take under `device`'s
     `MEASURED_FLOOR_SECONDS` in all, too little for the timing to tell the
     layouts apart; a set doing under `MEASURED_MIN_MULTIPLY_ADDS`
     multiply-adds keeps NCHW untimed. Untimed or under the floor, a set
@@ -586,7 +633,9 @@ def plan_function_layouts(
     unless a convolution of theirs is given a channels-last input)."""
     if min_multiply_adds is None:
         min_multiply_adds = MEASURED_MIN_MULTIPLY_ADDS
-    _LayoutPlanner(function, timer, min_multiply_adds, MEASURED_FLOOR_SECONDS[device]).run()
+    _LayoutPlanner(
+        function, timer, min_multiply_adds, MEASURED_FLOOR_SECONDS[device], CONCATENATING_MARGIN[device]
+    ).run()
 
 
 CONVOLUTION_CHOICES: dict[str, Callable[..., LayoutTimes] | None] = {

@@ -13,12 +13,13 @@ import pytest
 from xdsl.dialects import func
 from xdsl.dialects.builtin import f32
 
-from permalloy.analysis.channels import walks_channels_beside
+from permalloy.analysis.channels import concatenates_channels, walks_channels_beside
 from permalloy.cache.modules import parse_module
 from permalloy.dialects import buffer as buf
 from permalloy.passes import PipelineError, build_pipeline
 from permalloy.passes.convolution_layouts import NOT_MEASURED, LayoutTimes, convolution_times
 from permalloy.passes.plan_layouts import (
+    CONCATENATING_MARGIN,
     MEASURED_FLOOR_SECONDS,
     MEASURED_MARGIN,
     TRANSPOSING_MARGIN,
@@ -288,3 +289,82 @@ def test_the_copy_for_a_returned_convolution_can_keep_the_set_nchw():
     plan_function_layouts(function, Timer((2.0, 1.0), (1.0, 2.5)), min_multiply_adds=0)
     assert _strided(function) == []
     assert not any(isinstance(op, buf.CopyOp) for op in function.body.block.ops)
+
+
+def test_at_a_batch_of_one_a_kernel_s_image_is_not_timed_as_copied():
+    """`@one_image`: the second convolution reads the ReLU kernel's squeezed
+    `[4, 5, 5]` image through a unit-batch view, which is planned with the
+    image; its channels-last time counts no copy (only the graph input of the
+    first convolution is copied)."""
+    function = _function("one_image")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=0)
+    assert timer.calls == [True, False]
+    assert "!buffer.buffer<[4, 5, 5], f32, strides [1, 20, 4]>" in _strided(function)
+
+
+CONCATENATED = "!ptensor.tensor<[2, 8, 5, 5], f32>"
+CONV_RESULT = "!ptensor.tensor<[2, 4, 5, 5], f32>"
+CONCATENATING_MODULE = f"""builtin.module {{
+  buffer.kernel @cat(%0: {CONV_RESULT}, %1: {CONV_RESULT}) -> ({CONCATENATED}) {{
+    %2 = loop.pointwise ins(%3 = %0 : {CONV_RESULT}, %4 = %1 : {CONV_RESULT}) -> {CONCATENATED} {{
+      %5 = loop.index d1
+      %6 = loop.index 4
+      %7 = arith.cmpi slt, %5, %6 : index
+      %8 = loop.load %3[d0, d1, d2, d3] if %7 : f32
+      %9 = arith.cmpi sge, %5, %6 : index
+      %10 = loop.load %4[d0, d1 - 4, d2, d3] if %9 : f32
+      %11 = arith.select %7, %8, %10 : f32
+      loop.yield %11 : f32
+    }}
+    buffer.yield %2 : {CONCATENATED}
+  }}
+  func.func @f(%0: !buffer.buffer<[4, 3, 3, 3], f32>, %1: !buffer.buffer<[2, 3, 5, 5], f32>, %2: !buffer.buffer<[2, 4, 5, 5], f32>, %3: !buffer.buffer<[4, 8, 1, 1], f32>) -> !buffer.buffer<[2, 4, 5, 5], f32> {{
+    %4 = buffer.extern ins(%5 = %1 : !buffer.buffer<[2, 3, 5, 5], f32>, %6 = %0 : !buffer.buffer<[4, 3, 3, 3], f32>) -> (!buffer.buffer<[2, 4, 5, 5], f32>) {{
+      %7 = ptensor.convolution %5, %6 stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 3, 5, 5], f32>, !ptensor.tensor<[4, 3, 3, 3], f32> -> {CONV_RESULT}
+      buffer.yield %7 : {CONV_RESULT}
+    }}
+    %5 = buffer.alloc : !buffer.buffer<[2, 8, 5, 5], f32>
+    buffer.launch @cat ins(%4, %2 : !buffer.buffer<[2, 4, 5, 5], f32>, !buffer.buffer<[2, 4, 5, 5], f32>) outs(%5 : !buffer.buffer<[2, 8, 5, 5], f32>)
+    %6 = buffer.extern ins(%7 = %5 : !buffer.buffer<[2, 8, 5, 5], f32>, %8 = %3 : !buffer.buffer<[4, 8, 1, 1], f32>) -> (!buffer.buffer<[2, 4, 5, 5], f32>) {{
+      %9 = ptensor.convolution %7, %8 stride [1, 1] padding [0, 0] dilation [1, 1] groups 1 : {CONCATENATED}, !ptensor.tensor<[4, 8, 1, 1], f32> -> {CONV_RESULT}
+      buffer.yield %9 : {CONV_RESULT}
+    }}
+    func.return %6 : !buffer.buffer<[2, 4, 5, 5], f32>
+  }}
+}}"""
+
+
+def test_a_concatenation_along_channels_is_found_and_a_padding_is_not():
+    (kernel, _) = parse_module(CONCATENATING_MODULE).ops
+    assert concatenates_channels(kernel)
+    padded = _kernel(f"""
+buffer.kernel @k(%x: {IMAGE}) -> ({IMAGE}) {{
+  %r = loop.pointwise ins(%a = %x : {IMAGE}) -> {IMAGE} {{
+    %i = loop.index d2
+    %one = loop.index 1
+    %inside = arith.cmpi sge, %i, %one : index
+    %v = loop.load %a[d0, d1, d2 - 1, d3] if %inside : f32
+    loop.yield %v : f32
+  }}
+  buffer.yield %r : {IMAGE}
+}}""")
+    assert not concatenates_channels(padded)
+
+
+def test_a_set_that_concatenates_channels_takes_channels_last_only_when_much_faster():
+    """On the CPU, channels-last convolutions 10% faster in all keep a set
+    with a concatenation along channels in NCHW memory (its kernels, which
+    the times do not count, switch inputs within each pixel's channels);
+    30% faster, it takes channels-last. A GPU judges it as any set."""
+    assert 0.1 < CONCATENATING_MARGIN["cpu"] < 0.3
+    graph_inputs = ("!buffer.buffer<[2, 4, 5, 5], f32, strides [100, 1, 20, 4]>",)
+
+    def planned(times: tuple[float, float], device: str = "cpu") -> bool:
+        (_, function) = parse_module(CONCATENATING_MODULE).ops
+        plan_function_layouts(function, Timer(times, times), min_multiply_adds=0, device=device)
+        return any(layout in _strided(function) for layout in graph_inputs)
+
+    assert not planned((1.0, 0.9))
+    assert planned((1.0, 0.7))
+    assert planned((1.0, 0.9), device="cuda")

@@ -408,8 +408,7 @@ class _LayoutPlanner:
     def _transposes_in_nchw(self, root: SSAValue) -> bool:
         """Whether a kernel launched on the set of `root` walks its images'
         channels beside a tensor contiguous along them."""
-        module = self.function.parent_op()
-        kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, buf.KernelOp)} if module else {}
+        kernels = self._kernels()
         for op in self.function.body.block.ops:
             if not isinstance(op, buf.LaunchOp):
                 continue
@@ -427,8 +426,7 @@ class _LayoutPlanner:
     def _concatenates_channels(self, root: SSAValue) -> bool:
         """Whether a kernel launched on the set of `root` concatenates
         images along their channels (`analysis.channels`)."""
-        module = self.function.parent_op()
-        kernels = {op.sym_name.data: op for op in module.walk() if isinstance(op, buf.KernelOp)} if module else {}
+        kernels = self._kernels()
         for op in self.function.body.block.ops:
             if not isinstance(op, buf.LaunchOp):
                 continue
@@ -438,6 +436,11 @@ class _LayoutPlanner:
             if kernel is not None and concatenates_channels(kernel):
                 return True
         return False
+
+    def _kernels(self) -> dict[str, buf.KernelOp]:
+        """The kernels of the function's module, by name."""
+        module = self.function.parent_op()
+        return {op.sym_name.data: op for op in module.walk() if isinstance(op, buf.KernelOp)} if module else {}
 
     def _connect_launch(self, op: buf.LaunchOp) -> None:
         """The planned-rank operands of one launch with the same batch and

@@ -187,25 +187,26 @@ def compile_graph(
     backward graph takes in any layout) are returned in the layouts the
     program plans for them; `CompiledGraph.output_strides` says which."""
     from permalloy.lowering.complex_as_real import complex_as_real
-    from permalloy.lowering.import_fx import import_graph
+    from permalloy.lowering.import_fx import import_graph, verify_imported
 
     start = time.perf_counter()
     times = CompileTimes()
     dumper = _dumper(options)
     target = _make_target(options, times)
     labelled = details is not None and details.label_values
+    cache = None if labelled else _graph_cache(options)
     with times.measure("import_fx"):
         real = complex_as_real(graph)
         if real is not None:
             graph = real.graph
         free = free_layout_outputs if real is None else frozenset()
-        imported = import_graph(graph, label_values=labelled, free_layout_outputs=free)
+        # with the cache, the module is verified only when it is lowered (a miss)
+        imported = import_graph(graph, label_values=labelled, free_layout_outputs=free, verify=cache is None)
     if dumper is not None:
         if real is not None:
             dumper.write("complex_as_real.py", graph.code)
         dumper.write("imported.mlir", str(imported.module))
     hints = symbol_hints(graph, imported.symbols)
-    cache = None if labelled else _graph_cache(options)
     loaded = None
     if cache is not None:
         with times.measure("cache_lookup"):
@@ -221,6 +222,9 @@ def compile_graph(
     if loaded is not None:
         module, program = loaded
     else:
+        if cache is not None:
+            with times.measure("import_fx"):
+                verify_imported(imported.module)
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
         module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)

@@ -11,6 +11,7 @@ from permalloy.lowering.import_fx.graph import (
     TensorOutput,
     ValueOutput,
     import_graph,
+    verify_imported,
 )
 
 __all__ = [
@@ -19,4 +20,5 @@ __all__ = [
     "TensorOutput",
     "ValueOutput",
     "import_graph",
+    "verify_imported",
 ]

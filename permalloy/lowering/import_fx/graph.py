@@ -156,10 +156,13 @@ def import_graph(
     name: str = "forward",
     label_values: bool = False,
     free_layout_outputs: frozenset[int] = frozenset(),
+    verify: bool = True,
 ) -> ImportResult:
     """
     Import an ATen FX graph; raises `GraphImportError` for what ptensor cannot
-    represent. Unknown ops never fail: they become `ptensor.fallback`, and one
+    represent. With `verify=False` the imported module is not verified here:
+    a caller that may not lower it (a compiled-graph cache hit, keyed by its
+    text) calls `verify_imported` before lowering it. Unknown ops never fail: they become `ptensor.fallback`, and one
     warning lists them. With `label_values`, the results of the ops imported
     for each node get the name hint `n<position>` (`ImportResult.value_labels`
     says which node it is), which the passes carry to the ops made of them.
@@ -191,6 +194,8 @@ def import_graph(
         else:
             raise ctx.error(f"unsupported FX node kind '{node.op}'")
     module = _module(ctx, signature, name, outputs, updates)
+    if verify:
+        verify_imported(module)
     if ctx.fallback_ops:
         warnings.warn(
             "permalloy runs these ATen ops with torch (ptensor.fallback): "
@@ -459,9 +464,12 @@ def _module(ctx: ImportContext, signature: _Signature, name: str, outputs, updat
         if any(result_layouts)
         else None,
     )
-    module = ModuleOp([function])
+    return ModuleOp([function])
+
+
+def verify_imported(module: ModuleOp) -> None:
+    """Verify an imported module; a `GraphImportError` says what is wrong."""
     try:
         module.verify()
     except VerifyException as error:
         raise GraphImportError(f"the imported IR does not verify: {error}") from error
-    return module

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import sympy
-
 from xdsl.dialects import arith
 from xdsl.ir import SSAValue
 

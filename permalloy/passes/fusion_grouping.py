@@ -154,10 +154,10 @@ def _pull_siblings(
     pulled: list[loop.LoopOp] = []
     stop = min(len(ops), end + 1 + SIBLING_LOOKAHEAD)
     later = set(ops[end:stop])
+    inputs = {v for m in current for v in m.inputs}
     position = end + 1
     while position < stop and len(current) < max_members:
         candidate = ops[position]
-        inputs = {v for m in current for v in m.inputs}
         if (
             isinstance(candidate, loop.ReduceOp)
             and any(v in inputs for v in candidate.inputs)
@@ -170,6 +170,7 @@ def _pull_siblings(
             end += 1
             current.append(candidate)
             pulled.append(candidate)
+            inputs.update(candidate.inputs)
         position += 1
     return pulled
 

@@ -264,15 +264,17 @@ permuted channels, a linear layer's result added back), which NCHW memory
 makes a transposing kernel and the convolutions' times do not count."""
 
 
-CONCATENATING_MARGIN = {"cpu": 0.15, "cuda": -MEASURED_MARGIN}
-"""On each device, how much faster in all a set's convolutions must run channels-last to
-take that memory where a kernel of the set concatenates images along their
-channels (`analysis.channels.concatenates_channels`), whose kernels the
-convolutions' times do not count: DenseNet-121's convolutions ran 5% faster
-channels-last on one CPU core (41.8 against 44.2 ms a call), its whole
-program 5% slower (56.6 against 53.9 ms), its concatenating kernels
-switching inputs within every pixel's channels (the cost is that of the
-CPU's vector loads; on a GPU such a set is judged as any other)."""
+CONCATENATING_MARGIN = {"cpu": -0.15, "cuda": MEASURED_MARGIN}
+"""On each device, the margin instead where a kernel of the set
+concatenates images along their channels
+(`analysis.channels.concatenates_channels`), whose kernels the
+convolutions' times do not count. On the CPU it is negative: the set takes
+channels-last only where its convolutions run more than 15% faster so.
+DenseNet-121's convolutions ran 5% faster channels-last on one CPU core
+(41.8 against 44.2 ms a call), its whole program 5% slower (56.6 against
+53.9 ms), its concatenating kernels switching inputs within every pixel's
+channels (the cost is that of the CPU's vector loads; on a GPU such a set
+is judged as any other)."""
 
 
 @dataclass
@@ -388,7 +390,7 @@ class _LayoutPlanner:
             if self._transposes_in_nchw(root):
                 margin = TRANSPOSING_MARGIN
             elif self._concatenates_channels(root):
-                margin = -self.concatenating_margin
+                margin = self.concatenating_margin
             else:
                 margin = MEASURED_MARGIN
             if channels_last[root] <= nchw[root] * (1 + margin):
@@ -575,8 +577,8 @@ class PlanLayoutsPass(ModulePass):
     memory where their time in all, each timed both ways, is lower so by
     more than `MEASURED_MARGIN` (by more than `TRANSPOSING_MARGIN` where a
     kernel of the set would transpose in NCHW memory: ConvNeXt's layer norms
-    over permuted channels; on the CPU, unless faster so by more than
-    `CONCATENATING_MARGIN` where a kernel concatenates images along their
+    over permuted channels; on the CPU, unless faster so by more than 15%,
+    `CONCATENATING_MARGIN`, where a kernel concatenates images along their
     channels: DenseNet's), and where they take under `device`'s
     `MEASURED_FLOOR_SECONDS` in all, too little for the timing to tell the
     layouts apart; a set doing under `MEASURED_MIN_MULTIPLY_ADDS`

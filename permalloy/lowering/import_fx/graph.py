@@ -162,8 +162,8 @@ def import_graph(
     Import an ATen FX graph; raises `GraphImportError` for what ptensor cannot
     represent. With `verify=False` the imported module is not verified here:
     a caller that may not lower it (a compiled-graph cache hit, keyed by its
-    text) calls `verify_imported` before lowering it. Unknown ops never fail: they become `ptensor.fallback`, and one
-    warning lists them. With `label_values`, the results of the ops imported
+    text) calls `verify_imported` before lowering it. Unknown ops never fail:
+    they become `ptensor.fallback`, and one warning lists them. With `label_values`, the results of the ops imported
     for each node get the name hint `n<position>` (`ImportResult.value_labels`
     says which node it is), which the passes carry to the ops made of them.
     The tensor outputs at the positions of `free_layout_outputs` whose sizes

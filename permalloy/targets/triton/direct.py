@@ -146,7 +146,9 @@ def static_launch(kernel: Any, device: int) -> Launch | None:
     loaded = launcher._load_kernel(path, metadata.name, metadata.shared, device)  # noqa: SLF001
     function = loaded[-3]  # (module,) function, registers, spills
     positions, types = parameters
-    launch = StaticLaunch(function, metadata.num_warps, metadata.shared, types, tuple(positions), len(scratch))
+    launch = StaticLaunch(
+        function, metadata.num_warps, metadata.shared, types, tuple(positions), len(scratch), path, metadata.name
+    )
     return launch.run, function, launch
 
 
@@ -169,6 +171,10 @@ class StaticLaunch:
     """The position of each value passed among the function's parameters."""
     scratch: int
     """The scratch buffers the binary takes, each passed a null pointer last."""
+    binary: str = ""
+    """The file of the binary (`binaries.py` keeps it for later processes)."""
+    name: str = ""
+    """The binary's function name."""
 
     def __post_init__(self) -> None:
         launch_kernel = static_launcher()._launch_kernel  # noqa: SLF001

@@ -6,6 +6,7 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import threading
 import time
@@ -19,6 +20,7 @@ from permalloy.stats import CompileTimes
 from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
+from permalloy.targets.triton.binaries import LaunchRecords, stored_launches
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import (
@@ -42,6 +44,17 @@ def device_name(tensor) -> str:
     import torch
 
     return torch.cuda.get_device_name(tensor.device)
+
+
+@functools.cache
+def binary_identity(device: int) -> tuple[str, ...]:
+    """What a compiled binary depends on besides its source, sizes and
+    configuration: the GPU, Triton's version, its `ptxas` and its settings."""
+    import torch
+    import triton
+
+    environment = json.dumps(sorted(triton_environment().items()))
+    return (torch.cuda.get_device_name(device), triton.__version__, str(ptxas_version()), environment)
 
 
 @dataclass(frozen=True)
@@ -97,8 +110,11 @@ class TritonKernel:
         tuner: Autotuner | None,
         interpret: bool,
         workers: CompileWorkers | None = None,
+        records: LaunchRecords | None = None,
     ):
         self.facts = facts
+        self.records = None if interpret else records
+        """Where the direct launches' records are kept for later processes."""
         self.source = source
         self.module = module
         self.mode = mode
@@ -194,7 +210,11 @@ class TritonKernel:
             self._record("autotuning", started)
         started = time.perf_counter()
         if direct_key is not None:
-            launches = self._compiled_direct(tensors, symbols, config)
+            launches = self._recorded_direct(direct_key, config)
+            if launches is None:
+                launches = self._compiled_direct(tensors, symbols, config)
+                if launches is not None and self.records is not None:
+                    self.records.write(self._record_key(direct_key, config), launches)
             run = None if launches is None else self.module.launcher(symbols, config, launches)
             if first:
                 self._record("kernel_compilation", started)
@@ -217,6 +237,20 @@ class TritonKernel:
         None where a compiled kernel cannot be launched directly."""
         kernels = self.module.launch(tensors, symbols, config, True)
         return compiled_launches(kernels, tensors[0].get_device())
+
+    def _record_key(self, direct_key: tuple, config: dict[str, int]) -> str:
+        """The name of the launch record of `config` at a direct launch's
+        key (device index, sizes, pointer alignments)."""
+        return LaunchRecords.key(self.source, binary_identity(direct_key[0]), direct_key[1:], config)
+
+    def _recorded_direct(self, direct_key: tuple, config: dict[str, int]) -> list | None:
+        """The launches of `config` at a direct launch's key loaded from a
+        record an earlier process kept (`binaries.py`), without Triton's
+        JIT; None where there is none, or it does not load."""
+        if self.records is None:
+            return None
+        records = self.records.read(self._record_key(direct_key, config))
+        return None if records is None else stored_launches(records, direct_key[0])
 
     def _direct_run(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> Callable | None:
         """The direct launch of `config` for these tensors and sizes (see
@@ -313,6 +347,7 @@ class TritonTarget:
         self.mode = mode
         self.loader = ModuleLoader(cache)
         self.tuner = Autotuner(cache) if autotune else None
+        self.records = None if self.interpret else LaunchRecords(cache)
         self.workers = None if self.interpret else shared_compile_workers()
         if self.workers is not None:
             self.workers.start()
@@ -366,7 +401,7 @@ class TritonTarget:
         """The kernel of a generated module's `source`, imported."""
         with self.times.measure("kernel_loading"):
             module = self.loader.load(source, facts.name)
-        compiled = TritonKernel(facts, source, module, self.mode, self.tuner, self.interpret, workers)
+        compiled = TritonKernel(facts, source, module, self.mode, self.tuner, self.interpret, workers, self.records)
         compiled.times = self.times
         return compiled
 

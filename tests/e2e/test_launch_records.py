@@ -21,11 +21,12 @@ def _softmax_scaled(x, y):
 
 
 @cuda
-def test_a_later_target_launches_recorded_binaries_without_triton_s_jit(monkeypatch):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_a_later_target_launches_recorded_binaries_without_triton_s_jit(monkeypatch, dtype):
     from triton.runtime.jit import JITFunction
 
-    x = torch.randn(64, 1000, device="cuda")
-    y = torch.randn(64, 1000, device="cuda")
+    x = torch.randn(64, 1000, device="cuda", dtype=dtype)
+    y = torch.randn(64, 1000, device="cuda", dtype=dtype)
     expected = _softmax_scaled(x, y)
     (captured,) = capture_with_inputs(_softmax_scaled, x, y)
     first = compile_graph(captured.graph_module, CompileOptions(target="triton", cache=False))

@@ -113,6 +113,8 @@ def test_the_fastest_configuration_is_chosen_and_cached_on_disk(tmp_path):
     (saved,) = (tmp_path / "triton" / "autotune").glob("*.json")
     assert json.loads(saved.read_text())["XBLOCK"] == 512
     again = Autotuner(tmp_path, timer=lambda fn: pytest.fail("a cached choice is not benchmarked"))
+    assert again.known("source", "GPU", configs, tensors, [4]) == Config(512)
+    assert again.known("source", "GPU", configs, tensors, [5]) is None  # other sizes: to be benchmarked
     assert again.choose("source", "GPU", fake.launch, configs, tensors, [4], 1) == Config(512)
     assert again.benchmarked == 0
     fresh = FakeKernel({1024: 1.0, 512: 2.0, 256: 3.0})

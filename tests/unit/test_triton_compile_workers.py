@@ -201,3 +201,32 @@ def test_a_worker_compiles_with_the_requesting_process_triton_variables(tmp_path
     answer = workers.submit({**request(module, [{"XBLOCK": 64}]), "environment": environment}).result(timeout=60)
     assert answer == {"compiled": 1, "failed": []}
     assert json.loads(marker.read_text()) == environment
+
+
+class UnansweredWorkers(RecordingWorkers):
+    """A started pool whose requests are never answered: waiting for one
+    would hang."""
+
+    def submit(self, request):
+        self.requests.append(request)
+        return Future()
+
+
+def test_a_first_launch_of_a_recorded_binary_waits_for_no_request(monkeypatch):
+    """A later process's kernel, its configuration known and its binary
+    recorded, launches without waiting for the compile workers; a launch
+    that needs Triton's JIT waits first (here: would hang, so is not made)."""
+    plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
+    workers = UnansweredWorkers()
+    module = FakeModule()
+    ran = []
+    module.launcher = lambda symbols, config, launches: lambda tensors, stream: ran.append((symbols, launches))
+    compiled = TritonKernel(LaunchFacts.of(plan), "", module, "default", None, interpret=False, workers=workers)
+    compiled.direct, compiled.stream = True, lambda device: None
+    monkeypatch.setattr(compiled, "_recorded_direct", lambda tensors, key, config: ["recorded"])
+    compiled.precompile([3])
+    compiled.chosen[(3, torch.device("cpu"))] = {"XBLOCK": 8, "RBLOCK": 0, "num_warps": 1, "num_stages": 1}
+    x = torch.randn(3, 8)
+    compiled([x, x, x], [3])
+    assert ran == [([3], ["recorded"])]
+    assert (len(workers.requests), module.launched, len(compiled.compiling)) == (1, 0, 1)

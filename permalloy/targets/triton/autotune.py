@@ -74,10 +74,8 @@ class Autotuner:
         device name, part of the cache key)."""
         if len(candidates) == 1:
             return candidates[0]
-        key = source_hash(source, device, repr(tuple(symbols)), repr([tuple(t.shape) for t in tensors]))
-        if key in self.chosen:
-            return self.chosen[key]
-        config = self._read(key, candidates)
+        key = self._key(source, device, tensors, symbols)
+        config = self.known(source, device, candidates, tensors, symbols)
         if config is None:
             config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
             self.benchmarked += 1
@@ -87,6 +85,24 @@ class Autotuner:
                 pass  # the cache only saves time: this process keeps its choice in memory
         self.chosen[key] = config
         return config
+
+    def known(
+        self, source: str, device: str, candidates: Sequence[Config], tensors: Sequence, symbols: Sequence[int]
+    ) -> Config | None:
+        """The configuration chosen earlier, in this process or one before
+        it, for these tensors and sizes; None where there is none (`choose`
+        would benchmark)."""
+        if len(candidates) == 1:
+            return candidates[0]
+        key = self._key(source, device, tensors, symbols)
+        config = self.chosen.get(key) or self._read(key, candidates)
+        if config is not None:
+            self.chosen[key] = config
+        return config
+
+    @staticmethod
+    def _key(source: str, device: str, tensors: Sequence, symbols: Sequence[int]) -> str:
+        return source_hash(source, device, repr(tuple(symbols)), repr([tuple(t.shape) for t in tensors]))
 
     def _read(self, key: str, candidates: Sequence[Config]) -> Config | None:
         path = self.directory / f"{key}.json"

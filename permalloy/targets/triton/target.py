@@ -179,6 +179,16 @@ class TritonKernel:
         }
         self.compiling.append(self.workers.submit(request))
 
+    def _settle_compiling(self) -> None:
+        """Before Triton's JIT first compiles here: wait for the compile
+        workers' requests (`_await_compiling`), as kernel compilation time.
+        A first launch that loads a recorded binary, with a configuration
+        tuned before, waits for none of them."""
+        if self.compiling:
+            started = time.perf_counter()
+            self._await_compiling()
+            self._record("kernel_compilation", started)
+
     def _await_compiling(self) -> None:
         """Wait for the compile workers' requests of this kernel: their
         binaries are then in Triton's cache (a failed request only means the
@@ -197,24 +207,26 @@ class TritonKernel:
         first call at these sizes, then run through the direct launch kept
         under `direct_key` (made here), or through Triton's JIT where there is
         none (the interpreter, a launch hook, a kernel no launcher takes)."""
-        if self.compiling:
-            started = time.perf_counter()
-            self._await_compiling()
-            self._record("kernel_compilation", started)
         key = (*symbols, tensors[0].device) if tensors else tuple(symbols)
         config = self.chosen.get(key)
         first = config is None
-        started = time.perf_counter()
         if first:
-            config = self.chosen[key] = self._choose(tensors, symbols)
-            self._record("autotuning", started)
+            config = self._known_config(tensors, symbols)
+            if config is None:
+                self._settle_compiling()
+                started = time.perf_counter()
+                config = self._choose(tensors, symbols)
+                self._record("autotuning", started)
+            self.chosen[key] = config
         started = time.perf_counter()
         if direct_key is not None:
-            launches = self._recorded_direct(direct_key, config)
+            launches = self._recorded_direct(tensors, direct_key, config)
             if launches is None:
+                self._settle_compiling()
+                started = time.perf_counter()
                 launches = self._compiled_direct(tensors, symbols, config)
                 if launches is not None and self.records is not None:
-                    self.records.write(self._record_key(direct_key, config), launches)
+                    self.records.write(self._record_key(tensors, direct_key, config), launches)
             run = None if launches is None else self.module.launcher(symbols, config, launches)
             if first:
                 self._record("kernel_compilation", started)
@@ -223,6 +235,8 @@ class TritonKernel:
                 self.direct_launches[direct_key] = (tuple(symbols), config, launches)
                 run(tensors, self.stream(direct_key[0]))
                 return
+        self._settle_compiling()
+        started = time.perf_counter()
         kernels = self.module.launch(tensors, symbols, config)
         if first and not self.interpret:
             self._record("kernel_compilation", started)
@@ -238,18 +252,20 @@ class TritonKernel:
         kernels = self.module.launch(tensors, symbols, config, True)
         return compiled_launches(kernels, tensors[0].get_device())
 
-    def _record_key(self, direct_key: tuple, config: dict[str, int]) -> str:
+    def _record_key(self, tensors: Sequence, direct_key: tuple, config: dict[str, int]) -> str:
         """The name of the launch record of `config` at a direct launch's
-        key (device index, sizes, pointer alignments)."""
-        return LaunchRecords.key(self.source, binary_identity(direct_key[0]), direct_key[1:], config)
+        key (device index, sizes, pointer alignments) for tensors of these
+        element types (Triton's JIT specializes a source for them)."""
+        specialization = (*direct_key[1:], *(str(t.dtype) for t in tensors))
+        return LaunchRecords.key(self.source, binary_identity(direct_key[0]), specialization, config)
 
-    def _recorded_direct(self, direct_key: tuple, config: dict[str, int]) -> list | None:
+    def _recorded_direct(self, tensors: Sequence, direct_key: tuple, config: dict[str, int]) -> list | None:
         """The launches of `config` at a direct launch's key loaded from a
         record an earlier process kept (`binaries.py`), without Triton's
         JIT; None where there is none, or it does not load."""
         if self.records is None:
             return None
-        records = self.records.read(self._record_key(direct_key, config))
+        records = self.records.read(self._record_key(tensors, direct_key, config))
         return None if records is None else stored_launches(records, direct_key[0])
 
     def _direct_run(self, tensors: Sequence, symbols: Sequence[int], config: dict[str, int]) -> Callable | None:
@@ -304,6 +320,18 @@ class TritonKernel:
         """Add the seconds since `started` to `stage` of the compile times."""
         if self.times is not None:
             self.times.add(stage, time.perf_counter() - started)
+
+    def _known_config(self, tensors: Sequence, symbols: Sequence[int]) -> dict[str, int] | None:
+        """The configuration for the first call at these sizes where none is
+        to be benchmarked: the only or first candidate, or one the tuner
+        chose before (in this process or an earlier one)."""
+        if not self.interpret and tensors and not tensors[0].is_cuda:
+            return None  # `_choose` says why these cannot run
+        configs = self.candidates(symbols)
+        if len(configs) == 1 or self.tuner is None or self.interpret:
+            return configs[0].as_dict()
+        known = self.tuner.known(self.source, device_name(tensors[0]), configs, tensors, symbols)
+        return None if known is None else known.as_dict()
 
     def _choose(self, tensors: Sequence, symbols: Sequence[int]) -> dict[str, int]:
         """The configuration for the first call at these sizes: the best guess,

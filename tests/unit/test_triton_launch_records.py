@@ -115,3 +115,14 @@ def test_records_load_their_binaries_and_launch_the_recorded_parameters(monkeypa
     assert launcher.launched == [(99, (8, 1, 1), 4, "OOiO", ("a", "b", 7, None), "stream")]
     launcher.missing = {"/cache/triton/binaries/k.cubin"}
     assert stored_launches([launch_record(_static_launch())], 2) is None
+
+
+def test_where_triton_keeps_its_files_is_not_part_of_a_binary_s_identity(monkeypatch):
+    from permalloy.targets.triton.binaries import binary_settings
+
+    monkeypatch.setenv("TRITON_CACHE_DIR", "/tmp/a")
+    monkeypatch.setenv("TRITON_HOME", "/home/b")
+    monkeypatch.setenv("TRITON_DEFAULT_FP_FUSION", "0")
+    settings = binary_settings()
+    assert "TRITON_CACHE_DIR" not in settings and "TRITON_HOME" not in settings
+    assert "TRITON_DEFAULT_FP_FUSION" in settings  # it changes the code

@@ -18,16 +18,50 @@ written again.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from permalloy.targets.triton.compile_workers import ptxas_version, triton_environment
 from permalloy.targets.triton.direct import Launch, StaticLaunch, static_launcher
 from permalloy.targets.triton.loader import cache_dir, source_hash, write_atomically
 
 RECORD_FIELDS = ("binary", "name", "shared", "warps", "types", "positions", "scratch")
 """What a record keeps of each static launch of a kernel."""
+
+LOCATION_VARIABLES = frozenset({"TRITON_CACHE_DIR", "TRITON_HOME", "TRITON_DUMP_DIR"})
+"""Triton's settings that say where files go, not what a binary is: a
+record names its binary's file, wherever a later process keeps its cache."""
+
+
+def binary_identity(device: int) -> tuple[str, ...]:
+    """What a compiled binary depends on besides its source, sizes and
+    configuration: the GPU, Triton's version, its `ptxas` and the settings
+    that change its code now (which a program may change while it runs)."""
+    return (*_compilers(device), json.dumps(sorted(binary_settings().items())))
+
+
+@functools.cache
+def _compilers(device: int) -> tuple[str, str, str]:
+    """GPU `device`'s name, Triton's version and its `ptxas`'s, read once."""
+    import torch
+    import triton
+
+    return torch.cuda.get_device_name(device), triton.__version__, str(ptxas_version())
+
+
+def binary_settings() -> dict[str, str]:
+    """The settings Triton keys its own binaries on (the environment
+    variables it names as invalidating its cache); for a Triton that does not
+    name them, every `TRITON_*` setting but those of `LOCATION_VARIABLES`."""
+    try:
+        from triton.compiler.compiler import get_cache_invalidating_env_vars
+    except ImportError:
+        environment = triton_environment()
+        return {name: value for name, value in environment.items() if name not in LOCATION_VARIABLES}
+    return dict(get_cache_invalidating_env_vars())
 
 
 class LaunchRecords:

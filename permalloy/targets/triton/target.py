@@ -6,7 +6,6 @@ with the configuration the autotuner picks.
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import threading
 import time
@@ -20,7 +19,7 @@ from permalloy.stats import CompileTimes
 from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
-from permalloy.targets.triton.binaries import LaunchRecords, stored_launches
+from permalloy.targets.triton.binaries import LaunchRecords, binary_identity, stored_launches
 from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import (
@@ -44,17 +43,6 @@ def device_name(tensor) -> str:
     import torch
 
     return torch.cuda.get_device_name(tensor.device)
-
-
-@functools.cache
-def binary_identity(device: int) -> tuple[str, ...]:
-    """What a compiled binary depends on besides its source, sizes and
-    configuration: the GPU, Triton's version, its `ptxas` and its settings."""
-    import torch
-    import triton
-
-    environment = json.dumps(sorted(triton_environment().items()))
-    return (torch.cuda.get_device_name(device), triton.__version__, str(ptxas_version()), environment)
 
 
 @dataclass(frozen=True)

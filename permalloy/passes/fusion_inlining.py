@@ -129,7 +129,7 @@ def whole_tensor_reads(producer: loop.PointwiseOp) -> sympy.Expr:
         per_point = sympy.Integer(1)
         if len(indices) > 1 and isinstance(source.type, pt.TensorType):
             ratio = sympy.simplify(sympy.Mul(*source.type.sizes) / points)
-            if ratio.is_number:
+            if ratio.is_number and ratio.is_finite:  # a producer of no points reads nothing
                 per_point = sympy.Integer(max(1, min(len(indices), int(sympy.floor(ratio)))))
         total = total + per_point
     return sympy.sympify(total)

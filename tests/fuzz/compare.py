@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 import signal
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
@@ -128,11 +128,12 @@ def relative_error(actual: torch.Tensor, expected: torch.Tensor) -> float:
     return difference if denominator == 0.0 else difference / denominator
 
 
-def elementwise_close(actual: torch.Tensor, expected: torch.Tensor) -> torch.Tensor:
-    """Per element: equal (integers, bools) or close at the dtype's tolerance
-    (floats; NaN matches NaN, an infinity only the same infinity)."""
+def elementwise_close(actual: torch.Tensor, expected: torch.Tensor, precision: torch.dtype | None = None) -> torch.Tensor:
+    """Per element: equal (integers, bools) or close at the dtype's tolerance,
+    or at `precision`'s where that is looser (floats; NaN matches NaN, an
+    infinity only the same infinity)."""
     if expected.dtype in TOLERANCES:
-        rtol, atol = TOLERANCES[expected.dtype]
+        rtol, atol = max(TOLERANCES[expected.dtype], TOLERANCES.get(precision, (0.0, 0.0)))
         return torch.isclose(actual.double(), expected.double(), rtol=rtol, atol=atol, equal_nan=True)
     return actual == expected
 
@@ -163,12 +164,24 @@ def values_match(actual: torch.Tensor, expected: torch.Tensor) -> bool:
     return True
 
 
-def closer_to_exact(actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor) -> bool:
+def least_precise(inputs: Sequence[torch.Tensor]) -> torch.dtype | None:
+    """The float dtype of `inputs` with the loosest tolerance, if any."""
+    floats = [x.dtype for x in inputs if isinstance(x, torch.Tensor) and x.dtype in TOLERANCES]
+    return max(floats, key=lambda dtype: TOLERANCES[dtype], default=None)
+
+
+def closer_to_exact(
+    actual: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, precision: torch.dtype | None = None
+) -> bool:
     """Whether every element of `actual` agrees with eager's or with the exact
     result's (rounded to the output's dtype), and `actual` as a whole is no
-    further from the exact result than eager is (or within tolerance of it)."""
+    further from the exact result than eager is (or within tolerance of it).
+    `precision`, the least precise float dtype of the inputs, bounds how
+    close an element can come to the exact result, which rounds no
+    intermediate: a float32 output computed from bfloat16 values is compared
+    with it at bfloat16's tolerance (with eager's, at float32's)."""
     rounded = exact.to(expected.dtype)
-    if not bool((elementwise_close(actual, expected) | elementwise_close(actual, rounded)).all()):
+    if not bool((elementwise_close(actual, expected) | elementwise_close(actual, rounded, precision)).all()):
         return False
     if expected.dtype in TOLERANCES:
         rtol = TOLERANCES[expected.dtype][0]
@@ -178,10 +191,14 @@ def closer_to_exact(actual: torch.Tensor, expected: torch.Tensor, exact: torch.T
 
 
 def compare_outputs(
-    actual: object, expected: tuple[torch.Tensor, ...], exact: Callable[[], tuple[torch.Tensor, ...]]
+    actual: object,
+    expected: tuple[torch.Tensor, ...],
+    exact: Callable[[], tuple[torch.Tensor, ...]],
+    precision: torch.dtype | None = None,
 ) -> Outcome:
     """Compares a compiled function's outputs with eager's; `exact` gives the
-    float64 reference, asked for only when values disagree."""
+    float64 reference, asked for only when values disagree; `precision` is
+    the inputs' least precise float dtype (`closer_to_exact`)."""
     if not isinstance(actual, tuple) or len(actual) != len(expected):
         return Outcome("shape-mismatch", f"outputs {type(actual).__name__} of {len(actual)}, eager {len(expected)}")
     mismatches: list[tuple[str, str]] = []
@@ -193,7 +210,7 @@ def compare_outputs(
         if a.shape != e.shape:
             mismatches.append(("shape-mismatch", f"{where}: {tuple(a.shape)} != {tuple(e.shape)}"))
             continue
-        if not values_match(a, e) and not closer_to_exact(a, e, exact()[index]):
+        if not values_match(a, e) and not closer_to_exact(a, e, exact()[index], precision):
             if e.is_floating_point() and bool(special_positions_differ(a, e).any()):
                 mismatches.append(("nan-inf-mismatch", f"{where}: NaN/inf positions differ"))
             else:
@@ -262,7 +279,8 @@ def compare_calls(fn: Callable, compiled: Callable, calls: list[list[torch.Tenso
                 actual = compiled(*inputs)
         except Exception as error:  # noqa: BLE001 - every error is a finding
             return Outcome(error_class(error), error_message(error))
-        outcome = compare_outputs(actual, expected, lambda inputs=inputs: exact_outputs(fn, inputs))
+        exact = lambda inputs=inputs: exact_outputs(fn, inputs)  # noqa: E731
+        outcome = compare_outputs(actual, expected, exact, least_precise(inputs))
         if not outcome.passed:
             shapes = ", ".join(str(tuple(x.shape)) for x in inputs)
             call = f" (call with input shapes {shapes})" if len(calls) > 1 else ""

@@ -149,6 +149,20 @@ def test_comparator_forgives_eager_rounding() -> None:
     assert not compare_outputs((exact.half() + 1,), (eager,), lambda: (exact,)).passed
 
 
+def test_comparator_measures_outputs_of_low_precision_inputs_at_their_precision() -> None:
+    """A float32 output computed from bfloat16 values, each rounded correctly
+    where eager's is a unit off (a log-softmax of bfloat16 numbers, widened):
+    no element can come within float32's tolerance of the exact result, which
+    rounds no intermediate, so it is compared with that at bfloat16's; one
+    further from the exact result than eager's still fails."""
+    exact = torch.tensor([0.41255, 1.77778, 1.0], dtype=torch.float64)
+    eager = torch.tensor([0.41015625, 1.7734375, 1.0])
+    ours = torch.tensor([0.412109375, 1.78125, 1.0])
+    assert not compare_outputs((ours,), (eager,), lambda: (exact,)).passed
+    assert compare_outputs((ours,), (eager,), lambda: (exact,), torch.bfloat16).passed
+    assert not compare_outputs((ours * 1.05,), (eager,), lambda: (exact,), torch.bfloat16).passed
+
+
 # The shrinker
 
 

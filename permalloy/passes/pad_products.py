@@ -39,8 +39,9 @@ def arithmetic_intensity(m: int, k: int, n: int) -> float:
     """Multiply-adds per element moved by an `[m, k] @ [k, n]` product:
     where it is high the product is bound by arithmetic, which the library's
     unaligned kernels do several times slower; where it is low, by memory,
-    which padding only adds to."""
-    return m * k * n / (m * k + k * n + m * n)
+    which padding only adds to. A product of no elements has none."""
+    moved = m * k + k * n + m * n
+    return m * k * n / moved if moved else 0.0
 
 
 def padded_operand(value: SSAValue, amounts: Sequence[int], rewriter: PatternRewriter) -> SSAValue:

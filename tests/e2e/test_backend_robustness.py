@@ -182,6 +182,9 @@ CASES: list[Case] = [
     Case("cat_of_empty_only", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(0, 3))),
     Case("cat_with_empty_middle", lambda a, b, c: torch.cat([a, b * 2, c], 1),
          _inputs(_seeded(2, 2), _seeded(2, 0), _seeded(2, 1))),
+    # a half-precision product of no rows, whose unaligned inner size the GPU pipeline would pad
+    Case("product_of_no_rows_bfloat16", lambda x: (x @ x.t()).float().sum(1),
+         lambda: [torch.zeros(0, 3, dtype=torch.bfloat16)]),
     # an empty slice of pooled windows, computed on: fusion weighs a window's reads per point of no points
     Case("log_of_empty_slice_of_pooled_cat",
          lambda x: torch.log(torch.cat([F.avg_pool2d(x, 3, 2, 1, count_include_pad=False)] * 2, -3)[1:1:2]).neg(),

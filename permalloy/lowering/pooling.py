@@ -28,6 +28,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+from torch._prims_common import suggest_memory_format
 
 aten = torch.ops.aten
 
@@ -134,13 +135,12 @@ class _Windows:
 
 def _in_eager_layout(result: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
     """`result` laid out as torch's pooling kernels write it: channels-last
-    for a channels-last input of 4 or 5 dimensions, else contiguous (slices of
-    a permuted input would otherwise keep its permutation)."""
-    layout = torch.contiguous_format
-    if x.dim() == 4 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last):
-        layout = torch.channels_last
-    elif x.dim() == 5 and not x.is_contiguous() and x.is_contiguous(memory_format=torch.channels_last_3d):
-        layout = torch.channels_last_3d
+    for an input of 4 or 5 dimensions whose strides are ordered as
+    channels-last ones (torch's `suggest_memory_format`, which also decides
+    where a dimension of size one leaves the layout ambiguous), else
+    contiguous (slices of a permuted input would otherwise keep its
+    permutation)."""
+    layout = suggest_memory_format(x) if x.dim() in (4, 5) else torch.contiguous_format
     if result.is_contiguous(memory_format=layout):
         return result
     return aten.clone.default(result, memory_format=layout)

@@ -61,6 +61,18 @@ def test_pooling_in_half_precision(dtype, backend_check):
     backend_check(lambda x: (F.max_pool2d(x, 3, 2, 1), F.avg_pool2d(x, 3, 2, 1)), [x], "llvm")
 
 
+@pytest.mark.parametrize(
+    "pool", [lambda x: F.avg_pool2d(x, 2, 2, 1, ceil_mode=True), lambda x: F.max_pool2d(x, 2, 1, 1)], ids=["avg", "max"]
+)
+def test_an_input_of_ambiguous_layout_is_pooled_into_torch_s_layout(pool, backend_check):
+    """A width of one makes a permuted input both contiguous and channels-last
+    by `is_contiguous`; torch's kernels choose the layout by the order of the
+    strides (`suggest_memory_format`), here contiguous, and so does the
+    compiled pooling."""
+    x = _input((2, 6, 7, 1)).transpose(1, 2) * 2  # strides (42, 1, 7, 1)
+    backend_check(pool, [x], "llvm")
+
+
 def test_max_pooling_without_indices_is_one_kernel(backend_check):
     backend_check(lambda x: F.max_pool2d(x, 3, 2, 1), [_input((2, 4, 16, 16))], "llvm")
     assert permalloy.stats()[0]["kernels"] == 1

@@ -15,8 +15,8 @@ do not each cost a masked vector chunk.
 
 One choice differs between the targets: with `merge_size_one` (the LLVM
 target), dimensions of size 1 take part in merging and only those left over
-drop, pinned ones staying, so that a size-1 dimension with another stride
-keeps its neighbours apart (see `collapse`).
+drop (pinned ones too: their index is 0), so that a size-1 dimension with
+another stride keeps its neighbours apart (see `collapse`).
 
     [d0 in 64, d1 in 3]    a[d0, d1] at 3 * d0 + d1    ->    [d1 in 192], a at d1
 
@@ -73,8 +73,9 @@ def collapse(
     have size 1 keeps its outermost one (a reduction keeps a loop).
 
     With `merge_size_one`, dimensions of size 1 take part in merging like any
-    other, and only those left over drop, except pinned ones: a size-1
-    dimension whose stride is not its neighbours' keeps them apart. The LLVM
+    other, and only those left over drop (pinned ones too, their index
+    being 0 where a body reads it): a size-1 dimension whose stride is not
+    its neighbours' keeps them apart. The LLVM
     target collapses so: a stage over `[s0, 1, s1]` that reads a `[s0, s1]`
     tensor keeps the rows `[s0]` that its row loop shares with reductions over
     those rows, where dropping first would make it one dimension of `s0 * s1`.
@@ -94,7 +95,7 @@ def collapse(
             addresses = [sympy.expand(a.xreplace({outer: 0})) for a in addresses]
         k -= 1
     if merge_size_one:
-        dims, addresses = _drop_size_one(dims, addresses, substitution, pinned, keep_one)
+        dims, addresses = _drop_size_one(dims, addresses, substitution, set(), keep_one)
     return Axis(dims, substitution)
 
 

@@ -182,6 +182,8 @@ CASES: list[Case] = [
     Case("cat_of_empty_only", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(0, 3))),
     Case("cat_with_empty_middle", lambda a, b, c: torch.cat([a, b * 2, c], 1),
          _inputs(_seeded(2, 2), _seeded(2, 0), _seeded(2, 1))),
+    # a variance over stacked tensors of one element: a reduction whose rows all have size 1
+    Case("var_of_stacked_single_elements", lambda x: torch.var(torch.stack([x, x * 2]), 0), _inputs(_seeded(1))),
     # a half-precision product of no rows, whose unaligned inner size the GPU pipeline would pad
     Case("product_of_no_rows_bfloat16", lambda x: (x @ x.t()).float().sum(1),
          lambda: [torch.zeros(0, 3, dtype=torch.bfloat16)]),

@@ -328,8 +328,10 @@ def test_collapse_keeps_dimensions_read_as_values():
     assert space.parallel == (4, 3) and space.values == [d1]
     # of size 1, a dimension read as a value drops out: its index is 0
     assert collapse_space([4, 1], [], [d0 + d1], [d1]).values == [0]
-    # unless size-1 dimensions drop after merging, where read ones stay
-    assert collapse_space([4, 1], [], [d0 + d1], [d1], merge_size_one=True).values == [d1]
+    # and where size-1 dimensions drop after merging too: a stage whose every
+    # dimension has size 1 keeps no loop its group's nest would not bind
+    assert collapse_space([4, 1], [], [d0 + d1], [d1], merge_size_one=True).values == [0]
+    assert collapse_space([1, 1], [2], [d1 + r0], [d1 + r0], merge_size_one=True).values == [r0]
 
 
 def test_collapse_space_renames_the_surviving_variables_in_order():

@@ -182,6 +182,13 @@ CASES: list[Case] = [
     Case("cat_of_empty_only", lambda a, b: torch.cat([a, b]), _inputs(_seeded(0, 3), _seeded(0, 3))),
     Case("cat_with_empty_middle", lambda a, b, c: torch.cat([a, b * 2, c], 1),
          _inputs(_seeded(2, 2), _seeded(2, 0), _seeded(2, 1))),
+    # the largest and smallest of a constant scattered: its NaN test is of a scalar, not a block
+    *[
+        Case(f"scatter_{reduce}_of_a_constant",
+             lambda x, i, reduce=reduce: torch.full_like(x, 1.5).scatter_reduce(0, i, torch.full_like(x, 2.0), reduce),
+             _inputs(_seeded(3, 4), lambda: torch.tensor([[0, 1, 0, 2], [2, 2, 1, 0], [1, 0, 0, 0]])))
+        for reduce in ("amax", "amin")
+    ],
     # a variance over stacked tensors of one element: a reduction whose rows all have size 1
     Case("var_of_stacked_single_elements", lambda x: torch.var(torch.stack([x, x * 2]), 0), _inputs(_seeded(1))),
     # a half-precision product of no rows, whose unaligned inner size the GPU pipeline would pad

@@ -129,7 +129,10 @@ def _combined(kind: ScatterKind, old: str, value: str) -> str:
     if kind == ScatterKind.PROD:
         return f"{old} * {value}"
     better = ">" if kind == ScatterKind.MAX else "<"
-    return f"tl.where(({value} {better} {old}) | ({value} != {value}), {value}, {old})"
+    # a NaN value wins too; tested in a select of its own rather than or-ed
+    # with the comparison, which Triton's interpreter cannot do for a scalar
+    # value (a constant) against a block
+    return f"tl.where({value} {better} {old}, {value}, tl.where({value} != {value}, {value}, {old}))"
 
 
 def _require(supported: bool, kind: ScatterKind, dtype: str) -> None:

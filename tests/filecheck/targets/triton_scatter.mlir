@@ -65,7 +65,7 @@ func.func @forward(%h: !buffer.buffer<[3, 4], f16>, %hc: !buffer.buffer<[5, 4], 
 // CHECK:         [[OLD:old[0-9]+]] = tl.load([[SAFE]], mask=xmask, other=0)
 // CHECK:         [[TODO:todo[0-9]+]] = xmask
 // CHECK-NEXT:    while _any_lane([[TODO]]):
-// CHECK-NEXT:        [[NEW:new[0-9]+]] = tl.where([[TODO]], tl.where(({{.+}} > [[OLD]]) | ({{.+}} != {{.+}}), {{.+}}, [[OLD]]), [[OLD]])
+// CHECK-NEXT:        [[NEW:new[0-9]+]] = tl.where([[TODO]], tl.where({{.+}} > [[OLD]], {{.+}}, tl.where({{.+}} != {{.+}}, {{.+}}, [[OLD]])), [[OLD]])
 // CHECK-NEXT:        [[SEEN:seen[0-9]+]] = tl.atomic_cas([[SAFE]].to(tl.pointer_type(tl.int32)), [[OLD]].to(tl.int32, bitcast=True), [[NEW]].to(tl.int32, bitcast=True), sem='relaxed').to(tl.float32, bitcast=True)
 // CHECK-NEXT:        [[TODO]] = [[TODO]] & ([[SEEN]].to(tl.int32, bitcast=True) != [[OLD]].to(tl.int32, bitcast=True))
 // CHECK-NEXT:        [[OLD]] = [[SEEN]]

@@ -512,10 +512,12 @@ def _aliases_input(function: func.FuncOp, position: int) -> bool:
 def _broadcast_result(result: SSAValue, wanted: SymListAttr, rewriter: PatternRewriter) -> SSAValue:
     """A returned result in a layout that repeats elements (stride 0, as
     an expanded tensor of eager's has): the elements it does not repeat are
-    copied into a new allocation, then viewed with the wanted strides."""
+    copied into a new allocation, then viewed with the wanted strides. A
+    repeated dimension of no elements stays empty: the result has no element
+    to copy, and reading one of it would read outside its memory."""
     layout = buf.buffer_type(result)
     repeated = _broadcast_dims(layout.sizes, wanted.data)
-    compact = [1 if d in repeated else size for d, size in enumerate(layout.sizes)]
+    compact = [1 if d in repeated and not sizes_equal(size, 0) else size for d, size in enumerate(layout.sizes)]
     element = layout.element_type
     source = rewriter.insert(
         buf.ViewOp(result, buf.BufferType(compact, element, layout.strides.data, layout.offset.expr))

@@ -189,6 +189,9 @@ CASES: list[Case] = [
              _inputs(_seeded(3, 4), lambda: torch.tensor([[0, 1, 0, 2], [2, 2, 1, 0], [1, 0, 0, 0]])))
         for reduce in ("amax", "amin")
     ],
+    # an empty expanded tensor converted: the result keeps its zero stride and reads no element
+    Case("empty_expanded_converted", lambda x: x.to(torch.float32),
+         lambda: [torch.arange(8).view(1, 8).expand(0, 8)]),
     # a variance over stacked tensors of one element: a reduction whose rows all have size 1
     Case("var_of_stacked_single_elements", lambda x: torch.var(torch.stack([x, x * 2]), 0), _inputs(_seeded(1))),
     # a half-precision product of no rows, whose unaligned inner size the GPU pipeline would pad

@@ -382,14 +382,15 @@ class _LayoutPlanner:
             channels_last[root] = sum(t.channels_last for t in times)
         undecided = sets.keys() - nchw.keys()  # too small to time
         chosen = set()
+        kernels = self._kernels()
         for root in nchw:
             measured = nchw[root] > 0 or channels_last[root] > 0
             if measured and max(nchw[root], channels_last[root]) < self.floor_seconds:
                 undecided.add(root)
                 continue
-            if self._transposes_in_nchw(root):
+            if self._transposes_in_nchw(root, kernels):
                 margin = TRANSPOSING_MARGIN
-            elif self._concatenates_channels(root):
+            elif self._concatenates_channels(root, kernels):
                 margin = self.concatenating_margin
             else:
                 margin = MEASURED_MARGIN
@@ -407,10 +408,10 @@ class _LayoutPlanner:
             _returns_free_layout(returned, i) for i in range(len(returned.arguments))
         )
 
-    def _transposes_in_nchw(self, root: SSAValue) -> bool:
+    def _transposes_in_nchw(self, root: SSAValue, kernels: dict[str, buf.KernelOp]) -> bool:
         """Whether a kernel launched on the set of `root` walks its images'
-        channels beside a tensor contiguous along them."""
-        kernels = self._kernels()
+        channels beside a tensor contiguous along them (`kernels`: the
+        module's, by name)."""
         for op in self.function.body.block.ops:
             if not isinstance(op, buf.LaunchOp):
                 continue
@@ -425,10 +426,10 @@ class _LayoutPlanner:
                 return True
         return False
 
-    def _concatenates_channels(self, root: SSAValue) -> bool:
+    def _concatenates_channels(self, root: SSAValue, kernels: dict[str, buf.KernelOp]) -> bool:
         """Whether a kernel launched on the set of `root` concatenates
-        images along their channels (`analysis.channels`)."""
-        kernels = self._kernels()
+        images along their channels (`analysis.channels`; `kernels`: the
+        module's, by name)."""
         for op in self.function.body.block.ops:
             if not isinstance(op, buf.LaunchOp):
                 continue

@@ -72,17 +72,16 @@ class Autotuner:
     ) -> Config:
         """The best of `candidates` for these tensors and sizes on `device` (a
         device name, part of the cache key)."""
-        if len(candidates) == 1:
-            return candidates[0]
-        key = self._key(source, device, tensors, symbols)
         config = self.known(source, device, candidates, tensors, symbols)
-        if config is None:
-            config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
-            self.benchmarked += 1
-            try:
-                write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
-            except OSError:
-                pass  # the cache only saves time: this process keeps its choice in memory
+        if config is not None:
+            return config
+        config = self._benchmark(launch, candidates, tensors, symbols, outputs_from)
+        self.benchmarked += 1
+        key = self._key(source, device, tensors, symbols)
+        try:
+            write_atomically(self.directory / f"{key}.json", json.dumps(config.as_dict()))
+        except OSError:
+            pass  # the cache only saves time: this process keeps its choice in memory
         self.chosen[key] = config
         return config
 

@@ -9,8 +9,9 @@ cached metadata and binary, and on its first use in a process sets up its
 CUDA driver. A launch through torch's static launcher needs only the binary's
 file, its function's name, its shared memory, warps and parameter types
 (`direct.StaticLaunch`). Those are kept here, one JSON file per kernel
-source, GPU, software versions, sizes, pointer alignments and configuration;
-a later process loads the binaries from them directly (`stored_launches`).
+source, GPU, compiler versions and code-changing settings, sizes, pointer
+alignments, element types and configuration; a later process loads the
+binaries from them directly (`stored_launches`).
 A record that is missing, unreadable or names a binary that no longer loads
 is ignored: the JIT compiles the kernel as on a first run, and the record is
 written again.
@@ -25,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from permalloy.targets.triton.compile_workers import ptxas_version, triton_environment
-from permalloy.targets.triton.direct import Launch, StaticLaunch, static_launcher
+from permalloy.targets.triton.direct import Launch, StaticLaunch, loaded_launch, static_launcher
 from permalloy.targets.triton.loader import cache_dir, source_hash, write_atomically
 
 RECORD_FIELDS = ("binary", "name", "shared", "warps", "types", "positions", "scratch")
@@ -73,8 +74,9 @@ class LaunchRecords:
     @staticmethod
     def key(source: str, identity: Sequence[str], specialization: Sequence[Any], config: dict[str, int]) -> str:
         """The record's name: the kernel's module source, what identifies the
-        GPU and the compilers (`identity`), the sizes and pointer alignments
-        the binary was specialized for, and the configuration."""
+        GPU and the compilers (`identity`), what the binary was specialized
+        for (sizes, pointer alignments, element types), and the
+        configuration."""
         return source_hash(source, *identity, repr(tuple(specialization)), repr(sorted(config.items())))
 
     def read(self, key: str) -> list[dict[str, Any]] | None:
@@ -127,20 +129,20 @@ def stored_launches(records: Sequence[dict[str, Any]], device: int) -> list[Laun
     launches: list[Launch] = []
     for record in records:
         try:
-            loaded = launcher._load_kernel(record["binary"], record["name"], record["shared"], device)  # noqa: SLF001
+            launch = loaded_launch(
+                launcher,
+                record["binary"],
+                record["name"],
+                record["warps"],
+                record["shared"],
+                record["types"],
+                record["positions"],
+                record["scratch"],
+                device,
+            )
         except Exception:  # noqa: BLE001 - any failure: the JIT compiles the kernel instead
             return None
-        launch = StaticLaunch(
-            loaded[-3],  # (module,) function, registers, spills
-            record["warps"],
-            record["shared"],
-            record["types"],
-            tuple(record["positions"]),
-            record["scratch"],
-            record["binary"],
-            record["name"],
-        )
-        launches.append((launch.run, launch.function, launch))
+        launches.append(launch)
     return launches
 
 

@@ -143,12 +143,29 @@ def static_launch(kernel: Any, device: int) -> Launch | None:
     path = _binary_path(kernel)
     if path is None:
         return None
-    loaded = launcher._load_kernel(path, metadata.name, metadata.shared, device)  # noqa: SLF001
-    function = loaded[-3]  # (module,) function, registers, spills
     positions, types = parameters
-    launch = StaticLaunch(
-        function, metadata.num_warps, metadata.shared, types, tuple(positions), len(scratch), path, metadata.name
+    return loaded_launch(
+        launcher, path, metadata.name, metadata.num_warps, metadata.shared, types, positions, len(scratch), device
     )
+
+
+def loaded_launch(
+    launcher: Any,
+    binary: str,
+    name: str,
+    warps: int,
+    shared: int,
+    types: str,
+    positions: Sequence[int],
+    scratch: int,
+    device: int,
+) -> Launch:
+    """The function `name` of the binary file `binary` loaded on GPU
+    `device` through torch's static `launcher`, as a launch (`static_launch`);
+    the launcher's error where it does not load."""
+    loaded = launcher._load_kernel(binary, name, shared, device)  # noqa: SLF001
+    function = loaded[-3]  # (module,) function, registers, spills
+    launch = StaticLaunch(function, warps, shared, types, tuple(positions), scratch, binary, name)
     return launch.run, function, launch
 
 

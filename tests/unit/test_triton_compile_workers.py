@@ -145,6 +145,21 @@ def test_a_kernel_asks_once_per_sizes_and_its_first_launch_waits(tmp_path):
     assert (module.launched, compiled.compiling) == (1, [])
 
 
+def test_each_candidate_configuration_is_a_request_of_its_own(tmp_path):
+    """With a tuner, every candidate is compiled ahead, each in its own
+    request, so that one kernel's candidates compile on several workers."""
+    from permalloy.targets.triton.autotune import Autotuner
+
+    plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
+    workers = RecordingWorkers()
+    tuner = Autotuner(tmp_path, timer=lambda fn: 1.0)
+    compiled = TritonKernel(LaunchFacts.of(plan), "", FakeModule(), "default", tuner, interpret=False, workers=workers)
+    compiled.precompile([4096])
+    expected = [[c.as_dict()] for c in compiled.candidates([4096])]
+    assert len(expected) > 1 and [r["configs"] for r in workers.requests] == expected
+    assert len(compiled.compiling) == len(expected)
+
+
 def test_a_first_launch_while_the_pool_starts_compiles_here_without_waiting():
     plan = contiguous_plan(pointwise_kernel("[s0, 8]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
     workers = RecordingWorkers(starting=True)

@@ -161,11 +161,13 @@ class TritonKernel:
             "path": self.module.__file__,
             "module": self.module.__name__,
             "symbols": list(sizes),
-            "configs": [config.as_dict() for config in configs],
             "environment": triton_environment(),
             "ptxas_version": ptxas_version(),
         }
-        self.compiling.append(self.workers.submit(request))
+        # one request per configuration: a kernel's candidates compile on
+        # several workers at once rather than one after another on one
+        for config in configs:
+            self.compiling.append(self.workers.submit({**request, "configs": [config.as_dict()]}))
 
     def _settle_compiling(self) -> None:
         """Before Triton's JIT first compiles here: wait for the compile

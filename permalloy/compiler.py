@@ -34,9 +34,10 @@ from permalloy.cache import (
     graph_devices,
     graph_key,
     join_modules,
-    parse_module,
+    load_module,
     software_versions,
     split_module,
+    split_module_images,
 )
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
@@ -359,22 +360,25 @@ def _cache_key(
 def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget) -> CacheEntry:
     """The cache entry of a compiled module whose kernels `recording` compiled."""
     host, kernels = split_module(module)
+    host_image, kernel_image = split_module_images(module)
     records = list(recording.records.values())
-    return CacheEntry(key.digest, software_versions(), host, kernels, records, recording.complete)
+    return CacheEntry(
+        key.digest, software_versions(), host, kernels, host_image, kernel_image, records, recording.complete
+    )
 
 
 def _load_entry(
     entry: CacheEntry, target: KernelTarget, times: CompileTimes, path: Path, hints: dict[str, int], native: bool
 ) -> tuple[ModuleOp, HostProgram] | None:
     """The buffer-level module of a cache entry and its host program, with the
-    entry's kernels loaded (the kernels' IR is parsed only for a target that
+    entry's kernels loaded (the kernels' IR is loaded only for a target that
     compiles some of them again); None (after a warning) when it cannot be
     loaded."""
     try:
         with times.measure("cache_lookup"):
-            module = parse_module(entry.host)
+            module = load_module(entry.host, entry.host_image)
             if not (entry.complete and hasattr(target, "load_kernel")):
-                module = join_modules(module, parse_module(entry.kernel_module))
+                module = join_modules(module, load_module(entry.kernel_module, entry.kernel_image))
         return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native)
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
         GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")

@@ -4,19 +4,21 @@ entry from ever running.
 
 An entry is a header line, the SHA-256 of the rest, and the rest: JSON holding
 the software versions and key digest it was written for, the buffer-level
-module after the pipeline in two texts (a module of its host function, which
-the host program is generated from again, and a module of its kernels), and
-per launched kernel the symbols the launch passes and what its target needs
-to load it without compiling (`kernel_artifact`), bytes in base64:
+module after the pipeline in two parts (a module of its host function, which
+the host program is generated from again, and a module of its kernels), each
+as text and as an image (`images.py`, which loads without parsing), and per
+launched kernel the symbols the launch passes and what its target needs to
+load it without compiling (`kernel_artifact`), bytes in base64:
 
-    permalloy-compiled-graph 1
+    permalloy-compiled-graph 2
     <sha256 of the JSON>
     {"versions": {...}, "key": "...", "host": "builtin.module {...}",
-     "kernel_module": "builtin.module {...}", "complete": true,
+     "kernel_module": "builtin.module {...}", "host_image": "<base64>",
+     "kernel_image": "<base64>", "complete": true,
      "kernels": [{"kernel": "k0", "layouts": [...], "symbols": [...], "artifact": {...}}]}
 
-When every launch's kernel has an artifact (`complete`), a hit parses the host
-module alone: the kernels' loop IR, most of a module's text, is not read.
+When every launch's kernel has an artifact (`complete`), a hit loads the host
+module alone: the kernels' loop IR, most of a module, is not read.
 
 `decode_entry` raises `InvalidEntryError` saying what is wrong with an entry
 (not one, cut short, altered, or written for other versions or another key),
@@ -32,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAGIC = b"permalloy-compiled-graph"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 
 Artifact = dict[str, str | int | bytes]
 """What a target keeps of one compiled kernel: names, counts, object code."""
@@ -65,6 +67,10 @@ class CacheEntry:
     """The buffer-level module after the pipeline without its kernels, as text."""
     kernel_module: str
     """A module of the kernels of the buffer-level module, as text."""
+    host_image: bytes | None = None
+    """The image of `host` (`images.py`), which loads without parsing; None where it has none."""
+    kernel_image: bytes | None = None
+    """The image of `kernel_module`; None where it has none."""
     kernels: list[KernelRecord] = field(default_factory=list)
     complete: bool = False
     """Whether `kernels` holds every launch of the host function."""
@@ -77,6 +83,8 @@ def encode_entry(entry: CacheEntry) -> bytes:
         "versions": entry.versions,
         "host": entry.host,
         "kernel_module": entry.kernel_module,
+        "host_image": _encode_bytes(entry.host_image),
+        "kernel_image": _encode_bytes(entry.kernel_image),
         "complete": entry.complete,
         "kernels": [
             {
@@ -111,6 +119,8 @@ def decode_entry(data: bytes, key: str, versions: dict[str, str]) -> CacheEntry:
             versions=dict(payload["versions"]),
             host=str(payload["host"]),
             kernel_module=str(payload["kernel_module"]),
+            host_image=_decode_bytes(payload["host_image"]),
+            kernel_image=_decode_bytes(payload["kernel_image"]),
             kernels=[
                 KernelRecord(
                     str(k["kernel"]),
@@ -131,6 +141,18 @@ def decode_entry(data: bytes, key: str, versions: dict[str, str]) -> CacheEntry:
     if entry.key != key:
         raise InvalidEntryError("written for another key")
     return entry
+
+
+def _encode_bytes(value: bytes | None) -> str | None:
+    return None if value is None else base64.b64encode(value).decode()
+
+
+def _decode_bytes(encoded: Any) -> bytes | None:
+    if encoded is None:
+        return None
+    if not isinstance(encoded, str):
+        raise TypeError(f"an image is {type(encoded).__name__}, not base64 text")
+    return base64.b64decode(encoded, validate=True)
 
 
 def _encode_artifact(artifact: Artifact) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """
 A buffer-level module as the cache keeps it: the host function apart from
 the kernels, so that a hit whose kernels are all loaded from their artifacts
-parses the host function alone; each text with its tensor and buffer types
+loads the host function alone; each part both as an image (`images.py`),
+which loads without parsing, and as text, which a hit parses where the image
+is missing or does not load; each text with its tensor and buffer types
 given once, as aliases (`!layout0 = !buffer.buffer<...>`), so that a hit
 parses each distinct type once (MobileNetV2's host function names 934 buffer
 types, 128 of them distinct, and parses in half the time with aliases).
@@ -14,6 +16,7 @@ import re
 from xdsl.dialects.builtin import ModuleOp
 from xdsl.parser import Parser
 
+from permalloy.cache.images import load_module_image, module_image
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import KernelOp
 
@@ -52,6 +55,29 @@ def split_module(module: ModuleOp) -> tuple[str, str]:
     kernels = [str(op) for op in module.ops if isinstance(op, KernelOp)]
     others = [str(op) for op in module.ops if not isinstance(op, KernelOp)]
     return _module_text(others), _module_text(kernels)
+
+
+def split_module_images(module: ModuleOp) -> tuple[bytes | None, bytes | None]:
+    """The images (`images.py`) of the two modules `split_module` gives the
+    texts of; None for one that has no image."""
+    if module.attributes or module.sym_name is not None:
+        return module_image(module), module_image(ModuleOp([]))
+    return (
+        module_image(module, lambda op: not isinstance(op, KernelOp)),
+        module_image(module, lambda op: isinstance(op, KernelOp)),
+    )
+
+
+def load_module(text: str, image: bytes | None) -> ModuleOp:
+    """A module kept as its text and, where it had one, its image: loaded
+    from the image, or parsed from the text where there is no image or it
+    does not load."""
+    if image is not None:
+        try:
+            return load_module_image(image)
+        except Exception:  # noqa: BLE001 - the text says the same and always parses
+            pass
+    return parse_module(text)
 
 
 def parse_module(text: str) -> ModuleOp:

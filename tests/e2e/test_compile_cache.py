@@ -20,7 +20,7 @@ import pytest
 import torch
 
 import permalloy
-from permalloy.cache import cache_dir, software_versions
+from permalloy.cache import cache_dir, modules, software_versions
 from permalloy.cache.entry import decode_entry, encode_entry
 from permalloy.tools.backend import PermalloyOptionError, parse_options
 
@@ -174,15 +174,46 @@ def test_an_unusable_entry_warns_once_and_compiles_again(cache: Path, how: str) 
 
 def test_an_entry_whose_module_does_not_parse_compiles_again(cache: Path) -> None:
     """Past its checksum, an entry whose IR no longer parses (an edited
-    dialect under an unchanged version) is reported and replaced too."""
+    dialect under an unchanged version) and has no image is reported and
+    replaced too."""
     _compile_and_check(target="llvm")
     (path,) = _entries(cache)
     entry = decode_entry(path.read_bytes(), path.stem, software_versions())
-    broken = type(entry)(**{**entry.__dict__, "host": entry.host.replace("buffer.", "nosuchdialect.", 1)})
+    text = entry.host.replace("buffer.", "nosuchdialect.", 1)
+    broken = type(entry)(**{**entry.__dict__, "host": text, "host_image": None})
     path.write_bytes(encode_entry(broken))
     with pytest.warns(RuntimeWarning, match="compiled-graph cache entry .* not loadable"):
         assert _compile_and_check(target="llvm")["cache"] == "miss"
     assert _compile_and_check(target="llvm")["cache"] == "hit"
+
+
+def test_a_hit_loads_the_host_function_from_its_image_without_parsing(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _compile_and_check(target="llvm")
+    (path,) = _entries(cache)
+    entry = decode_entry(path.read_bytes(), path.stem, software_versions())
+    assert entry.host_image is not None and entry.kernel_image is not None
+
+    def no_parsing(text: str) -> None:
+        raise AssertionError("a hit with an image parsed its text")
+
+    monkeypatch.setattr(modules, "parse_module", no_parsing)
+    assert _compile_and_check(target="llvm")["cache"] == "hit"
+
+
+def test_a_damaged_image_loads_the_text_instead(cache: Path) -> None:
+    """An image that does not load (here cut short, under a checksum made
+    for it) is passed over for the text, which says the same: still a hit."""
+    _compile_and_check(target="llvm")
+    (path,) = _entries(cache)
+    entry = decode_entry(path.read_bytes(), path.stem, software_versions())
+    damaged = type(entry)(**{**entry.__dict__, "host_image": entry.host_image[: len(entry.host_image) // 2]})
+    path.write_bytes(encode_entry(damaged))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _compile_and_check(target="llvm")["cache"] == "hit"
+    assert not [w for w in caught if "compiled-graph cache" in str(w.message)]
 
 
 # -- turned off ---------------------------------------------------------------------

@@ -350,6 +350,8 @@ def _cache_key(
             "fusion": options.fusion,
             "target_options": options.target_options,
             "deterministic": torch.are_deterministic_algorithms_enabled(),
+            # a template of a float32 product multiplies in TF32 where torch allows it then
+            "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
         },
         target.name,
         identity() if identity is not None else "",

@@ -266,6 +266,21 @@ def test_keys_differ_with_options_shapes_and_dtypes(cache: Path) -> None:
     assert len(_entries(cache)) == len(variants)
 
 
+def test_keys_differ_with_torchs_tf32_setting_for_products(cache: Path) -> None:
+    """A float32 product's template multiplies in TF32 only where torch
+    allows it when it is compiled, so a graph compiled with TF32 allowed is
+    never loaded where it is not."""
+    backends = torch.backends.cuda.matmul
+    previous = backends.allow_tf32
+    try:
+        for allowed in (False, True):
+            backends.allow_tf32 = allowed
+            assert _compile_and_check(target="llvm")["cache"] == "miss", allowed
+        assert len(_entries(cache)) == 2
+    finally:
+        backends.allow_tf32 = previous
+
+
 def test_keys_differ_with_torchs_thread_count(cache: Path) -> None:
     """The CPU target's layouts are timed at torch's thread count: a graph
     compiled at one count is not reused at another."""

@@ -72,6 +72,30 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process() -> None:
     assert 0 < warm["permalloy_s"] < warm["first_call_s"]
 
 
+def test_inductor_compiles_warm_beside_permalloy(tmp_path) -> None:
+    """With Inductor among the backends, its warm compile runs too, in a new
+    process with the cache folder of its cold compile, where its FX graph
+    cache hits; the table shows both warm first calls."""
+    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
+    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
+    cases = ["--quick", "--cases", "pointwise_chain", "--backends", "eager,inductor,permalloy"]
+    report = tmp_path / "report.json"
+    run = subprocess.run(
+        [*bench, *cases, "--warm-compile", "--json", str(report)],
+        capture_output=True, text=True, env=environment, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    (case,) = json.loads(report.read_text())["cases"]
+    warm = case["results"]["inductor"]["warm_compile"]
+    assert warm["cache_hits"] >= 1 and warm["cache_misses"] == 0, warm
+    lines = run.stdout.splitlines()
+    header = next(line for line in lines if "warm s (perm)" in line)
+    assert header.rstrip().endswith("warm s (ind)")
+    row = lines[lines.index(header) + 2].split()
+    permalloy_warm, inductor_warm = float(row[-3]), float(row[-1])
+    assert permalloy_warm > 0 and inductor_warm > 0
+
+
 def test_the_bench_session_restores_the_cache_directory(capsys: pytest.CaptureFixture[str]) -> None:
     before = os.environ.get("PERMALLOY_CACHE_DIR")
     assert cli.main([*QUICK_POINTWISE, "--json", "-"]) == 0

@@ -109,8 +109,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--warm-compile",
         action="store_true",
-        help="also compile each case in a new process with the cache the first compile "
-        "filled, and report that warm compile (implies --compile-times)",
+        help="also compile each case in a new process with the caches the first compile "
+        "filled, permalloy and Inductor each, and report those warm compiles (implies --compile-times)",
     )
     parser.add_argument(
         "--merge",

@@ -10,8 +10,11 @@ beyond the measured stages (Dynamo, guards, the first run itself) is
 reported as `dynamo_and_other`.
 
 A warm compile runs the case again in a new process (`python -m
-permalloy.tools.bench.compile_times`) with the cache the cold compile filled:
-compiled graphs, Triton's modules, tuned configurations and binaries.
+permalloy.tools.bench.compile_times`) with the caches the cold compile
+filled: for permalloy its compiled graphs, Triton's modules, tuned
+configurations and binaries; for Inductor its own cache folder (its FX graph
+and AOTAutograd caches and Triton's binaries), which the cold compile's
+session keeps until the warm process ran.
 """
 
 from __future__ import annotations
@@ -74,15 +77,18 @@ def add_first_call_remainder(times: dict[str, Any], first_call_s: float | None) 
 
 
 def warm_compile(
-    suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None
+    suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None, backend: str = "permalloy"
 ) -> dict[str, Any]:
-    """Compile `case` in a new process with the cache of the current one
-    (`$PERMALLOY_CACHE_DIR`, `$TRITON_CACHE_DIR`) and its thread count (part
-    of the CPU target's cache key; `threads`, else torch's now): its first
-    call's seconds and compile times, or `{"error": ...}`."""
+    """Compile `case` with `backend` (permalloy or inductor) in a new process
+    with the caches of the current one (`$PERMALLOY_CACHE_DIR`,
+    `$TORCHINDUCTOR_CACHE_DIR`, `$TRITON_CACHE_DIR`) and its thread count
+    (part of the CPU target's cache key; `threads`, else torch's now): its
+    first call's seconds and, for permalloy, compile times; or
+    `{"error": ...}`."""
     import torch
 
     argv = [sys.executable, "-m", "permalloy.tools.bench.compile_times", "--suite", suite, "--case", case]
+    argv += ["--backend", backend]
     argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
     argv += ["--threads", str(threads if threads is not None else torch.get_num_threads())]
     environment = dict(os.environ)
@@ -97,13 +103,15 @@ def warm_compile(
 
 def _warm_main(argv: Sequence[str] | None = None) -> int:
     """The warm process: one-time costs first (as the bench's first use), then
-    the case compiled and called once; its times as one line of JSON."""
+    the case compiled and called once; its times as one line of JSON (for
+    Inductor, the first call's seconds and its FX graph cache's hits and
+    misses)."""
     import torch
 
     import permalloy
-    from permalloy.tools.bench.backends import Permalloy
+    from permalloy.tools.bench.backends import Inductor, Permalloy
     from permalloy.tools.bench.profiles import profile_for
-    from permalloy.tools.bench.runner import make_workload
+    from permalloy.tools.bench.runner import full_float32, make_workload
     from permalloy.tools.bench.suites import make_suite
     from permalloy.tools.bench.timing import synchronizer, timed
 
@@ -114,13 +122,15 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--train", action="store_true")
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--backend", choices=("permalloy", "inductor"), default="permalloy")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     profile, workload = profile_for(args.device, args.quick), make_workload(args.train)
-    adapter, sync = Permalloy(args.device, fresh_cache=False), synchronizer(args.device)
-    with torch.set_grad_enabled(workload.grad_enabled):
+    adapter = Permalloy(args.device, fresh_cache=False) if args.backend == "permalloy" else Inductor()
+    sync = synchronizer(args.device)
+    with torch.set_grad_enabled(workload.grad_enabled), full_float32():
         (warmup,) = workload.prepare_inputs([(torch.randn(8, device=args.device),)])
         relu = workload.prepare(torch.nn.Sequential(torch.nn.ReLU()), warmup)
         workload.step(adapter.compile(relu), relu)(warmup)
@@ -129,13 +139,26 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
         model = workload.prepare(case.model.to(args.device), inputs)
         (inputs,) = workload.prepare_inputs([inputs])
         torch._dynamo.reset()  # noqa: SLF001
+        torch._dynamo.utils.counters.clear()  # noqa: SLF001 - the counts of the warm-up's compile
         permalloy.reset_stats()
         compiled = adapter.compile(model)
         _, seconds = timed(lambda: workload.step(compiled, model)(inputs), sync)
+    if args.backend == "inductor":
+        print(json.dumps({"first_call_s": seconds, **_inductor_cache_counts()}))
+        return 0
     times = summed_compile_times(permalloy.stats())
     add_first_call_remainder(times, seconds)
     print(json.dumps(times))
     return 0
+
+
+def _inductor_cache_counts() -> dict[str, int]:
+    """Inductor's FX graph cache hits and misses in this process, which say
+    whether its warm compile was one."""
+    from torch._dynamo.utils import counters
+
+    inductor = counters["inductor"]
+    return {"cache_hits": inductor["fxgraph_cache_hit"], "cache_misses": inductor["fxgraph_cache_miss"]}
 
 
 # -- the table --------------------------------------------------------------------------
@@ -177,22 +200,26 @@ _COLUMNS = (
 
 def format_compile_times(cases: Sequence[Any]) -> list[str]:
     """permalloy's compile time per case, stage by stage (seconds), with the
-    warm compile where one ran; no lines when no case has them."""
+    warm compiles where they ran (permalloy's, and Inductor's beside it); no
+    lines when no case has them."""
     rows = []
     for case in cases:
         result = case.results.get("permalloy")
         times = None if result is None else result.kernels.get("compile_times")
         if times:
-            rows.append(_row(case.case, times, result.warm_compile))
+            inductor = case.results.get("inductor")
+            rows.append(_row(case.case, times, result.warm_compile, inductor and inductor.warm_compile))
     if not rows:
         return []
-    warm = any(row[-1] != "-" for row in rows)
-    titles = ["case", *(title for title, _ in _COLUMNS), "warm s (perm)"]
+    warm = any(row[-2] != "-" for row in rows)
+    titles = ["case", *(title for title, _ in _COLUMNS), "warm s (perm)", "warm s (ind)"]
+    if not any(row[-1] != "-" for row in rows):
+        titles, rows = titles[:-1], [row[:-1] for row in rows]
     if not warm:
         titles, rows = titles[:-1], [row[:-1] for row in rows]
     table = [titles, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(titles))]
-    left = {0, titles.index("top passes"), len(titles) - 1}
+    left = {0, titles.index("top passes"), *range(len(_COLUMNS) + 1, len(titles))}
     aligned = [
         "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
         for row in table
@@ -205,19 +232,28 @@ def format_compile_times(cases: Sequence[Any]) -> list[str]:
         "and store; hits/misses), the three costliest passes"
     )
     if warm:
-        legend += "; warm: the first call in a new process with the cache filled (permalloy's share)"
+        legend += (
+            "; warm: the first call in a new process with the caches filled (permalloy's share), "
+            "and Inductor's, where it ran"
+        )
     return ["", aligned[0], "  ".join("-" * w for w in widths), *aligned[1:], "", legend]
 
 
-def _row(case: str, times: dict[str, Any], warm: dict[str, Any] | None) -> list[str]:
+def _row(
+    case: str, times: dict[str, Any], warm: dict[str, Any] | None, inductor_warm: dict[str, Any] | None
+) -> list[str]:
     cells = [case, *(cell(times) for _, cell in _COLUMNS)]
-    if warm is None:
-        cells.append("-")
-    elif "error" in warm:
-        cells.append(f"error: {warm['error'][:40]}")
-    else:
-        cells.append(f"{warm.get('first_call_s', 0.0):.2f} ({warm.get('permalloy_s', 0.0):.2f})")
+    cells.append(_warm_cell(warm, lambda w: f"{w.get('first_call_s', 0.0):.2f} ({w.get('permalloy_s', 0.0):.2f})"))
+    cells.append(_warm_cell(inductor_warm, lambda w: f"{w.get('first_call_s', 0.0):.2f}"))
     return cells
+
+
+def _warm_cell(warm: dict[str, Any] | None, text: Any) -> str:
+    if warm is None:
+        return "-"
+    if "error" in warm:
+        return f"error: {warm['error'][:40]}"
+    return text(warm)
 
 
 def _seconds(value: float | None) -> str:

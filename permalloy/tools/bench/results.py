@@ -40,8 +40,9 @@ class BenchConfig:
     compile_times: bool = False
     """Also print permalloy's compile time per case, stage by stage (`--compile-times`)."""
     warm_compile: bool = False
-    """Also compile each case again in a new process with the cache the first
-    compile filled, and report that warm compile (`--warm-compile`)."""
+    """Also compile each case again in a new process with the caches the first
+    compile filled, under permalloy and Inductor each, and report those warm
+    compiles (`--warm-compile`)."""
     float64_reference: bool = False
     """Also run each case's model in float64 and report every backend's
     relative error against it, eager float32's included (inference only,
@@ -68,8 +69,8 @@ class BackendResult:
     profile: dict[str, Any] | None = None
     """With `--profile`: host and kernel time per call and the top kernels."""
     warm_compile: dict[str, Any] | None = None
-    """With `--warm-compile`: the first call's seconds and compile times in a
-    new process with the cache the first compile filled."""
+    """With `--warm-compile`: the first call's seconds in a new process with
+    the caches the first compile filled (for permalloy, its compile times too)."""
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     bandwidth_gb_per_s: float | None = None

@@ -73,7 +73,7 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
     workload = make_workload(config.train)
     suite = make_suite(config.suite)
-    with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads), _full_float32():
+    with torch.set_grad_enabled(workload.grad_enabled), _threads(config.threads), full_float32():
         machine = machine_description(config.device)
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
@@ -87,7 +87,7 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
 
 
 @contextlib.contextmanager
-def _full_float32() -> Iterator[None]:
+def full_float32() -> Iterator[None]:
     """
     float32 matrix products and convolutions in float32 for the block: torch
     lets cuDNN's convolutions use TF32 by default, whose rounding (about 1e-3
@@ -306,9 +306,9 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
         with adapter.session(), graphs as record:
             try:
                 compiled = _compile_and_check(run, adapter, result)
-                if run.config.warm_compile and backend == "permalloy":
+                if run.config.warm_compile and backend in ("permalloy", "inductor"):
                     with run.phase(backend, "compiling again in a new process (warm cache)"):
-                        result.warm_compile = _warm_compile(run)
+                        result.warm_compile = _warm_compile(run, backend)
                 return result, compiled
             finally:
                 result.kernels, result.dynamo = adapter.kernel_info(), record
@@ -319,11 +319,12 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
         return result, None
 
 
-def _warm_compile(run: _CaseRun) -> dict[str, Any]:
-    """The case compiled in a new process with the caches this one filled."""
+def _warm_compile(run: _CaseRun, backend: str) -> dict[str, Any]:
+    """The case compiled by `backend` in a new process with the caches this
+    one filled (inside the backend's session, which keeps them)."""
     config = run.config
     quick = config.profile.name == "quick"
-    return warm_compile(config.suite, run.name, config.device, quick, config.train, config.threads)
+    return warm_compile(config.suite, run.name, config.device, quick, config.train, config.threads, backend)
 
 
 def _compile_and_check(run: _CaseRun, adapter: Any, result: BackendResult) -> Any:

@@ -226,6 +226,9 @@ def compile_graph(
         if cache is not None:
             with times.measure("import_fx"):
                 verify_imported(imported.module)
+        prepare = getattr(target, "prepare_to_compile", None)
+        if prepare is not None:
+            prepare()
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
         module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)

@@ -37,6 +37,10 @@ What a target may add, each optional (read with `getattr`):
 - `prepared_launch(name, layouts)`: a launch's compiled kernel and the
   symbols it takes, without the kernel's IR (the cache's `LoadingTarget`),
   or None; the host program asks it first.
+- `prepare_to_compile()`: the compiler calls it before it lowers a graph
+  (one the compiled-graph cache does not hold, or with the cache off), so
+  that the target starts ahead what compiling kernels needs (the Triton
+  target's compile workers), and nothing where a graph only loads.
 """
 
 from __future__ import annotations

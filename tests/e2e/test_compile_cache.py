@@ -216,6 +216,20 @@ def test_a_damaged_image_loads_the_text_instead(cache: Path) -> None:
     assert not [w for w in caught if "compiled-graph cache" in str(w.message)]
 
 
+def test_a_target_prepares_to_compile_on_a_miss_and_not_on_a_hit(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The compiler has the target start what compiling needs (the Triton
+    target's compile workers) only for a graph it lowers."""
+    from permalloy.targets.llvm.target import LLVMTarget
+
+    prepared = []
+    monkeypatch.setattr(LLVMTarget, "prepare_to_compile", lambda self: prepared.append(self), raising=False)
+    assert _compile_and_check(target="llvm")["cache"] == "miss" and len(prepared) == 1
+    assert _compile_and_check(target="llvm")["cache"] == "hit" and len(prepared) == 1
+    assert _compile_and_check(target="llvm", cache=False)["cache"] == "off" and len(prepared) == 2
+
+
 # -- turned off ---------------------------------------------------------------------
 
 

@@ -245,3 +245,25 @@ def test_a_first_launch_of_a_recorded_binary_waits_for_no_request(monkeypatch):
     compiled([x, x, x], [3])
     assert ran == [([3], ["recorded"])]
     assert (len(workers.requests), module.launched, len(compiled.compiling)) == (1, 0, 1)
+
+
+def test_the_target_starts_its_workers_only_when_it_prepares_to_compile(monkeypatch, tmp_path):
+    """Making the target starts no worker (a graph loaded from the cache
+    compiles nothing); `prepare_to_compile`, before a graph is lowered, does."""
+    from permalloy.targets.triton import target as triton_target
+
+    class CountingWorkers(RecordingWorkers):
+        started = 0
+
+        def start(self):
+            self.started += 1
+
+    workers = CountingWorkers()
+    monkeypatch.setattr(triton_target, "shared_compile_workers", lambda: workers)
+    compiling = triton_target.TritonTarget(interpret=False, cache=tmp_path)
+    assert compiling.workers is workers and workers.started == 0
+    compiling.prepare_to_compile()
+    assert workers.started == 1
+    interpreted = triton_target.TritonTarget(interpret=True, cache=tmp_path)
+    interpreted.prepare_to_compile()
+    assert interpreted.workers is None and workers.started == 1

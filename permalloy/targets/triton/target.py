@@ -367,8 +367,7 @@ class TritonTarget:
         self.tuner = Autotuner(cache) if autotune else None
         self.records = None if self.interpret else LaunchRecords(cache)
         self.workers = None if self.interpret else shared_compile_workers()
-        if self.workers is not None:
-            self.workers.start()
+        """The process's compile workers, started by `prepare_to_compile`."""
         self.compiled: dict[tuple[str, tuple[str, ...]], TritonKernel] = {}
         self.times = CompileTimes()
         """Where generating, importing, tuning and compiling kernels add their seconds."""
@@ -381,6 +380,14 @@ class TritonTarget:
 
     def plan(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> KernelPlan:
         return plan_kernel(kernel, layouts, function_name(kernel.sym_name.data))
+
+    def prepare_to_compile(self) -> None:
+        """Start the compile workers (importing torch and Triton takes them a
+        few seconds) before the graph is lowered, so that they are ready when
+        its kernels are emitted; a graph loaded from the compiled-graph cache
+        compiles nothing and starts none."""
+        if self.workers is not None:
+            self.workers.start()
 
     def compile_kernel(self, kernel: KernelOp, layouts: Sequence[BufferType]) -> TritonKernel:
         key = compiled_kernel_key(kernel, layouts)  # kernels that differ only in name share one

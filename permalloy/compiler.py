@@ -196,6 +196,8 @@ def compile_graph(
     target = _make_target(options, times)
     labelled = details is not None and details.label_values
     cache = None if labelled else _graph_cache(options)
+    if cache is None:  # the graph compiles: compiling starts at once (the Triton target's workers)
+        _prepare_to_compile(target)
     with times.measure("import_fx"):
         real = complex_as_real(graph)
         if real is not None:
@@ -226,9 +228,7 @@ def compile_graph(
         if cache is not None:
             with times.measure("import_fx"):
                 verify_imported(imported.module)
-        prepare = getattr(target, "prepare_to_compile", None)
-        if prepare is not None:
-            prepare()
+        _prepare_to_compile(target)
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
         module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)
@@ -332,6 +332,14 @@ def _make_target(options: CompileOptions, times: CompileTimes) -> KernelTarget:
     if hasattr(target, "times"):
         target.times = times
     return target
+
+
+def _prepare_to_compile(target: KernelTarget) -> None:
+    """Have `target` start what compiling kernels needs, where it has such a
+    hook (`prepare_to_compile`, which a second call leaves as it is)."""
+    prepare = getattr(target, "prepare_to_compile", None)
+    if prepare is not None:
+        prepare()
 
 
 def _graph_cache(options: CompileOptions) -> GraphCache | None:

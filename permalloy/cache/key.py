@@ -26,7 +26,7 @@ import torch
 KEY_FORMAT = 1
 """The version of the key's layout; a change makes every old entry a miss."""
 
-VERSIONED_PACKAGES = ("torch", "triton", "llvmlite", "xdsl")
+VERSIONED_PACKAGES = ("torch", "triton", "llvmlite", "xdsl", "sympy")
 """The packages whose versions a compiled graph depends on, besides permalloy."""
 
 

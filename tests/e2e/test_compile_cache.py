@@ -223,8 +223,8 @@ def test_a_target_prepares_to_compile_on_a_miss_and_not_on_a_hit(
     target's compile workers) only for a graph it lowers."""
     from permalloy.targets.llvm.target import LLVMTarget
 
-    prepared = []
-    monkeypatch.setattr(LLVMTarget, "prepare_to_compile", lambda self: prepared.append(self), raising=False)
+    prepared: set[int] = set()
+    monkeypatch.setattr(LLVMTarget, "prepare_to_compile", lambda self: prepared.add(id(self)), raising=False)
     assert _compile_and_check(target="llvm")["cache"] == "miss" and len(prepared) == 1
     assert _compile_and_check(target="llvm")["cache"] == "hit" and len(prepared) == 1
     assert _compile_and_check(target="llvm", cache=False)["cache"] == "off" and len(prepared) == 2

@@ -114,3 +114,25 @@ def test_summed_compile_times_add_graphs_and_passes() -> None:
     assert times["import_fx"] == 0.75 and times["aot_autograd"] == 1.0
     assert times["passes"] == {"cse": 0.75, "dce": 1.0}
     assert (times["cache_hits"], times["cache_misses"], times["permalloy_s"]) == (1, 1, 3.0)
+
+
+def test_the_table_keeps_each_warm_column_that_has_a_value() -> None:
+    """Each warm column shows where any case has its value: Inductor's alone
+    when permalloy's warm compile did not run (its cold one failed its check)."""
+    from types import SimpleNamespace
+
+    from permalloy.tools.bench.compile_times import format_compile_times
+
+    def case(permalloy_warm, inductor_warm):
+        permalloy = SimpleNamespace(kernels={"compile_times": {"first_call_s": 1.0}}, warm_compile=permalloy_warm)
+        inductor = SimpleNamespace(kernels={}, warm_compile=inductor_warm)
+        return SimpleNamespace(case="c", results={"permalloy": permalloy, "inductor": inductor})
+
+    def header(cases) -> str:
+        return next(line for line in format_compile_times(cases) if line.startswith("case"))
+
+    assert header([case(None, {"first_call_s": 0.5})]).rstrip().endswith("warm s (ind)")
+    assert "warm s (perm)" not in header([case(None, {"first_call_s": 0.5})])
+    both = header([case({"first_call_s": 2.0, "permalloy_s": 0.1}, {"first_call_s": 0.5})])
+    assert "warm s (perm)" in both and both.rstrip().endswith("warm s (ind)")
+    assert "warm" not in header([case(None, None)])

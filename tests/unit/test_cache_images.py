@@ -68,15 +68,33 @@ def test_a_module_with_attributes_keeps_them_and_the_kernels_stay_with_the_host(
     assert list(load_module_image(kernel_image).ops) == []
 
 
-def test_a_block_with_successors_has_no_image_and_the_text_is_parsed():
+def test_a_block_with_successors_has_no_image():
     target = Block()
     target.add_op(test.TestTermOp())
     source = Block([cf.BranchOp(target)])
     module = ModuleOp([test.TestOp(regions=[Region([source, target])])])
     assert module_image(module) is None
-    assert split_module_images(module) == (None, module_image(ModuleOp([]), lambda op: False))
+    host_image, kernel_image = split_module_images(module)
+    assert host_image is None and list(load_module_image(kernel_image).ops) == []
+
+
+def test_a_module_without_an_image_is_parsed_from_its_text():
     lowered = _lowered()
     assert str(load_module(str(lowered), None)) == str(lowered)
+
+
+def test_an_object_that_does_not_pickle_gives_no_image():
+    """Whatever pickling raises, an image is optional: none, not an error."""
+    module = _lowered()
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise ValueError("no")
+
+    module.attributes["permalloy.note"] = StringAttr("kept")
+    original = module.attributes
+    module.attributes = {**original, "permalloy.odd": Unpicklable()}  # type: ignore[dict-item]
+    assert module_image(module) is None
 
 
 def test_a_damaged_or_foreign_image_falls_back_to_the_text():

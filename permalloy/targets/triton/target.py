@@ -153,6 +153,7 @@ class TritonKernel:
         sizes = tuple(int(s) for s in symbols)
         if self.workers is None or sizes in self.requested:
             return
+        self.workers.start()  # where the compiler has not prepared the target: a direct use of it
         self.requested.add(sizes)
         configs = self.candidates(sizes)
         if self.tuner is None:

@@ -211,12 +211,11 @@ def format_compile_times(cases: Sequence[Any]) -> list[str]:
             rows.append(_row(case.case, times, result.warm_compile, inductor and inductor.warm_compile))
     if not rows:
         return []
-    warm = any(row[-2] != "-" for row in rows)
     titles = ["case", *(title for title, _ in _COLUMNS), "warm s (perm)", "warm s (ind)"]
-    if not any(row[-1] != "-" for row in rows):
-        titles, rows = titles[:-1], [row[:-1] for row in rows]
-    if not warm:
-        titles, rows = titles[:-1], [row[:-1] for row in rows]
+    warm_columns = [len(titles) - 2, len(titles) - 1]
+    kept = [i for i in range(len(titles)) if i not in warm_columns or any(row[i] != "-" for row in rows)]
+    warm = len(kept) > len(titles) - 2
+    titles, rows = [titles[i] for i in kept], [[row[i] for i in kept] for row in rows]
     table = [titles, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(titles))]
     left = {0, titles.index("top passes"), *range(len(_COLUMNS) + 1, len(titles))}

@@ -136,3 +136,19 @@ def test_the_table_keeps_each_warm_column_that_has_a_value() -> None:
     both = header([case({"first_call_s": 2.0, "permalloy_s": 0.1}, {"first_call_s": 0.5})])
     assert "warm s (perm)" in both and both.rstrip().endswith("warm s (ind)")
     assert "warm" not in header([case(None, None)])
+
+
+def test_a_warm_process_gets_the_starting_environment_and_the_session_s_caches(monkeypatch) -> None:
+    """What a backend set in the bench's process after it started (Inductor
+    sets `TRITON_PTXAS_PATH`) does not reach a warm process; the session's
+    cache folders do."""
+    from permalloy.tools.bench.compile_times import STARTING_ENVIRONMENT, warm_environment
+
+    monkeypatch.setenv("PERMALLOY_TEST_SET_AFTER_START", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", "/tmp/session-cache")
+    monkeypatch.delenv("TORCHINDUCTOR_CACHE_DIR", raising=False)
+    environment = warm_environment()
+    assert "PERMALLOY_TEST_SET_AFTER_START" not in environment
+    assert environment["PERMALLOY_CACHE_DIR"] == "/tmp/session-cache"
+    assert "TORCHINDUCTOR_CACHE_DIR" not in environment
+    assert environment.get("PATH") == STARTING_ENVIRONMENT.get("PATH")

@@ -24,6 +24,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
@@ -76,6 +77,27 @@ def add_first_call_remainder(times: dict[str, Any], first_call_s: float | None) 
 # -- the warm compile, in a new process -------------------------------------------------
 
 
+STARTING_ENVIRONMENT = types.MappingProxyType(dict(os.environ))
+"""The environment of the bench's process when it started (before any
+backend compiled): what a warm process gets, as a new process of the user's
+would, rather than what a backend set since (Inductor sets
+`TRITON_PTXAS_PATH` for the rest of its process)."""
+
+SESSION_VARIABLES = ("PERMALLOY_CACHE_DIR", "TRITON_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR")
+"""The cache folders a backend's session sets, which its warm process shares."""
+
+
+def warm_environment() -> dict[str, str]:
+    """The environment of a warm process: the bench's starting one with the
+    current session's cache folders."""
+    environment = dict(STARTING_ENVIRONMENT)
+    for name in SESSION_VARIABLES:
+        environment.pop(name, None)
+        if name in os.environ:
+            environment[name] = os.environ[name]
+    return environment
+
+
 def warm_compile(
     suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None, backend: str = "permalloy"
 ) -> dict[str, Any]:
@@ -91,7 +113,7 @@ def warm_compile(
     argv += ["--backend", backend]
     argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
     argv += ["--threads", str(threads if threads is not None else torch.get_num_threads())]
-    environment = dict(os.environ)
+    environment = warm_environment()
     package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
     result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)

@@ -117,12 +117,30 @@ def _degrees_of_freedom(count, correction):
     return torch.sym_max(difference, 0)
 
 
+def _shifted_mean(source: torch.Tensor, dims: list[int], count):
+    """The mean over `dims` (kept) as the first element of each reduced
+    slice plus the mean of the differences from it: where the elements are
+    equal it is exactly their value, as eager's Welford mean is, so that
+    they centre to exactly 0 (a sum divided by the count can be an ulp off,
+    which a layer norm then divides by `sqrt(eps)`). Where a reduced size
+    may be 0 there is no first element: the sum divided by the count."""
+    if not dims or not all(statically_known_true(source.shape[d] >= 1) for d in dims):
+        return aten.div.Tensor(aten.sum.dim_IntList(source, dims, True), count)
+    first = source
+    for d in dims:
+        first = aten.slice.Tensor(first, d, 0, 1)
+    differences = aten.sub.Tensor(source, first)
+    return aten.add.Tensor(first, aten.div.Tensor(aten.sum.dim_IntList(differences, dims, True), count))
+
+
 def var_mean(x, dim=None, *, correction=None, keepdim=False):
-    """Two-pass variance and mean, as eager computes them."""
+    """Two-pass variance and mean, the mean shifted by each slice's first
+    element (`_shifted_mean`), so that equal elements have a variance of
+    exactly 0 and centre to exactly 0, as in eager."""
     dims = _reduced_dims(x, dim)
     source = _upcast(x)
     count = _count(x, dims)
-    centre = aten.div.Tensor(aten.sum.dim_IntList(source, dims, True), count)
+    centre = _shifted_mean(source, dims, count)
     centred = aten.sub.Tensor(source, centre)
     squares = aten.sum.dim_IntList(aten.mul.Tensor(centred, centred), dims, keepdim)
     correction = 1 if correction is None else correction

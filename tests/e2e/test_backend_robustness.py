@@ -118,6 +118,14 @@ CASES: list[Case] = [
     # reductions over the one dimension of a 0-d tensor
     Case("mean_dim0_of_0d", lambda x: x.mean(dim=0), _inputs(_tensor(3.0))),
     Case("var_dim0_of_0d", lambda x: x.var(dim=0, correction=0), _inputs(_tensor(3.0))),
+    # equal elements: a variance of exactly 0 and a normalized value of exactly
+    # 0, as eager's (a mean that is an ulp off becomes ulp / sqrt(eps))
+    Case("var_std_of_equal_rows", lambda x: (x.var(1), x.std(1, correction=0), *torch.var_mean(x, 1)),
+         _inputs(_expanded(3, 10, 3, 1))),
+    Case("layer_norm_of_equal_rows", lambda x: F.layer_norm(torch.sigmoid(x), (10,)),
+         _inputs(_expanded(3, 10, 3, 1))),
+    Case("group_norm_of_equal_groups", lambda x: F.group_norm(x.reshape(2, 4, 1, 3) * 0.3 + 0.1, 2),
+         _inputs(_expanded(8, 3, 8, 1))),
     Case("std_var_mean_of_0d", lambda x: (x.std(-1, keepdim=True, correction=0),
                                           *torch.var_mean(x, 0, correction=0)), _inputs(_tensor(-2.0))),
     Case("vector_norm_of_0d", lambda x: torch.linalg.vector_norm(x, dim=0), _inputs(_tensor(-2.0))),

@@ -1,7 +1,7 @@
 # RUN: python %s > %t
 # RUN: filecheck %s < %t
 # RUN: filecheck %s --check-prefix=WHOLE < %t
-"""Layer norm decomposes into two-pass mean and variance reductions, rsqrt, and the affine weight and bias."""
+"""Layer norm decomposes into two-pass mean and variance reductions (the mean shifted by each row's first element), rsqrt, and the affine weight and bias."""
 
 import warnings
 
@@ -14,9 +14,14 @@ case = make_case("layer_norm")
 (graph,) = capture_aten_graphs(case.model, *case.inputs)
 print(import_graph(graph).module)
 
+# The mean is each row's first element plus the mean of the differences from
+# it, exactly that element where a row's elements are equal.
 # CHECK-LABEL: func.func @forward
-# CHECK:      %[[SUM:.*]] = ptensor.reduce sum %[[X:.*]] dims [2] keepdim : !ptensor.tensor<[2, 8, 32], f32> -> !ptensor.tensor<[2, 8, 1], f32>
-# CHECK:      %[[MEAN:.*]] = ptensor.binary div %[[SUM]]
+# CHECK:      %[[FIRST:.*]] = ptensor.slice %[[X:.*]] dim 2 start 0 end 1 step 1 : !ptensor.tensor<[2, 8, 32], f32> -> !ptensor.tensor<[2, 8, 1], f32>
+# CHECK:      %[[DIFFERENCES:.*]] = ptensor.binary sub %[[X]], %[[FIRST]]
+# CHECK:      %[[SUM:.*]] = ptensor.reduce sum %[[DIFFERENCES]] dims [2] keepdim : !ptensor.tensor<[2, 8, 32], f32> -> !ptensor.tensor<[2, 8, 1], f32>
+# CHECK:      %[[SHIFT:.*]] = ptensor.binary div %[[SUM]]
+# CHECK:      %[[MEAN:.*]] = ptensor.binary add %[[FIRST]], %[[SHIFT]]
 # CHECK:      %[[CENTRED:.*]] = ptensor.binary sub %[[X]], %[[MEAN]]
 # CHECK:      %[[SQUARES:.*]] = ptensor.binary mul %[[CENTRED]], %[[CENTRED]]
 # CHECK:      ptensor.reduce sum %[[SQUARES]] dims [2] keepdim

@@ -28,7 +28,8 @@ for name in ("layer_norm", "conv_bn_relu", "causal_attention"):
 
 # CHECK-LABEL: // layer_norm: forward
 # CHECK:       func.func @forward(%[[W:.*]]: !ptensor.tensor<[32], f32>, %[[B:.*]]: !ptensor.tensor<[32], f32>, %[[X:.*]]: !ptensor.tensor<[2, 8, 32], f32>)
-# CHECK:       %[[MEAN:.*]] = ptensor.binary div
+# CHECK:       ptensor.binary div
+# CHECK-NEXT:  %[[MEAN:.*]] = ptensor.binary add
 # CHECK:       %[[RSTD:.*]] = ptensor.unary rsqrt
 # CHECK:       func.return %[[OUT:.*]], %[[W]], %[[X]], %[[MEAN]], %[[RSTD]] :
 

@@ -105,7 +105,8 @@ def whole_tensor_reads(producer: loop.PointwiseOp) -> sympy.Expr:
     """How many elements of its inputs a producer reads from memory for each
     of its points, over the inputs it reads whole: those with a load whose
     index varies with every dimension of the producer's domain longer than
-    one (broadcast reads, gathers' tables and constants aside). Each such
+    one (broadcast reads, loads at constant indices, gathers' tables and
+    constants aside). Each such
     input counts its distinct loads, but no more than its elements per point
     of the producer: a 2x2 average pooling with stride 2 reads 4 elements a
     point from an input 4 times its size, a 3x3 one with stride 1 reads its
@@ -121,7 +122,9 @@ def whole_tensor_reads(producer: loop.PointwiseOp) -> sympy.Expr:
     for op in producer.body.block.ops:
         if isinstance(op, loop.LoadOp) and not op.index_values:
             used = set().union(*(sympy.sympify(e).free_symbols for e in op.indices.data))
-            if varying <= used:
+            # a load at constant indices reads one element however many
+            # points read it (a producer of one point reads nothing whole)
+            if used and varying <= used:
                 loads.setdefault(op.source, set()).add(tuple(op.indices.data))
     points = _numel(producer)
     total: sympy.Expr = sympy.Integer(0)

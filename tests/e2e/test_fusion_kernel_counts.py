@@ -331,13 +331,14 @@ def test_bias_of_a_product_read_by_elementwise_ops_moves_into_their_kernel(targe
 
 
 KERNELS = {
-    # mean, centre, square, mean, add eps, rsqrt, scale, weight, bias, then
-    # GELU's 0.5 * x * (1 + erf(x / sqrt 2)) and the residual add
-    "layer_norm_gelu_residual": (1, 17),
+    # the differences from the first element, their mean, the mean, centre,
+    # square, mean, add eps, rsqrt, scale, weight, bias, then GELU's
+    # 0.5 * x * (1 + erf(x / sqrt 2)) and the residual add
+    "layer_norm_gelu_residual": (1, 19),
     # square, mean, add eps, rsqrt, two multiplies, weight, SiLU's sigmoid
     # and multiply, the product
     "rms_norm_silu": (1, 10),
-    "layer_norm": (1, 11),
+    "layer_norm": (1, 13),
     "masked_softmax": (1, 7),
     "pointwise_chain": (1, 9),
     # the mlp's activation (see above)

@@ -10,6 +10,7 @@ fixing the bug turns it into an unexpected pass and its line must go.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import pytest
 import torch
@@ -22,6 +23,11 @@ from .shrink import shrink
 LLVM_SEEDS = range(200)
 TRITON_SEEDS = range(40)
 
+LLVM_FIXED_SEEDS = (60322, 60455, 64018)
+"""Seeds of longer campaigns whose failures were fixed: layer norms of
+constant rows and a variance of nearly equal values, whose mean was an ulp
+off their common value."""
+
 KNOWN_FAILURES: dict[tuple[str, int], str] = {
     ("llvm", 68): (
         "compile-error:GraphImportError: `x0[3::3].expand((2, 3, 2))` with x0 of dynamic size s0 "
@@ -32,7 +38,7 @@ KNOWN_FAILURES: dict[tuple[str, int], str] = {
 """(target, seed) -> "<failure class>: <minimal reproduction>"."""
 
 
-def seed_cases(target: str, seeds: range) -> list:
+def seed_cases(target: str, seeds: Sequence[int]) -> list:
     return [
         pytest.param(seed, marks=pytest.mark.xfail(strict=True, reason=KNOWN_FAILURES[(target, seed)]))
         if (target, seed) in KNOWN_FAILURES
@@ -47,7 +53,7 @@ def assert_passes(seed: int, target: str) -> None:
     assert outcome.passed, f"{outcome.failure}: {outcome.detail}\n\n{render_test(graph, outcome.failure, 'permalloy', target)}"
 
 
-@pytest.mark.parametrize("seed", seed_cases("llvm", LLVM_SEEDS))
+@pytest.mark.parametrize("seed", seed_cases("llvm", [*LLVM_SEEDS, *LLVM_FIXED_SEEDS]))
 def test_random_graph_llvm(seed: int) -> None:
     assert_passes(seed, "llvm")
 

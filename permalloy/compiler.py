@@ -225,10 +225,10 @@ def compile_graph(
     if loaded is not None:
         module, program = loaded
     else:
-        if cache is not None:
+        if cache is not None:  # (without a cache the target was prepared at once)
+            _prepare_to_compile(target)
             with times.measure("import_fx"):
                 verify_imported(imported.module)
-        _prepare_to_compile(target)
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
         module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)
@@ -336,7 +336,7 @@ def _make_target(options: CompileOptions, times: CompileTimes) -> KernelTarget:
 
 def _prepare_to_compile(target: KernelTarget) -> None:
     """Have `target` start what compiling kernels needs, where it has such a
-    hook (`prepare_to_compile`, which a second call leaves as it is)."""
+    hook (`prepare_to_compile`)."""
     prepare = getattr(target, "prepare_to_compile", None)
     if prepare is not None:
         prepare()

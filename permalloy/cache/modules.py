@@ -47,10 +47,16 @@ def _module_text(pieces: list[str]) -> str:
     return with_type_aliases("builtin.module {\n" + "".join(f"{piece}\n" for piece in pieces) + "}\n")
 
 
+def _kept_whole(module: ModuleOp) -> bool:
+    """Whether the cache keeps `module` whole in its host part: a module with
+    attributes of its own, which a module of its kernels alone would lose."""
+    return bool(module.attributes) or module.sym_name is not None
+
+
 def split_module(module: ModuleOp) -> tuple[str, str]:
     """The text of `module` without its kernels, and that of a module of its
     kernels (a module with attributes of its own is kept whole in the first)."""
-    if module.attributes or module.sym_name is not None:
+    if _kept_whole(module):
         return with_type_aliases(str(module)), _module_text([])
     kernels = [str(op) for op in module.ops if isinstance(op, KernelOp)]
     others = [str(op) for op in module.ops if not isinstance(op, KernelOp)]
@@ -60,7 +66,7 @@ def split_module(module: ModuleOp) -> tuple[str, str]:
 def split_module_images(module: ModuleOp) -> tuple[bytes | None, bytes | None]:
     """The images (`images.py`) of the two modules `split_module` gives the
     texts of; None for one that has no image."""
-    if module.attributes or module.sym_name is not None:
+    if _kept_whole(module):
         return module_image(module), module_image(ModuleOp([]))
     return (
         module_image(module, lambda op: not isinstance(op, KernelOp)),

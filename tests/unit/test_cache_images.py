@@ -91,9 +91,7 @@ def test_an_object_that_does_not_pickle_gives_no_image():
         def __reduce__(self):
             raise ValueError("no")
 
-    module.attributes["permalloy.note"] = StringAttr("kept")
-    original = module.attributes
-    module.attributes = {**original, "permalloy.odd": Unpicklable()}  # type: ignore[dict-item]
+    module.attributes = {**module.attributes, "permalloy.odd": Unpicklable()}  # type: ignore[dict-item]
     assert module_image(module) is None
 
 

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import types
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -269,7 +269,7 @@ def _row(
     return cells
 
 
-def _warm_cell(warm: dict[str, Any] | None, text: Any) -> str:
+def _warm_cell(warm: dict[str, Any] | None, text: Callable[[dict[str, Any]], str]) -> str:
     if warm is None:
         return "-"
     if "error" in warm:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from permalloy.targets.registry import target_descriptor
 
-TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
-"""Clean-up of the imported ptensor IR."""
+TENSOR_LEVEL = ["canonicalize", "cse", "fuse-attention", "dce"]
+"""Clean-up of the imported ptensor IR, and attention written as its math
+made one library call."""
 
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""

@@ -69,6 +69,12 @@ def _materialize_views() -> type[ModulePass]:
     return MaterializeViewsPass
 
 
+def _fuse_attention() -> type[ModulePass]:
+    from permalloy.passes.fuse_attention import FuseAttentionPass
+
+    return FuseAttentionPass
+
+
 def _fuse_loops() -> type[ModulePass]:
     from permalloy.passes.fuse_loops import FuseLoopsPass
 
@@ -164,6 +170,7 @@ def all_passes() -> dict[str, PassFactory]:
         "split-reductions": _split_reductions,
         "materialize-views": _materialize_views,
         "squeeze-leading-unit-dims": _squeeze_leading_unit_dims,
+        "fuse-attention": _fuse_attention,
         "fuse-loops": _fuse_loops,
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-layouts": _plan_layouts,

@@ -1,0 +1,356 @@
+"""The `fuse-attention` pass."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import sympy
+from xdsl.context import Context
+from xdsl.dialects.builtin import FloatAttr, IntegerType, ModuleOp
+from xdsl.ir import Operation, SSAValue
+from xdsl.passes import ModulePass
+from xdsl.pattern_rewriter import (
+    PatternRewriter,
+    PatternRewriteWalker,
+    RewritePattern,
+    op_type_rewrite_pattern,
+)
+
+from permalloy.dialects import ptensor as pt
+
+
+def _single_use(value: SSAValue) -> bool:
+    return value.uses.get_length() == 1
+
+
+def _scalar_constant(value: SSAValue) -> float | None:
+    """The value of a `ptensor.full` of one element, or None."""
+    owner = value.owner
+    if not isinstance(owner, pt.FullOp) or not isinstance(owner.value, FloatAttr):
+        return None
+    if any(size != 1 for size in pt.tensor_type(value).sizes):
+        return None
+    return float(owner.value.value.data)
+
+
+def _last_dim_reduction(value: SSAValue, kind: pt.ReduceKind) -> SSAValue | None:
+    """The input of `value = reduce kind(x) dims [last] keepdim`, or None."""
+    owner = value.owner
+    if not isinstance(owner, pt.ReduceOp) or owner.kind.data != kind or owner.keepdim is None:
+        return None
+    rank = pt.tensor_type(owner.input).rank
+    if tuple(d % rank for d in owner.dims.data) != (rank - 1,):
+        return None
+    return owner.input
+
+
+def _softmax_input(probabilities: SSAValue) -> tuple[SSAValue, list[Operation]] | None:
+    """`x` where `probabilities` is the softmax of `x` over its last dimension
+    as decompositions write it, `exp(x - max(x)) / sum(exp(x - max(x)))`, with
+    the ops that compute it from `x`; None otherwise."""
+    divide = probabilities.owner
+    if not isinstance(divide, pt.BinaryOp) or divide.kind.data != pt.BinaryKind.DIV:
+        return None
+    exponentials, total = divide.lhs, divide.rhs
+    total_op = total.owner
+    if _last_dim_reduction(total, pt.ReduceKind.SUM) is not exponentials or not _single_use(total):
+        return None
+    exp = exponentials.owner
+    if not isinstance(exp, pt.UnaryOp) or exp.kind.data != pt.UnaryKind.EXP or exponentials.uses.get_length() != 2:
+        return None
+    shifted = exp.input
+    subtract = shifted.owner
+    if not isinstance(subtract, pt.BinaryOp) or subtract.kind.data != pt.BinaryKind.SUB or not _single_use(shifted):
+        return None
+    scores, maximum = subtract.lhs, subtract.rhs
+    if _last_dim_reduction(maximum, pt.ReduceKind.MAX) is not scores or not _single_use(maximum):
+        return None
+    if scores.uses.get_length() != 2:
+        return None
+    assert isinstance(total_op, Operation) and isinstance(maximum.owner, Operation)
+    return scores, [divide, total_op, exp, subtract, maximum.owner]
+
+
+@dataclass
+class ScoreTerms:
+    """What a softmax's input adds to the product `q @ k^T`: its scale, the
+    float tensors added to it, and the conditions under which it is -inf."""
+
+    product: pt.BatchMatmulOp
+    scale: float = 1.0
+    biases: list[SSAValue] = field(default_factory=list)
+    dropped: list[tuple[SSAValue, bool]] = field(default_factory=list)
+    """(condition, whether true drops) of each `where(..., -inf, ...)`."""
+    ops: list[Operation] = field(default_factory=list)
+    """The ops between the softmax's input and the product, top down, each
+    followed by the constant it takes (which the rewrite erases with it)."""
+
+
+def _leads_to_product(value: SSAValue, depth: int = 8) -> bool:
+    """Whether `value` is computed from a `bmm` through the ops a score chain
+    allows (the test that picks which operand of an add continues it)."""
+    owner = value.owner
+    if isinstance(owner, pt.BatchMatmulOp):
+        return True
+    if depth == 0:
+        return False
+    if isinstance(owner, pt.ReshapeOp):
+        return _leads_to_product(owner.input, depth - 1)
+    if isinstance(owner, pt.WhereOp):
+        return any(_leads_to_product(v, depth - 1) for v in (owner.on_true, owner.on_false))
+    if isinstance(owner, pt.BinaryOp) and owner.kind.data in (pt.BinaryKind.ADD, pt.BinaryKind.MUL, pt.BinaryKind.DIV):
+        operands = (owner.lhs,) if owner.kind.data == pt.BinaryKind.DIV else (owner.lhs, owner.rhs)
+        return any(_leads_to_product(v, depth - 1) for v in operands)
+    return False
+
+
+def _score_terms(scores: SSAValue) -> ScoreTerms | None:
+    """Peel `scores` down to a `bmm`: adds of float tensors, `where`s that
+    give -inf, and (next to the product) a multiplication or division by a
+    constant. None where anything else is in the way."""
+    value = scores
+    biases: list[SSAValue] = []
+    dropped: list[tuple[SSAValue, bool]] = []
+    ops: list[Operation] = []
+    scale = 1.0
+    reshaped = False
+    while True:
+        owner = value.owner
+        if value is not scores and not _single_use(value):
+            return None
+        if isinstance(owner, pt.BatchMatmulOp):
+            return ScoreTerms(owner, scale, biases, dropped, ops)
+        if not isinstance(owner, Operation):
+            return None
+        ops.append(owner)
+        if isinstance(owner, pt.ReshapeOp):
+            reshaped, value = True, owner.input
+            continue
+        if reshaped and not isinstance(owner, pt.BinaryOp):
+            return None
+        if isinstance(owner, pt.WhereOp):
+            if _scalar_constant(owner.on_true) == -math.inf:
+                dropped.append((owner.condition, True))
+                value, constant_value = owner.on_false, owner.on_true
+            elif _scalar_constant(owner.on_false) == -math.inf:
+                dropped.append((owner.condition, False))
+                value, constant_value = owner.on_true, owner.on_false
+            else:
+                return None
+            ops.append(constant_value.owner)
+            continue
+        if not isinstance(owner, pt.BinaryOp):
+            return None
+        kind = owner.kind.data
+        if kind == pt.BinaryKind.ADD:
+            if reshaped:
+                # Biases apply at the softmax's shape only.
+                return None
+            if _leads_to_product(owner.lhs):
+                value, bias = owner.lhs, owner.rhs
+            else:
+                value, bias = owner.rhs, owner.lhs
+            if not pt.is_float(pt.tensor_type(bias).element_type):
+                return None
+            biases.append(bias)
+            continue
+        constant = _scalar_constant(owner.rhs)
+        if constant is None and kind == pt.BinaryKind.MUL:
+            constant, value, constant_value = _scalar_constant(owner.lhs), owner.rhs, owner.lhs
+        else:
+            value, constant_value = owner.lhs, owner.rhs
+        if constant is None or constant == 0.0 or not math.isfinite(constant):
+            return None
+        if kind == pt.BinaryKind.MUL:
+            scale = constant
+        elif kind == pt.BinaryKind.DIV:
+            scale = 1.0 / constant
+        else:
+            return None
+        # A scale applies to the product alone: only views may come between.
+        if not _single_use(value):
+            return None
+        ops.append(constant_value.owner)
+        inner = value.owner
+        while isinstance(inner, pt.ReshapeOp):
+            if not _single_use(inner.result):
+                return None
+            ops.append(inner)
+            inner = inner.input.owner
+        if not isinstance(inner, pt.BatchMatmulOp):
+            return None
+        return ScoreTerms(inner, scale, biases, dropped, ops)
+
+
+def _batch_of(value: SSAValue) -> tuple[SSAValue, list[sympy.Expr]]:
+    """`value` and the sizes before its last two, looking through a reshape
+    that only splits its batch dimension."""
+    owner = value.owner
+    sizes = list(pt.tensor_type(value).sizes)
+    if isinstance(owner, pt.ReshapeOp):
+        source = list(pt.tensor_type(owner.input).sizes)
+        if len(source) >= 3 and pt.shapes_equal(source[-2:], sizes[-2:]):
+            return owner.input, source[:-2]
+    return value, sizes[:-2]
+
+
+@dataclass(frozen=True)
+class FuseExplicitAttention(RewritePattern):
+    """`bmm(softmax(q @ k^T * scale + bias, -1), v)` becomes one
+    `ptensor.attention` with `bias` (and any -inf masking) as its mask."""
+
+    @op_type_rewrite_pattern
+    def match_and_rewrite(self, op: pt.BatchMatmulOp, rewriter: PatternRewriter) -> None:
+        probabilities, value = op.lhs, op.rhs
+        if not _single_use(probabilities):
+            return
+        softmax_of, batch = _batch_of(probabilities)
+        if softmax_of is not probabilities and not _single_use(softmax_of):
+            return
+        found = _softmax_input(softmax_of)
+        if found is None:
+            return
+        scores, softmax_ops = found
+        terms = _score_terms(scores)
+        if terms is None or not _single_use(terms.product.result):
+            return
+        query, key_t = terms.product.lhs, terms.product.rhs
+        element_type = pt.tensor_type(op.result).element_type
+        types = [pt.tensor_type(v) for v in (query, key_t, value, softmax_of)]
+        if any(t.element_type != element_type for t in types):
+            return
+        if any(pt.tensor_type(b).element_type != element_type for b in terms.biases):
+            return
+        scores_type = pt.tensor_type(softmax_of)
+        rows, keys = scores_type.sizes[-2:]
+        product_batch = pt.tensor_type(query).sizes[0]
+        if not pt.sizes_equal(sympy.Mul(*batch), product_batch):
+            return
+        if not (pt.sizes_equal(rows, pt.tensor_type(query).sizes[1]) and pt.sizes_equal(keys, pt.tensor_type(key_t).sizes[2])):
+            return
+        try:
+            mask_shape = pt.broadcast_shapes(
+                *(pt.tensor_type(b).sizes for b in terms.biases),
+                *(pt.tensor_type(c).sizes for c, _ in terms.dropped),
+            )
+        except ValueError:
+            return
+        if len(mask_shape) > scores_type.rank or not pt.shapes_equal(
+            pt.broadcast_shapes(mask_shape, scores_type.sizes), scores_type.sizes
+        ):
+            return
+        new_ops, mask = _mask(terms, mask_shape, element_type)
+        batch = batch if len(batch) >= 2 else [sympy.Integer(1), *batch]
+        query_4d = _reshaped(query, [*batch, rows, pt.tensor_type(query).sizes[2]], new_ops)
+        key_4d_t = _reshaped(key_t, [*batch, pt.tensor_type(key_t).sizes[1], keys], new_ops)
+        rank = len(batch) + 2
+        swap = [*range(rank - 2), rank - 1, rank - 2]
+        key_sizes = [*batch, keys, pt.tensor_type(key_t).sizes[1]]
+        key_4d = pt.PermuteOp(key_4d_t, swap, pt.TensorType(key_sizes, element_type))
+        new_ops.append(key_4d)
+        value_4d = _reshaped(value, [*batch, keys, pt.tensor_type(value).sizes[2]], new_ops)
+        result_type = pt.TensorType([*batch, rows, pt.tensor_type(value).sizes[2]], element_type)
+        attention = pt.AttentionOp(query_4d, key_4d.result, value_4d, mask, False, terms.scale, result_type)
+        new_ops.append(attention)
+        result = _reshaped(attention.result, list(pt.tensor_type(op.result).sizes), new_ops)
+        rewriter.replace(op, new_ops, [result])
+        reshape = [probabilities.owner] if softmax_of is not probabilities else []
+        for dead in [*reshape, *softmax_ops, *terms.ops, terms.product]:
+            assert isinstance(dead, Operation)
+            if dead.parent is not None and all(r.uses.get_length() == 0 for r in dead.results):
+                rewriter.erase(dead)
+
+
+def _reshaped(value: SSAValue, sizes: list[sympy.Expr], new_ops: list[Operation]) -> SSAValue:
+    """`value` as a tensor of `sizes` (itself where it has them, the input of
+    a reshape where that has them)."""
+    tensor = pt.tensor_type(value)
+    if pt.shapes_equal(tensor.sizes, sizes):
+        return value
+    if isinstance(value.owner, pt.ReshapeOp):
+        return _reshaped(value.owner.input, sizes, new_ops)
+    reshape = pt.ReshapeOp(value, pt.TensorType(sizes, tensor.element_type))
+    new_ops.append(reshape)
+    return reshape.result
+
+
+def _mask(terms: ScoreTerms, shape: tuple[sympy.Expr, ...], element_type) -> tuple[list[Operation], SSAValue | None]:
+    """The attention's mask: the biases' sum, -inf where a condition drops
+    a score; a boolean mask (true keeps) where there is no bias."""
+    ops: list[Operation] = []
+    bool_type = pt.TensorType(shape, IntegerType(1))
+    keep: SSAValue | None = None
+    for condition, drops in terms.dropped:
+        kept = condition
+        if drops:
+            negation = pt.UnaryOp(pt.UnaryKind.LOGICAL_NOT, condition, pt.TensorType(pt.tensor_type(condition).sizes, IntegerType(1)))
+            ops.append(negation)
+            kept = negation.result
+        if keep is None:
+            keep = kept
+        else:
+            both = pt.BinaryOp(pt.BinaryKind.LOGICAL_AND, keep, kept, bool_type)
+            ops.append(both)
+            keep = both.result
+    bias: SSAValue | None = None
+    float_type = pt.TensorType(shape, element_type)
+    for term in terms.biases:
+        if bias is None:
+            bias = term
+        else:
+            total = pt.BinaryOp(pt.BinaryKind.ADD, bias, term, float_type)
+            ops.append(total)
+            bias = total.result
+    if bias is None:
+        return ops, keep
+    if keep is not None:
+        minus_infinity = pt.FullOp(-math.inf, pt.TensorType([], element_type))
+        masked = pt.WhereOp(keep, bias, minus_infinity.result, float_type)
+        ops.extend([minus_infinity, masked])
+        bias = masked.result
+    return ops, bias
+
+
+@dataclass(frozen=True)
+class FuseAttentionPass(ModulePass):
+    """
+    Recognizes attention written as its math, a softmax between two batched
+    matrix products, and makes it one `ptensor.attention`, which runs torch's
+    fused attention kernels instead of writing the scores to memory and
+    reading them back three times.
+
+    The softmax's input may be the product scaled by a constant (multiplied
+    or divided), plus any float tensors (a relative position bias, an additive
+    padding mask), with `where(mask, -inf, ...)` masking (a causal mask
+    written as math): the biases' sum becomes the attention's additive mask,
+    -inf where a condition drops a score, or a boolean mask where there is no
+    bias. The products' batch dimension, merged from batch and heads as
+    `torch.matmul` does, is split again where a reshape shows how. Nothing
+    else may read the scores or the probabilities (in a training graph the
+    probabilities are saved for the backward, and the pattern stays).
+
+    Before (`bias : [4, 8, 8]`, heads by queries by keys):
+    ```
+    %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 8, 16], f32>, !ptensor.tensor<[8, 16, 8], f32> -> !ptensor.tensor<[8, 8, 8], f32>
+    %s4 = ptensor.reshape %s : ... -> !ptensor.tensor<[2, 4, 8, 8], f32>
+    %x = ptensor.binary add %s4, %bias : ...
+    %m = ptensor.reduce max %x dims [3] keepdim : ...
+    ... exp, sum, div ...
+    %p3 = ptensor.reshape %p : ... -> !ptensor.tensor<[8, 8, 8], f32>
+    %o = ptensor.bmm %p3, %v : ...
+    ```
+    After:
+    ```
+    %o4 = ptensor.attention %q4, %k4, %v4 mask %bias scale 1.0 : ... -> !ptensor.tensor<[2, 4, 8, 16], f32>
+    %o = ptensor.reshape %o4 : ... -> !ptensor.tensor<[8, 8, 16], f32>
+    ```
+
+    A row whose scores are all -inf gives NaN in the math and zeros in torch's
+    fused kernels.
+    """
+
+    name = "fuse-attention"
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        PatternRewriteWalker(FuseExplicitAttention(), apply_recursively=False).rewrite_module(op)

@@ -1,0 +1,83 @@
+// RUN: permalloy-opt %s -p fuse-attention | filecheck %s
+
+// Scaled scores plus a relative position bias over heads: the products'
+// merged batch is split again as the softmax's reshape shows, the key is
+// transposed back, and the bias becomes the attention's additive mask.
+// CHECK-LABEL: func.func @biased(
+// CHECK-NEXT:    %[[Q:.*]] = ptensor.reshape %q : !ptensor.tensor<[8, 10, 16], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
+// CHECK-NEXT:    %[[KT:.*]] = ptensor.reshape %kt : !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[2, 4, 16, 12], f32>
+// CHECK-NEXT:    %[[K:.*]] = ptensor.permute %[[KT]] [0, 1, 3, 2] : !ptensor.tensor<[2, 4, 16, 12], f32> -> !ptensor.tensor<[2, 4, 12, 16], f32>
+// CHECK-NEXT:    %[[V:.*]] = ptensor.reshape %v : !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[2, 4, 12, 16], f32>
+// CHECK-NEXT:    %[[O:.*]] = ptensor.attention %[[Q]], %[[K]], %[[V]] mask %bias scale 2.500000e-01 : {{.*}}, !ptensor.tensor<[4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
+// CHECK-NEXT:    %[[R:.*]] = ptensor.reshape %[[O]] : !ptensor.tensor<[2, 4, 10, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+// CHECK-NEXT:    func.return %[[R]]
+func.func @biased(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %bias: !ptensor.tensor<[4, 10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %s4 = ptensor.reshape %s : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %c = ptensor.full 0.25 : !ptensor.tensor<[], f32>
+  %scaled = ptensor.binary mul %s4, %c : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %x = ptensor.binary add %scaled, %bias : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [3] keepdim : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[2, 4, 10, 1], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [3] keepdim : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[2, 4, 10, 1], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %p3 = ptensor.reshape %p : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p3, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f32>
+}
+
+// A causal mask written as `where(dropped, -inf, scores)` on 3-d products:
+// a boolean mask that keeps where the condition does not drop, and a unit
+// batch in front for the fused kernels' 4-d form.
+// CHECK-LABEL: func.func @causal(
+// CHECK-NEXT:    %[[KEEP:.*]] = ptensor.unary logical_not %dropped : !ptensor.tensor<[10, 12], i1> -> !ptensor.tensor<[10, 12], i1>
+// CHECK:         ptensor.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[KEEP]] scale 1.000000e+00 : {{.*}} -> !ptensor.tensor<[1, 8, 10, 16], f32>
+// CHECK-NOT:     ptensor.reduce
+func.func @causal(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %dropped: !ptensor.tensor<[10, 12], i1>) -> !ptensor.tensor<[8, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %inf = ptensor.full -inf : !ptensor.tensor<[], f32>
+  %x = ptensor.where %dropped, %inf, %s : !ptensor.tensor<[10, 12], i1>, !ptensor.tensor<[], f32>, !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f32>
+}
+
+// Refusals. The probabilities are returned too (as a training graph saves
+// them): the math stays.
+// CHECK-LABEL: func.func @probabilities_returned(
+// CHECK-NOT:     ptensor.attention
+// CHECK:         func.return
+func.func @probabilities_returned(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>) -> (!ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 10, 12], f32>) {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %s dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %s, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o, %p : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 10, 12], f32>
+}
+
+// A scale applied after the bias scales the bias too: not the attention's
+// `softmax(q @ k^T * scale + mask)`, so the math stays.
+// CHECK-LABEL: func.func @scale_after_bias(
+// CHECK-NOT:     ptensor.attention
+// CHECK:         func.return
+func.func @scale_after_bias(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %bias: !ptensor.tensor<[10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %b = ptensor.binary add %s, %bias : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %c = ptensor.full 0.25 : !ptensor.tensor<[], f32>
+  %x = ptensor.binary mul %b, %c : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f32>
+}

@@ -1,7 +1,8 @@
 """
 The models suite's transformers in bf16 on a GPU: eager, Inductor, permalloy
-and permalloy with the `matmul_templates` option (products as contractions,
-template or library timed per size) in one process. Each compiled model is
+permalloy with the `matmul_templates` option (products as contractions,
+template or library timed per size) and permalloy with the `fused_attention` option
+(attention written as its math run as torch's fused attention) in one process. Each compiled model is
 checked against eager (relative error of the output), timed in interleaved
 rounds of back-to-back calls (medians), and profiled (`--profile`: host and
 kernel time per call, as `permalloy-bench --profile` reports them); the
@@ -25,7 +26,13 @@ from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backen
 from permalloy.tools.bench.timing import back_to_back_ms
 from permalloy.tools.models import make_model
 
-BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates")
+BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates", "permalloy-fused-attention")
+PERMALLOY_OPTIONS = {
+    "permalloy": {},
+    "permalloy-templates": {"matmul_templates": True},
+    "permalloy-fused-attention": {"fused_attention": True},
+}
+"""The options of each permalloy backend."""
 GRAPH_FACTS = ("host", "kernels", "extern_calls", "host_callbacks")
 """What each permalloy graph's stats record is reduced to here."""
 
@@ -45,10 +52,10 @@ def _compiled(model, backend: str):
         return torch.compile(model, backend="inductor")
     from permalloy.tools.backend import permalloy_backend
 
-    return torch.compile(model, backend=permalloy_backend, options={"matmul_templates": backend == "permalloy-templates"})
+    return torch.compile(model, backend=permalloy_backend, options=PERMALLOY_OPTIONS[backend])
 
 
-def _case(name: str, size: str, rounds: int, profile: bool) -> dict:
+def _case(name: str, size: str, rounds: int, profile: bool, backends: tuple[str, ...] = BACKENDS) -> dict:
     torch.manual_seed(0)
     case = make_model(name, size)
     model = case.model.eval().to("cuda", torch.bfloat16)
@@ -57,7 +64,7 @@ def _case(name: str, size: str, rounds: int, profile: bool) -> dict:
     runs = {}
     with torch.no_grad():
         expected = _first(model(*inputs)).float()
-        for backend in BACKENDS:
+        for backend in backends:
             torch._dynamo.reset()  # noqa: SLF001
             permalloy.reset_stats()
             run = _compiled(model, backend)
@@ -93,11 +100,16 @@ def main(argv=None) -> int:
     parser.add_argument("--size", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="also profile each backend (host and kernel time per call)")
+    parser.add_argument("--backends", default=",".join(BACKENDS[:4]), help=f"comma-separated, among {', '.join(BACKENDS)}")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
+    backends = tuple(args.backends.split(","))
+    unknown = sorted(set(backends) - set(BACKENDS))
+    if unknown:
+        parser.error(f"unknown backends {', '.join(unknown)}; valid: {', '.join(BACKENDS)}")
     rows = []
     for name in args.cases.split(","):
-        row = _case(name, args.size, args.rounds, args.profile)
+        row = _case(name, args.size, args.rounds, args.profile, backends)
         res = row["results"]
         cells = [f"{b} {r['ms']:.3f}ms" if "ms" in r else f"{b} failed" for b, r in res.items()]
         ratios = [f"{b}/inductor {res['inductor']['ms'] / res[b]['ms']:.3f}x" for b in BACKENDS[2:] if "ms" in res.get(b, {}) and "ms" in res.get("inductor", {})]

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -106,12 +106,14 @@ def lower_module(
     times: CompileTimes | None = None,
     fusion_decisions: FusionDecisions | None = None,
     matmul_templates: bool = False,
+    optional_passes: Collection[str] = (),
 ) -> ModuleOp:
     """Run the default pipeline for `target` on an imported module, dumping
     after each pass, adding each pass's time to `times` and recording
     `fuse-loops`' decisions into `fusion_decisions` when given; with
     `matmul_templates`, half-precision products become contractions where the
-    target tiles them."""
+    target tiles them; `optional_passes` are the target's passes the compile's
+    options add."""
     ctx = make_context()
     times = times if times is not None else CompileTimes()
     mark = time.perf_counter()
@@ -125,7 +127,7 @@ def lower_module(
         mark = time.perf_counter()
 
     deterministic = torch.are_deterministic_algorithms_enabled()
-    names = default_pipeline(fusion, target, deterministic, matmul_templates)
+    names = default_pipeline(fusion, target, deterministic, matmul_templates, optional_passes)
     pipeline = build_pipeline(pipeline_text(names), callback=after_pass)
     if fusion_decisions is not None:
         pipeline = PassPipeline(
@@ -231,7 +233,10 @@ def compile_graph(
                 verify_imported(imported.module)
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
-        module = lower_module(imported.module, dumper, options.fusion, options.target, times, decisions, templates)
+        optional = target_descriptor(options.target).passes_turned_on(options.target_options)
+        module = lower_module(
+            imported.module, dumper, options.fusion, options.target, times, decisions, templates, optional
+        )
         if dumper is not None:
             dump_kernels(module, target, dumper)
         recording = RecordingTarget(target)

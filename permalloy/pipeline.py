@@ -9,11 +9,12 @@ as `permalloy-opt -p`, so any compiled graph can be replayed as text:
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from permalloy.targets.registry import target_descriptor
 
-TENSOR_LEVEL = ["canonicalize", "cse", "fuse-attention", "dce"]
-"""Clean-up of the imported ptensor IR, and attention written as its math
-made one library call."""
+TENSOR_LEVEL = ["canonicalize", "cse", "dce"]
+"""Clean-up of the imported ptensor IR."""
 
 LOOP_LEVEL = ["convert-ptensor-to-loop", "cse", "dce"]
 """Lowering to loops (view elimination) and clean-up of the loop bodies."""
@@ -30,7 +31,11 @@ graph updates written in place, and its memory plan."""
 
 
 def default_pipeline(
-    fusion: bool = True, target: str | None = None, deterministic: bool = False, matmul_templates: bool = False
+    fusion: bool = True,
+    target: str | None = None,
+    deterministic: bool = False,
+    matmul_templates: bool = False,
+    optional_passes: Collection[str] = (),
 ) -> list[str]:
     """The pass names that take an imported graph to a host program for
     `target`, with the passes the target adds (its `TargetDescriptor`'s
@@ -40,10 +45,13 @@ def default_pipeline(
     (torch's deterministic algorithms are on) keeps the float scatters that
     sum or multiply for torch on a target whose scatters use atomics;
     `matmul_templates` lowers half-precision matrix products to contractions
-    on a target that tiles them."""
+    on a target that tiles them; `optional_passes` are the target's passes
+    that the compile's options turn on (`TargetDescriptor.optional_passes`)."""
     if target is not None:
         descriptor = target_descriptor(target)
-        return descriptor.pipeline(fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL, deterministic, matmul_templates)
+        return descriptor.pipeline(
+            fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL, deterministic, matmul_templates, optional_passes
+        )
     return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
 
 

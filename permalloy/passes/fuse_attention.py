@@ -34,6 +34,14 @@ def _scalar_constant(value: SSAValue) -> float | None:
     return float(owner.value.value.data)
 
 
+def _float_cast_input(value: SSAValue) -> SSAValue | None:
+    """The input of `value = cast(x)` between float types, or None."""
+    owner = value.owner
+    if isinstance(owner, pt.CastOp) and pt.is_float(pt.tensor_type(owner.input).element_type):
+        return owner.input
+    return None
+
+
 def _last_dim_reduction(value: SSAValue, kind: pt.ReduceKind) -> SSAValue | None:
     """The input of `value = reduce kind(x) dims [last] keepdim`, or None."""
     owner = value.owner
@@ -95,7 +103,7 @@ def _leads_to_product(value: SSAValue, depth: int = 8) -> bool:
         return True
     if depth == 0:
         return False
-    if isinstance(owner, pt.ReshapeOp):
+    if isinstance(owner, pt.ReshapeOp | pt.CastOp):
         return _leads_to_product(owner.input, depth - 1)
     if isinstance(owner, pt.WhereOp):
         return any(_leads_to_product(v, depth - 1) for v in (owner.on_true, owner.on_false))
@@ -126,6 +134,9 @@ def _score_terms(scores: SSAValue) -> ScoreTerms | None:
         ops.append(owner)
         if isinstance(owner, pt.ReshapeOp):
             reshaped, value = True, owner.input
+            continue
+        if _float_cast_input(value) is not None:
+            value = owner.operands[0]
             continue
         if reshaped and not isinstance(owner, pt.BinaryOp):
             return None
@@ -173,7 +184,7 @@ def _score_terms(scores: SSAValue) -> ScoreTerms | None:
             return None
         ops.append(constant_value.owner)
         inner = value.owner
-        while isinstance(inner, pt.ReshapeOp):
+        while isinstance(inner, pt.ReshapeOp) or (isinstance(inner, pt.CastOp) and _float_cast_input(inner.result)):
             if not _single_use(inner.result):
                 return None
             ops.append(inner)
@@ -208,10 +219,15 @@ class FuseExplicitAttention(RewritePattern):
         softmax_of, batch = _batch_of(probabilities)
         if softmax_of is not probabilities and not _single_use(softmax_of):
             return
-        found = _softmax_input(softmax_of)
-        if found is None:
+        # a half-precision softmax is computed in float32 between two casts
+        widened = _float_cast_input(softmax_of)
+        found = _softmax_input(softmax_of if widened is None else widened)
+        if found is None or (widened is not None and not _single_use(widened)):
             return
         scores, softmax_ops = found
+        if widened is not None:
+            assert isinstance(softmax_of.owner, Operation)
+            softmax_ops.insert(0, softmax_of.owner)
         terms = _score_terms(scores)
         if terms is None or not _single_use(terms.product.result):
             return

@@ -18,7 +18,7 @@ read that list, so a new target is one package and one line there.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -88,6 +88,9 @@ class TargetDescriptor:
     """The device types for which it is the target when the user names none."""
     tensor_passes: tuple[str, ...] = ()
     """Passes it adds after the clean-up of imported ptensor IR (fused graphs only)."""
+    optional_passes: Mapping[str, str] = field(default_factory=dict)
+    """Its tensor-level passes that a boolean option of its own adds (off by
+    default), by option name: the pass, as pipeline text."""
     loop_passes: tuple[str, ...] = ()
     """Passes it adds after the lowering to loops."""
     buffer_passes: tuple[str, ...] = ()
@@ -135,13 +138,16 @@ class TargetDescriptor:
         buffer_level: list[str],
         deterministic: bool = False,
         matmul_templates: bool = False,
+        optional_passes: Collection[str] = (),
     ) -> list[str]:
         """The pass names of a pipeline for this target: each level's list with
         the target's own passes added (its tensor-level passes only when
         fusing; its buffer-level ones after the first buffer-level pass, the
         conversion), and its options on `fuse-loops`; `deterministic` when
         torch's deterministic algorithms are on; `matmul_templates` when the
-        compile asks for matrix products as contractions (where it tiles them)."""
+        compile asks for matrix products as contractions (where it tiles them);
+        `optional_passes` are passes of its `optional_passes` the compile's
+        options turn on (fused graphs only, before its own tensor-level passes)."""
         lowering_options = []
         if deterministic and self.atomic_scatters:
             lowering_options.append("deterministic-scatters=true")
@@ -158,9 +164,10 @@ class TargetDescriptor:
             f"{name}{{{self.fusion_options}}}" if name == "fuse-loops" and self.fusion_options else name
             for name in fusion_level
         ]
+        tensor_passes = [*optional_passes, *self.tensor_passes]
         return [
             *tensor_level,
-            *(self.tensor_passes if fusion else ()),
+            *(tensor_passes if fusion else ()),
             *loop_level,
             *self.loop_passes,
             *(fuse if fusion else ()),
@@ -168,6 +175,10 @@ class TargetDescriptor:
             *self.buffer_passes,
             *buffer_level[1:],
         ]
+
+    def passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The passes of `optional_passes` whose options are True in `options`."""
+        return tuple(name for option, name in self.optional_passes.items() if options.get(option) is True)
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """`options` if the target takes each of them with its value; else a

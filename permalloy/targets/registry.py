@@ -62,4 +62,6 @@ def kernel_target(name: str, mode: str = "default", **options: Any) -> KernelTar
     """A fresh code generator of the target called `name`, for a torch.compile
     `mode`, with the target's own `options` (checked)."""
     target = target_descriptor(name)
-    return target.make(mode, **target.checked_options(options))
+    checked = target.checked_options(options)
+    # options that only choose passes are the pipeline's, not the generator's
+    return target.make(mode, **{k: v for k, v in checked.items() if k not in target.optional_passes})

@@ -1,8 +1,10 @@
 """
-Attention written as its math (two products around a softmax) runs as one
+Attention written as its math (two products around a softmax) becomes one
 fused attention call (`fuse-attention`), with its scale, biases and -inf
-masking as the call's mask, on both targets; results match eager's. Where
-something else reads the probabilities the math stays, and still matches.
+masking as the call's mask, where the Triton target's `fused_attention`
+option asks for it; by default both targets keep the math. Results match
+eager's either way, and where something else reads the probabilities the
+math stays.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 import pytest
 import torch
 
+import permalloy
 from permalloy.lowering.capture import capture_aten_graphs
 from permalloy.lowering.import_fx import import_graph
 from permalloy.passes import build_pipeline
@@ -20,18 +23,18 @@ from xdsl.context import Context
 BATCH, HEADS, QUERIES, KEYS, DEPTH = 2, 3, 10, 12, 8
 
 
-def _qkv(queries: int = QUERIES, keys: int = KEYS) -> list[torch.Tensor]:
+def _qkv(queries: int = QUERIES, keys: int = KEYS, dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
     torch.manual_seed(0)
     return [
-        torch.randn(BATCH, HEADS, queries, DEPTH),
-        torch.randn(BATCH, HEADS, keys, DEPTH),
-        torch.randn(BATCH, HEADS, keys, DEPTH),
+        torch.randn(BATCH, HEADS, queries, DEPTH, dtype=dtype),
+        torch.randn(BATCH, HEADS, keys, DEPTH, dtype=dtype),
+        torch.randn(BATCH, HEADS, keys, DEPTH, dtype=dtype),
     ]
 
 
 def causal_masked_fill(q, k, v):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril()
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
     scores = scores.masked_fill(causal == 0, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
 
@@ -43,7 +46,7 @@ def relative_position_bias(q, k, v, bias):
 
 def padding_mask_as_bias(q, k, v, keep):
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
-    extended = (1.0 - keep[:, None, None, :].float()) * torch.finfo(torch.float32).min
+    extended = (1.0 - keep[:, None, None, :].to(q.dtype)) * torch.finfo(q.dtype).min
     return torch.matmul(torch.softmax(scores + extended, dim=-1), v)
 
 
@@ -68,10 +71,10 @@ def probabilities_returned(q, k, v):
     return weights @ v, weights
 
 
-def _inputs(name: str) -> list[torch.Tensor]:
-    q, k, v = _qkv()
+def _inputs(name: str, dtype: torch.dtype = torch.float32) -> list[torch.Tensor]:
+    q, k, v = _qkv(dtype=dtype)
     if name == "relative_position_bias":
-        return [q, k, v, torch.randn(HEADS, QUERIES, KEYS)]
+        return [q, k, v, torch.randn(HEADS, QUERIES, KEYS, dtype=dtype)]
     if name == "padding_mask_as_bias":
         keep = torch.ones(BATCH, KEYS, dtype=torch.bool)
         keep[0, -3:] = False
@@ -79,7 +82,7 @@ def _inputs(name: str) -> list[torch.Tensor]:
     if name == "bias_and_boolean_mask":
         keep = torch.rand(QUERIES, KEYS) > 0.3
         keep[:, 0] = True
-        return [q, k, v, torch.randn(BATCH, 1, QUERIES, KEYS), keep]
+        return [q, k, v, torch.randn(BATCH, 1, QUERIES, KEYS, dtype=dtype), keep]
     return [q, k, v]
 
 
@@ -103,18 +106,39 @@ def test_probabilities_read_elsewhere_keep_the_math():
     assert _fused_calls(probabilities_returned, _inputs("")) == 0
 
 
+def _extern_calls() -> int:
+    return sum(record["extern_calls"] for record in permalloy.stats())
+
+
 @pytest.mark.parametrize("fn", [*FUSED, probabilities_returned], ids=lambda f: f.__name__)
-def test_llvm_matches_eager(backend_check, fn):
+def test_llvm_keeps_the_math_and_matches_eager(backend_check, fn):
     backend_check(fn, _inputs(fn.__name__), target="llvm")
+    assert _extern_calls() == 2  # the two products
 
 
-@pytest.mark.parametrize("fn", [causal_masked_fill, relative_position_bias, bias_and_boolean_mask], ids=lambda f: f.__name__)
-def test_triton_matches_eager(backend_check, triton_device, fn):
-    backend_check(fn, _inputs(fn.__name__), target="triton")
+def _check_triton(backend_check, device: str, fn, inputs: list[torch.Tensor], **options) -> None:
+    permalloy.reset_stats()
+    compiled = backend_check.compile(fn, "triton", **options)
+    inputs = [x.to(device) for x in inputs]
+    backend_check.assert_outputs_match(compiled(*inputs), fn(*inputs))
 
 
-def test_cross_attention_lengths(backend_check):
-    q, _, _ = _qkv(queries=5)
-    _, k, v = _qkv(keys=17)
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
+@pytest.mark.parametrize("fn", FUSED, ids=lambda f: f.__name__)
+def test_triton_option_fuses_attention(backend_check, triton_device, fn, dtype):
+    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), fused_attention=True)
+    assert _extern_calls() == 1  # the attention
+
+
+def test_triton_keeps_the_math_by_default(backend_check, triton_device):
+    fn = relative_position_bias
+    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, torch.float16))
+    assert _extern_calls() == 2
+
+
+def test_cross_attention_lengths(backend_check, triton_device):
+    q, _, _ = _qkv(queries=5, dtype=torch.float16)
+    _, k, v = _qkv(keys=17, dtype=torch.float16)
     assert _fused_calls(scaled_query, [q, k, v]) == 1
-    backend_check(scaled_query, [q, k, v], target="llvm")
+    _check_triton(backend_check, triton_device, scaled_query, [q, k, v], fused_attention=True)
+    assert _extern_calls() == 1

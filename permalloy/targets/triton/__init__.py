@@ -71,6 +71,7 @@ TARGET = TargetDescriptor(
     devices=("cuda",),
     default_for=("cuda",),
     tensor_passes=("unfuse-bias-add", "pad-products", "scatter-embedding-gradients"),
+    optional_passes={"fused_attention": "fuse-attention"},
     loop_passes=("split-reductions",),
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",
@@ -93,6 +94,11 @@ TARGET = TargetDescriptor(
             "library, whichever is faster at each size",
             boolean,
         ),
+        "fused_attention": TargetOption(
+            "False (default): attention written as its math (products around a softmax) runs as the "
+            "math, two library products around one fused softmax kernel; True: as torch's fused attention",
+            boolean,
+        ),
     },
     check_inputs=_input_problem,
     host_runtime=_host_runtime,
@@ -107,7 +113,9 @@ sums and products of scatters for torch; rows of at most 4096 elements of at
 most 32 bits sort in registers, other sorts run with torch; with the
 `matmul_templates` option, half-precision matrix products are contractions,
 run by a tiled template with their fused prologues and epilogues or by the
-library, whichever is faster."""
+library, whichever is faster; with the `fused_attention` option, attention
+written as its math runs as torch's fused attention (`fuse-attention`), which
+was not faster than the math on an H200 (ARCHITECTURE.md)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -72,7 +72,7 @@ def qwen2(size: str) -> tuple:
     return _causal_lm(transformers.Qwen2ForCausalLM(config), shape)
 
 
-def gpt2(size: str) -> tuple:
+def gpt2(size: str, attention: str = "sdpa") -> tuple:
     """GPT-2: learned positions, layer norm, GELU MLP, fused QKV projection."""
     import transformers
 
@@ -88,9 +88,14 @@ def gpt2(size: str) -> tuple:
         embd_pdrop=0.0,
         bos_token_id=0,
         eos_token_id=0,
-        attn_implementation="sdpa",
+        attn_implementation=attention,
     )
     return _causal_lm(transformers.GPT2LMHeadModel(config), shape)
+
+
+def gpt2_eager_attention(size: str) -> tuple:
+    """GPT-2 with eager attention: products around a softmax under a causal and a padding mask."""
+    return gpt2(size, attention="eager")
 
 
 def gpt_neox(size: str) -> tuple:
@@ -155,6 +160,7 @@ SPECS: tuple[ModelSpec, ...] = (
     model_spec("mistral", "decoder", mistral),
     model_spec("qwen2", "decoder", qwen2),
     model_spec("gpt2", "decoder", gpt2),
+    model_spec("gpt2_eager_attention", "decoder", gpt2_eager_attention),
     model_spec("gpt_neox", "decoder", gpt_neox),
     model_spec("opt", "decoder", opt),
     model_spec("phi", "decoder", phi),

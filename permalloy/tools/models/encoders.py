@@ -40,6 +40,15 @@ def bert(size: str) -> tuple:
     return _encoder(transformers.BertModel(config, add_pooling_layer=False), shape)
 
 
+def bert_eager_attention(size: str) -> tuple:
+    """BERT with eager attention: products around a softmax, the padding mask added as a bias."""
+    import transformers
+
+    shape = text_shape(size)
+    config = transformers.BertConfig(**{**_bert_like_options(shape), "attn_implementation": "eager"})
+    return _encoder(transformers.BertModel(config, add_pooling_layer=False), shape)
+
+
 def roberta(size: str) -> tuple:
     """RoBERTa: BERT with positions counted from the padding index, skipping pads."""
     import transformers
@@ -112,6 +121,7 @@ def deberta_v2(size: str) -> tuple:
 
 SPECS: tuple[ModelSpec, ...] = (
     model_spec("bert", "encoder", bert),
+    model_spec("bert_eager_attention", "encoder", bert_eager_attention),
     model_spec("roberta", "encoder", roberta),
     model_spec("distilbert", "encoder", distilbert),
     model_spec("albert", "encoder", albert),

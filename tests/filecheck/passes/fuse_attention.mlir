@@ -47,6 +47,29 @@ func.func @causal(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8
   func.return %o : !ptensor.tensor<[8, 10, 16], f32>
 }
 
+// Half precision: the softmax runs in float32 between casts, and the scale
+// too; the casts go with the math.
+// CHECK-LABEL: func.func @half(
+// CHECK:         ptensor.attention %{{.*}}, %{{.*}}, %{{.*}} mask %bias scale 1.250000e-01 : {{.*}} -> !ptensor.tensor<[1, 8, 10, 16], f16>
+// CHECK-NOT:     ptensor.cast
+func.func @half(%q: !ptensor.tensor<[8, 10, 16], f16>, %kt: !ptensor.tensor<[8, 16, 12], f16>, %v: !ptensor.tensor<[8, 12, 16], f16>, %bias: !ptensor.tensor<[10, 12], f16>) -> !ptensor.tensor<[8, 10, 16], f16> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f16>, !ptensor.tensor<[8, 16, 12], f16> -> !ptensor.tensor<[8, 10, 12], f16>
+  %w = ptensor.cast %s : !ptensor.tensor<[8, 10, 12], f16> -> !ptensor.tensor<[8, 10, 12], f32>
+  %c = ptensor.full 0.125 : !ptensor.tensor<[], f32>
+  %scaled = ptensor.binary mul %w, %c : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %n = ptensor.cast %scaled : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f16>
+  %b = ptensor.binary add %n, %bias : !ptensor.tensor<[8, 10, 12], f16>, !ptensor.tensor<[10, 12], f16> -> !ptensor.tensor<[8, 10, 12], f16>
+  %x = ptensor.cast %b : !ptensor.tensor<[8, 10, 12], f16> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %ph = ptensor.cast %p : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f16>
+  %o = ptensor.bmm %ph, %v : !ptensor.tensor<[8, 10, 12], f16>, !ptensor.tensor<[8, 12, 16], f16> -> !ptensor.tensor<[8, 10, 16], f16>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f16>
+}
+
 // Refusals. The probabilities are returned too (as a training graph saves
 // them): the math stays.
 // CHECK-LABEL: func.func @probabilities_returned(

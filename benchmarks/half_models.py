@@ -1,8 +1,9 @@
 """
-The models suite's transformers in bf16 on a GPU: eager, Inductor, permalloy
+The models suite's transformers in bf16 (or `--dtype`) on a GPU: eager, Inductor, permalloy
 permalloy with the `matmul_templates` option (products as contractions,
-template or library timed per size) and permalloy with the `fused_attention` option
-(attention written as its math run as torch's fused attention) in one process. Each compiled model is
+template or library timed per size) and permalloy with the `attention` option
+(attention written as its math run by torch's fused kernels, or by
+permalloy's flash kernel) in one process. Each compiled model is
 checked against eager (relative error of the output), timed in interleaved
 rounds of back-to-back calls (medians), and profiled (`--profile`: host and
 kernel time per call, as `permalloy-bench --profile` reports them); the
@@ -26,11 +27,12 @@ from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backen
 from permalloy.tools.bench.timing import back_to_back_ms
 from permalloy.tools.models import make_model
 
-BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates", "permalloy-fused-attention")
+BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates", "permalloy-torch-attention", "permalloy-flash-attention")
 PERMALLOY_OPTIONS = {
     "permalloy": {},
     "permalloy-templates": {"matmul_templates": True},
-    "permalloy-fused-attention": {"fused_attention": True},
+    "permalloy-torch-attention": {"attention": "torch"},
+    "permalloy-flash-attention": {"attention": "triton"},
 }
 """The options of each permalloy backend."""
 GRAPH_FACTS = ("host", "kernels", "extern_calls", "host_callbacks")
@@ -55,11 +57,16 @@ def _compiled(model, backend: str):
     return torch.compile(model, backend=permalloy_backend, options=PERMALLOY_OPTIONS[backend])
 
 
-def _case(name: str, size: str, rounds: int, profile: bool, backends: tuple[str, ...] = BACKENDS) -> dict:
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+
+
+def _case(
+    name: str, size: str, rounds: int, profile: bool, backends: tuple[str, ...] = BACKENDS, dtype: str = "bf16"
+) -> dict:
     torch.manual_seed(0)
     case = make_model(name, size)
-    model = case.model.eval().to("cuda", torch.bfloat16)
-    inputs = [t.to("cuda", torch.bfloat16) if t.is_floating_point() else t.to("cuda") for t in case.inputs]
+    model = case.model.eval().to("cuda", DTYPES[dtype])
+    inputs = [t.to("cuda", DTYPES[dtype]) if t.is_floating_point() else t.to("cuda") for t in case.inputs]
     row: dict = {"case": name, "results": {}}
     runs = {}
     with torch.no_grad():
@@ -101,6 +108,7 @@ def main(argv=None) -> int:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--profile", action="store_true", help="also profile each backend (host and kernel time per call)")
     parser.add_argument("--backends", default=",".join(BACKENDS[:4]), help=f"comma-separated, among {', '.join(BACKENDS)}")
+    parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES), help="the models' float type (default bf16)")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     backends = tuple(args.backends.split(","))
@@ -109,7 +117,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown backends {', '.join(unknown)}; valid: {', '.join(BACKENDS)}")
     rows = []
     for name in args.cases.split(","):
-        row = _case(name, args.size, args.rounds, args.profile, backends)
+        row = _case(name, args.size, args.rounds, args.profile, backends, args.dtype)
         res = row["results"]
         cells = [f"{b} {r['ms']:.3f}ms" if "ms" in r else f"{b} failed" for b, r in res.items()]
         ratios = [f"{b}/inductor {res['inductor']['ms'] / res[b]['ms']:.3f}x" for b in BACKENDS[2:] if "ms" in res.get(b, {}) and "ms" in res.get("inductor", {})]
@@ -117,7 +125,7 @@ def main(argv=None) -> int:
         rows.append(row)
         if args.json:
             with open(args.json, "w") as out:
-                json.dump({"device": torch.cuda.get_device_name(), "dtype": "bf16", "rows": rows}, out, indent=1)
+                json.dump({"device": torch.cuda.get_device_name(), "dtype": args.dtype, "rows": rows}, out, indent=1)
     return 0
 
 

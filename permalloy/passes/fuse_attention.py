@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerType, ModuleOp
+from xdsl.dialects.builtin import FloatAttr, IntegerType, ModuleOp, StringAttr
 from xdsl.ir import Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -18,6 +18,10 @@ from xdsl.pattern_rewriter import (
 )
 
 from permalloy.dialects import ptensor as pt
+from permalloy.passes import check_option
+
+KERNELS = ("torch", "triton")
+"""What may run a fused attention."""
 
 
 def _single_use(value: SSAValue) -> bool:
@@ -211,6 +215,8 @@ class FuseExplicitAttention(RewritePattern):
     """`bmm(softmax(q @ k^T * scale + bias, -1), v)` becomes one
     `ptensor.attention` with `bias` (and any -inf masking) as its mask."""
 
+    kernel: str = "torch"
+
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: pt.BatchMatmulOp, rewriter: PatternRewriter) -> None:
         probabilities, value = op.lhs, op.rhs
@@ -268,6 +274,8 @@ class FuseExplicitAttention(RewritePattern):
         value_4d = _reshaped(value, [*batch, keys, pt.tensor_type(value).sizes[2]], new_ops)
         result_type = pt.TensorType([*batch, rows, pt.tensor_type(value).sizes[2]], element_type)
         attention = pt.AttentionOp(query_4d, key_4d.result, value_4d, mask, False, terms.scale, result_type)
+        if self.kernel != "torch":
+            attention.attributes[pt.AttentionOp.KERNEL] = StringAttr(self.kernel)
         new_ops.append(attention)
         result = _reshaped(attention.result, list(pt.tensor_type(op.result).sizes), new_ops)
         rewriter.replace(op, new_ops, [result])
@@ -368,5 +376,13 @@ class FuseAttentionPass(ModulePass):
 
     name = "fuse-attention"
 
+    kernel: str = "torch"
+    """What runs the attention: "torch" (its fused kernels) or "triton"
+    (permalloy's flash kernel where Triton runs, `AttentionOp.KERNEL`)."""
+
+    def __post_init__(self) -> None:
+        check_option("kernel", self.kernel, KERNELS)
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        PatternRewriteWalker(FuseExplicitAttention(), apply_recursively=False).rewrite_module(op)
+        pattern = FuseExplicitAttention(self.kernel)
+        PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

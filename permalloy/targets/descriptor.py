@@ -88,9 +88,9 @@ class TargetDescriptor:
     """The device types for which it is the target when the user names none."""
     tensor_passes: tuple[str, ...] = ()
     """Passes it adds after the clean-up of imported ptensor IR (fused graphs only)."""
-    optional_passes: Mapping[str, str] = field(default_factory=dict)
-    """Its tensor-level passes that a boolean option of its own adds (off by
-    default), by option name: the pass, as pipeline text."""
+    optional_passes: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
+    """Its tensor-level passes that an option of its own adds, by option name
+    and value: the pass, as pipeline text (a value not listed adds none)."""
     loop_passes: tuple[str, ...] = ()
     """Passes it adds after the lowering to loops."""
     buffer_passes: tuple[str, ...] = ()
@@ -177,8 +177,12 @@ class TargetDescriptor:
         ]
 
     def passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
-        """The passes of `optional_passes` whose options are True in `options`."""
-        return tuple(name for option, name in self.optional_passes.items() if options.get(option) is True)
+        """The passes of `optional_passes` that the values in `options` add."""
+        return tuple(
+            by_value[options[option]]
+            for option, by_value in self.optional_passes.items()
+            if option in options and options[option] in by_value
+        )
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """`options` if the target takes each of them with its value; else a

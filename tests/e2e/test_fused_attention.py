@@ -1,10 +1,11 @@
 """
 Attention written as its math (two products around a softmax) becomes one
 fused attention call (`fuse-attention`), with its scale, biases and -inf
-masking as the call's mask, where the Triton target's `fused_attention`
-option asks for it; by default both targets keep the math. Results match
-eager's either way, and where something else reads the probabilities the
-math stays.
+masking as the call's mask, where the Triton target's `attention` option asks
+for it (torch's fused kernels, or permalloy's flash kernel); by default both
+targets keep the math. Results match eager's either way, and where something
+else reads the probabilities the math stays. The flash kernel itself matches
+the math at several sizes, masks and types.
 """
 
 from __future__ import annotations
@@ -123,22 +124,94 @@ def _check_triton(backend_check, device: str, fn, inputs: list[torch.Tensor], **
     backend_check.assert_outputs_match(compiled(*inputs), fn(*inputs))
 
 
+@pytest.mark.parametrize("kernel", ["torch", "triton"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
 @pytest.mark.parametrize("fn", FUSED, ids=lambda f: f.__name__)
-def test_triton_option_fuses_attention(backend_check, triton_device, fn, dtype):
-    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), fused_attention=True)
+def test_triton_option_fuses_attention(backend_check, triton_device, fn, dtype, kernel):
+    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), attention=kernel)
     assert _extern_calls() == 1  # the attention
 
 
-def test_triton_keeps_the_math_by_default(backend_check, triton_device):
+@pytest.mark.parametrize("options", [{}, {"attention": "math"}], ids=["default", "math"])
+def test_triton_keeps_the_math_by_default(backend_check, triton_device, options):
     fn = relative_position_bias
-    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, torch.float16))
+    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, torch.float16), **options)
     assert _extern_calls() == 2
+
+
+def test_triton_option_lists_its_values(backend_check, triton_device):
+    fn = relative_position_bias
+    with pytest.raises(Exception, match="math.*torch.*triton"):
+        _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__), attention="flash")
 
 
 def test_cross_attention_lengths(backend_check, triton_device):
     q, _, _ = _qkv(queries=5, dtype=torch.float16)
     _, k, v = _qkv(keys=17, dtype=torch.float16)
     assert _fused_calls(scaled_query, [q, k, v]) == 1
-    _check_triton(backend_check, triton_device, scaled_query, [q, k, v], fused_attention=True)
+    _check_triton(backend_check, triton_device, scaled_query, [q, k, v], attention="triton")
     assert _extern_calls() == 1
+
+
+def _math(q, k, v, mask, scale):
+    """The attention's math as eager computes it (half-precision softmax in float32)."""
+    scores = (q @ k.transpose(-2, -1)).float() * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + mask.float()
+    return torch.softmax(scores, -1).to(v.dtype) @ v
+
+
+def _mask(kind: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
+    batch, heads, queries, keys = shape
+    if kind == "none":
+        return None
+    if kind == "bias_over_heads":
+        return torch.randn(heads, queries, keys, dtype=dtype)
+    if kind == "padding_bias":
+        bias = torch.zeros(batch, 1, 1, keys, dtype=dtype)
+        bias[0, ..., -3:] = torch.finfo(dtype).min
+        return bias
+    keep = torch.rand(queries, keys) > 0.3
+    keep[:, 0] = True
+    return keep
+
+
+@pytest.mark.parametrize("mask_kind", ["none", "bias_over_heads", "padding_bias", "boolean"])
+@pytest.mark.parametrize("sizes", [(2, 3, 10, 12, 8, 8), (1, 2, 70, 49, 32, 32), (2, 2, 5, 130, 64, 16)], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16], ids=str)
+def test_flash_kernel_matches_the_math(triton_device, backend_check, sizes, mask_kind, dtype):
+    from permalloy.targets.triton.flash_attention import flash_attention
+
+    batch, heads, queries, keys, features, value_features = sizes
+    torch.manual_seed(0)
+    q = torch.randn(batch, heads, queries, features, dtype=dtype)
+    k = torch.randn(batch, heads, keys, features, dtype=dtype)
+    v = torch.randn(batch, heads, keys, value_features, dtype=dtype)
+    mask = _mask(mask_kind, (batch, heads, queries, keys), dtype)
+    expected = _math(q, k, v, mask, 0.3)
+    moved = [None if t is None else t.to(triton_device) for t in (q, k, v, mask)]
+    out = flash_attention(*moved, 0.3)
+    backend_check.assert_tensor_matches(out.cpu().contiguous(), expected, "flash attention")
+    # token by token, each token's heads together, as torch's fused kernels write it
+    assert out.permute(0, 2, 1, 3).is_contiguous()
+
+
+def test_flash_kernel_gives_nan_where_a_row_keeps_nothing(triton_device):
+    from permalloy.targets.triton.flash_attention import flash_attention
+
+    q, k, v = (torch.randn(1, 1, n, 8, device=triton_device) for n in (3, 4, 4))
+    keep = torch.ones(3, 4, dtype=torch.bool, device=triton_device)
+    keep[1] = False
+    out = flash_attention(q, k, v, keep, 1.0).cpu()
+    assert out[0, 0, 1].isnan().all() and not out[0, 0, [0, 2]].isnan().any()
+
+
+def test_flash_kernel_refuses_what_it_does_not_take():
+    from permalloy.targets.triton.flash_attention import supported
+
+    q = torch.randn(2, 2, 2, 4, 8)
+    assert not supported(q, q, q, None)  # three batch dimensions
+    q = torch.randn(2, 4, 300)
+    assert not supported(q, q, q, None)  # rows wider than the registers hold
+    q = torch.randn(2, 4, 8, dtype=torch.float64)
+    assert not supported(q, q, q, None)

@@ -9,6 +9,7 @@ and the gradient of an embedding table; `LIBRARY_OPS` lists them with
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 from xdsl.dialects.builtin import (
     I64,
@@ -393,6 +394,12 @@ class AttentionOp(IRDLOperation):
     """
 
     name = "ptensor.attention"
+
+    KERNEL: ClassVar[str] = "kernel"
+    """An optional string attribute, `"triton"`: run by permalloy's flash
+    kernel where Triton runs (GPU tensors, or Triton's interpreter), with the
+    math's semantics (a row whose scores are all -inf gives NaN), instead of
+    torch's fused attention."""
 
     query = operand_def(TensorType)
     key = operand_def(TensorType)

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from xdsl.dialects.builtin import StringAttr
 from xdsl.ir import Operation
 
 from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
@@ -85,10 +86,32 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
     if op.scale is not None:
         keywords["scale"] = op.scale.value.data
     attention = F.scaled_dot_product_attention
+    kernel = op.attributes.get(pt.AttentionOp.KERNEL)
+    if isinstance(kernel, StringAttr) and kernel.data == "triton" and op.causal is None and op.scale is not None:
+        return _flash_attention(keywords["scale"])
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         query, key, value, *mask = tensors
         return (attention(query, key, value, attn_mask=mask[0] if mask else None, **keywords),)
+
+    return call
+
+
+def _flash_attention(scale: float) -> ExternCall:
+    """permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
+    interpreter) and it takes the tensors, else torch's fused attention."""
+    from permalloy.targets.triton import interpreter_enabled
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        query, key, value, *masks = tensors
+        mask = masks[0] if masks else None
+        if query.is_cuda or interpreter_enabled():
+            from permalloy.targets.triton.flash_attention import flash_attention
+
+            out = flash_attention(query, key, value, mask, scale)
+            if out is not None:
+                return (out,)
+        return (F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale),)
 
     return call
 

@@ -20,7 +20,7 @@ import importlib
 import os
 from typing import Any
 
-from permalloy.targets.descriptor import TargetDescriptor, TargetOption, boolean
+from permalloy.targets.descriptor import TargetDescriptor, TargetOption, boolean, one_of
 
 
 def interpreter_enabled() -> bool:
@@ -71,7 +71,7 @@ TARGET = TargetDescriptor(
     devices=("cuda",),
     default_for=("cuda",),
     tensor_passes=("unfuse-bias-add", "pad-products", "scatter-embedding-gradients"),
-    optional_passes={"fused_attention": "fuse-attention"},
+    optional_passes={"attention": {"torch": "fuse-attention", "triton": "fuse-attention{kernel=triton}"}},
     loop_passes=("split-reductions",),
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",
@@ -94,10 +94,11 @@ TARGET = TargetDescriptor(
             "library, whichever is faster at each size",
             boolean,
         ),
-        "fused_attention": TargetOption(
-            "False (default): attention written as its math (products around a softmax) runs as the "
-            "math, two library products around one fused softmax kernel; True: as torch's fused attention",
-            boolean,
+        "attention": TargetOption(
+            "how attention written as its math (products around a softmax) runs: 'math' (default), two "
+            "library products around one fused softmax kernel; 'torch', torch's fused attention; 'triton', "
+            "permalloy's flash-attention kernel",
+            one_of("math", "torch", "triton"),
         ),
     },
     check_inputs=_input_problem,
@@ -113,9 +114,10 @@ sums and products of scatters for torch; rows of at most 4096 elements of at
 most 32 bits sort in registers, other sorts run with torch; with the
 `matmul_templates` option, half-precision matrix products are contractions,
 run by a tiled template with their fused prologues and epilogues or by the
-library, whichever is faster; with the `fused_attention` option, attention
-written as its math runs as torch's fused attention (`fuse-attention`), which
-was not faster than the math on an H200 (ARCHITECTURE.md)."""
+library, whichever is faster; the `attention` option runs attention written
+as its math as torch's fused attention or as permalloy's flash kernel
+(`fuse-attention`), neither of which was faster than the math in the models
+measured on an H200 (ARCHITECTURE.md)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -1,14 +1,20 @@
 // RUN: permalloy-opt %s -p fuse-attention | filecheck %s
+// RUN: permalloy-opt %s -p 'fuse-attention{kernel=triton}' | filecheck %s --check-prefix=FLASH
+// RUN: not permalloy-opt %s -p 'fuse-attention{kernel=cuda}' 2>&1 | filecheck %s --check-prefix=BAD
 
 // Scaled scores plus a relative position bias over heads: the products'
 // merged batch is split again as the softmax's reshape shows, the key is
-// transposed back, and the bias becomes the attention's additive mask.
+// transposed back, and the bias becomes the attention's additive mask. With
+// `kernel=triton` the attention says that permalloy's flash kernel runs it.
 // CHECK-LABEL: func.func @biased(
 // CHECK-NEXT:    %[[Q:.*]] = ptensor.reshape %q : !ptensor.tensor<[8, 10, 16], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
 // CHECK-NEXT:    %[[KT:.*]] = ptensor.reshape %kt : !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[2, 4, 16, 12], f32>
 // CHECK-NEXT:    %[[K:.*]] = ptensor.permute %[[KT]] [0, 1, 3, 2] : !ptensor.tensor<[2, 4, 16, 12], f32> -> !ptensor.tensor<[2, 4, 12, 16], f32>
 // CHECK-NEXT:    %[[V:.*]] = ptensor.reshape %v : !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[2, 4, 12, 16], f32>
 // CHECK-NEXT:    %[[O:.*]] = ptensor.attention %[[Q]], %[[K]], %[[V]] mask %bias scale 2.500000e-01 : {{.*}}, !ptensor.tensor<[4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
+// FLASH-LABEL: func.func @biased(
+// FLASH:         ptensor.attention {{.*}} scale 2.500000e-01 {kernel = "triton"} :
+// BAD: kernel='cuda' is not valid; valid values: torch, triton
 // CHECK-NEXT:    %[[R:.*]] = ptensor.reshape %[[O]] : !ptensor.tensor<[2, 4, 10, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @biased(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %bias: !ptensor.tensor<[4, 10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {

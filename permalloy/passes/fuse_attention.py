@@ -279,11 +279,31 @@ class FuseExplicitAttention(RewritePattern):
         new_ops.append(attention)
         result = _reshaped(attention.result, list(pt.tensor_type(op.result).sizes), new_ops)
         rewriter.replace(op, new_ops, [result])
+        _reshape_readers_directly(result, attention.result, rewriter)
         reshape = [probabilities.owner] if softmax_of is not probabilities else []
         for dead in [*reshape, *softmax_ops, *terms.ops, terms.product]:
             assert isinstance(dead, Operation)
             if dead.parent is not None and all(r.uses.get_length() == 0 for r in dead.results):
                 rewriter.erase(dead)
+
+
+def _reshape_readers_directly(merged: SSAValue, attention: SSAValue, rewriter: PatternRewriter) -> None:
+    """Readers that reshape `merged` (the attention with its batch merged, as
+    the product had it) reshape `attention` itself, as a 4-d `matmul`'s view
+    back does: the round trip through the merged batch is not a view of the
+    attention's layout, and would copy."""
+    if merged is attention:
+        return
+    for use in list(merged.uses):
+        reader = use.operation
+        if not isinstance(reader, pt.ReshapeOp):
+            continue
+        if pt.shapes_equal(pt.tensor_type(reader.result).sizes, pt.tensor_type(attention).sizes):
+            rewriter.replace_op(reader, [], [attention])
+        else:
+            rewriter.replace_op(reader, pt.ReshapeOp(attention, pt.tensor_type(reader.result)))
+    if merged.uses.get_length() == 0 and isinstance(merged.owner, Operation):
+        rewriter.erase(merged.owner)
 
 
 def _reshaped(value: SSAValue, sizes: list[sympy.Expr], new_ops: list[Operation]) -> SSAValue:

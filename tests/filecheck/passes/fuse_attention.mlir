@@ -76,6 +76,26 @@ func.func @half(%q: !ptensor.tensor<[8, 10, 16], f16>, %kt: !ptensor.tensor<[8, 
   func.return %o : !ptensor.tensor<[8, 10, 16], f16>
 }
 
+// A 4-d `matmul` views the product back as 4-d: the view reads the attention
+// itself (through the merged batch, a round trip the attention's layout
+// would copy).
+// CHECK-LABEL: func.func @viewed_back(
+// CHECK:         %[[O:.*]] = ptensor.attention
+// CHECK-NEXT:    func.return %[[O]] : !ptensor.tensor<[2, 4, 10, 16], f32>
+func.func @viewed_back(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>) -> !ptensor.tensor<[2, 4, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %s4 = ptensor.reshape %s : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %m = ptensor.reduce max %s4 dims [3] keepdim : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 1], f32>
+  %d = ptensor.binary sub %s4, %m : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[2, 4, 10, 1], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [3] keepdim : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[2, 4, 10, 12], f32>, !ptensor.tensor<[2, 4, 10, 1], f32> -> !ptensor.tensor<[2, 4, 10, 12], f32>
+  %p3 = ptensor.reshape %p : !ptensor.tensor<[2, 4, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p3, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  %o4 = ptensor.reshape %o : !ptensor.tensor<[8, 10, 16], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
+  func.return %o4 : !ptensor.tensor<[2, 4, 10, 16], f32>
+}
+
 // Refusals. The probabilities are returned too (as a training graph saves
 // them): the math stays.
 // CHECK-LABEL: func.func @probabilities_returned(

@@ -237,43 +237,19 @@ class FuseExplicitAttention(RewritePattern):
         terms = _score_terms(scores)
         if terms is None or not _single_use(terms.product.result):
             return
-        query, key_t = terms.product.lhs, terms.product.rhs
-        element_type = pt.tensor_type(op.result).element_type
-        types = [pt.tensor_type(v) for v in (query, key_t, value, softmax_of)]
-        if any(t.element_type != element_type for t in types):
-            return
-        if any(pt.tensor_type(b).element_type != element_type for b in terms.biases):
-            return
         scores_type = pt.tensor_type(softmax_of)
-        rows, keys = scores_type.sizes[-2:]
-        product_batch = pt.tensor_type(query).sizes[0]
-        if not pt.sizes_equal(sympy.Mul(*batch), product_batch):
+        if not _fits(terms, value, scores_type, batch, pt.tensor_type(op.result).element_type):
             return
-        if not (pt.sizes_equal(rows, pt.tensor_type(query).sizes[1]) and pt.sizes_equal(keys, pt.tensor_type(key_t).sizes[2])):
+        mask_shape = _mask_shape(terms, scores_type)
+        if mask_shape is None:
             return
-        try:
-            mask_shape = pt.broadcast_shapes(
-                *(pt.tensor_type(b).sizes for b in terms.biases),
-                *(pt.tensor_type(c).sizes for c, _ in terms.dropped),
-            )
-        except ValueError:
-            return
-        if len(mask_shape) > scores_type.rank or not pt.shapes_equal(
-            pt.broadcast_shapes(mask_shape, scores_type.sizes), scores_type.sizes
-        ):
-            return
-        new_ops, mask = _mask(terms, mask_shape, element_type)
+        new_ops, mask = _mask(terms, mask_shape, scores_type.element_type)
+        # torch's fused kernels take 4-d tensors: a unit batch before the heads
         batch = batch if len(batch) >= 2 else [sympy.Integer(1), *batch]
-        query_4d = _reshaped(query, [*batch, rows, pt.tensor_type(query).sizes[2]], new_ops)
-        key_4d_t = _reshaped(key_t, [*batch, pt.tensor_type(key_t).sizes[1], keys], new_ops)
-        rank = len(batch) + 2
-        swap = [*range(rank - 2), rank - 1, rank - 2]
-        key_sizes = [*batch, keys, pt.tensor_type(key_t).sizes[1]]
-        key_4d = pt.PermuteOp(key_4d_t, swap, pt.TensorType(key_sizes, element_type))
-        new_ops.append(key_4d)
-        value_4d = _reshaped(value, [*batch, keys, pt.tensor_type(value).sizes[2]], new_ops)
-        result_type = pt.TensorType([*batch, rows, pt.tensor_type(value).sizes[2]], element_type)
-        attention = pt.AttentionOp(query_4d, key_4d.result, value_4d, mask, False, terms.scale, result_type)
+        query, key, value = _split_operands(terms.product, value, batch, new_ops)
+        rows, value_features = scores_type.sizes[-2], pt.tensor_type(value).sizes[-1]
+        result_type = pt.TensorType([*batch, rows, value_features], scores_type.element_type)
+        attention = pt.AttentionOp(query, key, value, mask, False, terms.scale, result_type)
         if self.kernel != "torch":
             attention.attributes[pt.AttentionOp.KERNEL] = StringAttr(self.kernel)
         new_ops.append(attention)
@@ -285,6 +261,57 @@ class FuseExplicitAttention(RewritePattern):
             assert isinstance(dead, Operation)
             if dead.parent is not None and all(r.uses.get_length() == 0 for r in dead.results):
                 rewriter.erase(dead)
+
+
+def _fits(
+    terms: ScoreTerms, value: SSAValue, scores: pt.TensorType, batch: list[sympy.Expr], element_type
+) -> bool:
+    """Whether the products, the value, the scores and the biases share one
+    element type, and the scores' batch, rows and keys are the products'."""
+    query, key_t = terms.product.lhs, terms.product.rhs
+    values = (query, key_t, value, *terms.biases)
+    if scores.element_type != element_type or any(pt.tensor_type(v).element_type != element_type for v in values):
+        return False
+    product_batch, rows, _ = pt.tensor_type(query).sizes
+    keys = pt.tensor_type(key_t).sizes[2]
+    return (
+        pt.sizes_equal(sympy.Mul(*batch), product_batch)
+        and pt.sizes_equal(scores.sizes[-2], rows)
+        and pt.sizes_equal(scores.sizes[-1], keys)
+    )
+
+
+def _mask_shape(terms: ScoreTerms, scores: pt.TensorType) -> tuple[sympy.Expr, ...] | None:
+    """The shape the biases and conditions broadcast to, where that
+    broadcasts to the scores' shape; else None."""
+    try:
+        shape = pt.broadcast_shapes(
+            *(pt.tensor_type(b).sizes for b in terms.biases),
+            *(pt.tensor_type(c).sizes for c, _ in terms.dropped),
+        )
+        fits = len(shape) <= scores.rank and pt.shapes_equal(pt.broadcast_shapes(shape, scores.sizes), scores.sizes)
+    except ValueError:
+        return None
+    return shape if fits else None
+
+
+def _split_operands(
+    product: pt.BatchMatmulOp, value: SSAValue, batch: list[sympy.Expr], new_ops: list[Operation]
+) -> tuple[SSAValue, SSAValue, SSAValue]:
+    """The query, key and value with `batch` split out of the products'
+    merged batch, the key transposed back to `[..., keys, features]`."""
+    query, key_t = product.lhs, product.rhs
+    _, rows, features = pt.tensor_type(query).sizes
+    keys = pt.tensor_type(key_t).sizes[2]
+    element_type = pt.tensor_type(query).element_type
+    query_split = _reshaped(query, [*batch, rows, features], new_ops)
+    key_split_t = _reshaped(key_t, [*batch, features, keys], new_ops)
+    rank = len(batch) + 2
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+    key_split = pt.PermuteOp(key_split_t, swap, pt.TensorType([*batch, keys, features], element_type))
+    new_ops.append(key_split)
+    value_split = _reshaped(value, [*batch, keys, pt.tensor_type(value).sizes[2]], new_ops)
+    return query_split, key_split.result, value_split
 
 
 def _reshape_readers_directly(merged: SSAValue, attention: SSAValue, rewriter: PatternRewriter) -> None:
@@ -299,9 +326,9 @@ def _reshape_readers_directly(merged: SSAValue, attention: SSAValue, rewriter: P
         if not isinstance(reader, pt.ReshapeOp):
             continue
         if pt.shapes_equal(pt.tensor_type(reader.result).sizes, pt.tensor_type(attention).sizes):
-            rewriter.replace_op(reader, [], [attention])
+            rewriter.replace(reader, [], [attention])
         else:
-            rewriter.replace_op(reader, pt.ReshapeOp(attention, pt.tensor_type(reader.result)))
+            rewriter.replace(reader, pt.ReshapeOp(attention, pt.tensor_type(reader.result)))
     if merged.uses.get_length() == 0 and isinstance(merged.owner, Operation):
         rewriter.erase(merged.owner)
 
@@ -328,7 +355,8 @@ def _mask(terms: ScoreTerms, shape: tuple[sympy.Expr, ...], element_type) -> tup
     for condition, drops in terms.dropped:
         kept = condition
         if drops:
-            negation = pt.UnaryOp(pt.UnaryKind.LOGICAL_NOT, condition, pt.TensorType(pt.tensor_type(condition).sizes, IntegerType(1)))
+            condition_type = pt.TensorType(pt.tensor_type(condition).sizes, IntegerType(1))
+            negation = pt.UnaryOp(pt.UnaryKind.LOGICAL_NOT, condition, condition_type)
             ops.append(negation)
             kept = negation.result
         if keep is None:
@@ -376,7 +404,7 @@ class FuseAttentionPass(ModulePass):
 
     Before (`bias : [4, 8, 8]`, heads by queries by keys):
     ```
-    %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 8, 16], f32>, !ptensor.tensor<[8, 16, 8], f32> -> !ptensor.tensor<[8, 8, 8], f32>
+    %s = ptensor.bmm %q, %kt : ... -> !ptensor.tensor<[8, 8, 8], f32>
     %s4 = ptensor.reshape %s : ... -> !ptensor.tensor<[2, 4, 8, 8], f32>
     %x = ptensor.binary add %s4, %bias : ...
     %m = ptensor.reduce max %x dims [3] keepdim : ...

@@ -87,7 +87,14 @@ def _inputs(name: str, dtype: torch.dtype = torch.float32) -> list[torch.Tensor]
     return [q, k, v]
 
 
-FUSED = [causal_masked_fill, relative_position_bias, padding_mask_as_bias, scaled_query, bias_and_boolean_mask, batch_products]
+FUSED = [
+    causal_masked_fill,
+    relative_position_bias,
+    padding_mask_as_bias,
+    scaled_query,
+    bias_and_boolean_mask,
+    batch_products,
+]
 
 
 def _fused_calls(fn, inputs) -> int:

@@ -1,7 +1,7 @@
 """
-The models suite's transformers in bf16 (or `--dtype`) on a GPU: eager, Inductor, permalloy
+The models suite's transformers in bf16 (or `--dtype`) on a GPU: eager, Inductor, permalloy,
 permalloy with the `matmul_templates` option (products as contractions,
-template or library timed per size) and permalloy with the `attention` option
+template or library timed per size), and permalloy with the `attention` option
 (attention written as its math run by torch's fused kernels, or by
 permalloy's flash kernel) in one process. Each compiled model is
 checked against eager (relative error of the output), timed in interleaved

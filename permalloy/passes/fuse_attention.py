@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, IntegerType, ModuleOp, StringAttr
-from xdsl.ir import Operation, SSAValue
+from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr
+from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
     PatternRewriter,
@@ -41,7 +41,9 @@ def _scalar_constant(value: SSAValue) -> float | None:
 def _float_cast_input(value: SSAValue) -> SSAValue | None:
     """The input of `value = cast(x)` between float types, or None."""
     owner = value.owner
-    if isinstance(owner, pt.CastOp) and pt.is_float(pt.tensor_type(owner.input).element_type):
+    if not isinstance(owner, pt.CastOp):
+        return None
+    if pt.is_float(pt.tensor_type(owner.input).element_type) and pt.is_float(pt.tensor_type(value).element_type):
         return owner.input
     return None
 
@@ -235,7 +237,8 @@ class FuseExplicitAttention(RewritePattern):
             assert isinstance(softmax_of.owner, Operation)
             softmax_ops.insert(0, softmax_of.owner)
         terms = _score_terms(scores)
-        if terms is None or not _single_use(terms.product.result):
+        # the product is read once, or twice (max and shift) as the softmax's input itself
+        if terms is None or (terms.product.result is not scores and not _single_use(terms.product.result)):
             return
         scores_type = pt.tensor_type(softmax_of)
         if not _fits(terms, value, scores_type, batch, pt.tensor_type(op.result).element_type):
@@ -264,7 +267,7 @@ class FuseExplicitAttention(RewritePattern):
 
 
 def _fits(
-    terms: ScoreTerms, value: SSAValue, scores: pt.TensorType, batch: list[sympy.Expr], element_type
+    terms: ScoreTerms, value: SSAValue, scores: pt.TensorType, batch: list[sympy.Expr], element_type: Attribute
 ) -> bool:
     """Whether the products, the value, the scores and the biases share one
     element type, and the scores' batch, rows and keys are the products'."""
@@ -346,39 +349,38 @@ def _reshaped(value: SSAValue, sizes: list[sympy.Expr], new_ops: list[Operation]
     return reshape.result
 
 
-def _mask(terms: ScoreTerms, shape: tuple[sympy.Expr, ...], element_type) -> tuple[list[Operation], SSAValue | None]:
-    """The attention's mask: the biases' sum, -inf where a condition drops
-    a score; a boolean mask (true keeps) where there is no bias."""
+def _combined(kind: pt.BinaryKind, lhs: SSAValue, rhs: SSAValue, ops: list[Operation]) -> SSAValue:
+    """`lhs kind rhs`, of their broadcast shape, appended to `ops`."""
+    lhs_type = pt.tensor_type(lhs)
+    shape = pt.broadcast_shapes(lhs_type.sizes, pt.tensor_type(rhs).sizes)
+    op = pt.BinaryOp(kind, lhs, rhs, pt.TensorType(shape, lhs_type.element_type))
+    ops.append(op)
+    return op.result
+
+
+def _mask(
+    terms: ScoreTerms, shape: tuple[sympy.Expr, ...], element_type: Attribute
+) -> tuple[list[Operation], SSAValue | None]:
+    """The attention's mask, of `shape`: the biases' sum, -inf where a
+    condition drops a score; a boolean mask (true keeps) where there is no
+    bias."""
     ops: list[Operation] = []
-    bool_type = pt.TensorType(shape, IntegerType(1))
     keep: SSAValue | None = None
     for condition, drops in terms.dropped:
         kept = condition
         if drops:
-            condition_type = pt.TensorType(pt.tensor_type(condition).sizes, IntegerType(1))
-            negation = pt.UnaryOp(pt.UnaryKind.LOGICAL_NOT, condition, condition_type)
+            negation = pt.UnaryOp(pt.UnaryKind.LOGICAL_NOT, condition, pt.tensor_type(condition))
             ops.append(negation)
             kept = negation.result
-        if keep is None:
-            keep = kept
-        else:
-            both = pt.BinaryOp(pt.BinaryKind.LOGICAL_AND, keep, kept, bool_type)
-            ops.append(both)
-            keep = both.result
+        keep = kept if keep is None else _combined(pt.BinaryKind.LOGICAL_AND, keep, kept, ops)
     bias: SSAValue | None = None
-    float_type = pt.TensorType(shape, element_type)
     for term in terms.biases:
-        if bias is None:
-            bias = term
-        else:
-            total = pt.BinaryOp(pt.BinaryKind.ADD, bias, term, float_type)
-            ops.append(total)
-            bias = total.result
+        bias = term if bias is None else _combined(pt.BinaryKind.ADD, bias, term, ops)
     if bias is None:
         return ops, keep
     if keep is not None:
         minus_infinity = pt.FullOp(-math.inf, pt.TensorType([], element_type))
-        masked = pt.WhereOp(keep, bias, minus_infinity.result, float_type)
+        masked = pt.WhereOp(keep, bias, minus_infinity.result, pt.TensorType(shape, element_type))
         ops.extend([minus_infinity, masked])
         bias = masked.result
     return ops, bias

@@ -109,6 +109,30 @@ def test_pipeline_adds_each_targets_own_passes():
     assert [p for p in default_pipeline(False, "triton") if p not in plain] == [sorts, "split-reductions", layouts, products]
 
 
+@pytest.mark.parametrize(
+    ("value", "added"),
+    [("math", []), ("torch", ["fuse-attention"]), ("triton", ["fuse-attention{kernel=triton}"])],
+)
+def test_an_option_value_adds_its_pass_before_the_targets_tensor_passes(value, added):
+    """The Triton target's `attention` option: its value names the pass it
+    adds (none for the default), at the tensor level, before the target's own
+    tensor-level passes; without fusion it adds none."""
+    triton = registry.target_descriptor("triton")
+    optional = triton.passes_turned_on({"attention": value, "autotune": False})
+    assert list(optional) == added
+    assert triton.passes_turned_on({}) == ()
+    gpu = default_pipeline(True, "triton", optional_passes=optional)
+    assert gpu == [*gpu[:3], *added, *default_pipeline(True, "triton")[3:]]
+    assert default_pipeline(False, "triton", optional_passes=optional) == default_pipeline(False, "triton")
+
+
+def test_pipeline_options_do_not_reach_the_code_generator():
+    """The `attention` option chooses passes: the code generator is made
+    without it (it takes no such argument)."""
+    target = registry.kernel_target("triton", attention="torch", autotune=False)
+    assert target.name == "triton"
+
+
 def test_deterministic_pipelines_keep_order_dependent_scatters_for_torch():
     """A target whose scatters use atomics lowers with deterministic-scatters
     when torch's deterministic algorithms are on; the LLVM target, which

@@ -16,6 +16,7 @@ from xdsl.dialects.builtin import (
     Float64Type,
     FloatAttr,
     IntegerAttr,
+    StringAttr,
     UnitAttr,
 )
 from xdsl.ir import Attribute, SSAValue
@@ -455,6 +456,11 @@ class AttentionOp(IRDLOperation):
             "ptensor.attention: key and value differ in sequence length",
         )
         check_shape(self.name, result, [*query.sizes[:-1], value.sizes[-1]])
+        kernel = self.attributes.get(self.KERNEL)
+        require(
+            kernel is None or kernel == StringAttr("triton"),
+            lambda: f'ptensor.attention: kernel must be "triton" where given, got {kernel}',
+        )
 
 
 @irdl_op_definition

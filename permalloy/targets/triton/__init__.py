@@ -96,8 +96,9 @@ TARGET = TargetDescriptor(
         ),
         "attention": TargetOption(
             "how attention written as its math (products around a softmax) runs: 'math' (default), two "
-            "library products around one fused softmax kernel; 'torch', torch's fused attention; 'triton', "
-            "permalloy's flash-attention kernel",
+            "library products around one fused softmax kernel; 'torch', torch's fused attention (a row "
+            "whose scores are all -inf gives zeros where the math gives NaN); 'triton', permalloy's "
+            "flash-attention kernel (NaN there, as the math)",
             one_of("math", "torch", "triton"),
         ),
     },

@@ -44,10 +44,10 @@ def _flash_forward(
     PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
 ):  # fmt: skip
-    block = tl.program_id(0)
-    batch_head = tl.program_id(1)
-    b = batch_head // heads
-    h = batch_head % heads
+    batch_head = tl.program_id(0)  # the grid's first axis takes 2^31 - 1 programs, its second 65535
+    block = tl.program_id(1)
+    b = (batch_head // heads).to(tl.int64)  # 64-bit offsets: a batch of tensors may pass 2^31 elements
+    h = (batch_head % heads).to(tl.int64)
     rows = block * BLOCK_M + tl.arange(0, BLOCK_M)
     d = tl.arange(0, BLOCK_D)
     dv = tl.arange(0, BLOCK_DV)
@@ -107,14 +107,24 @@ def _block(size: int, largest: int) -> int:
 
 
 def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None) -> bool:
-    """Whether `flash_attention` takes these tensors."""
+    """Whether `flash_attention` takes these tensors: queries, keys and values
+    of one batch and type, keys as wide as queries, as many values as keys,
+    and a mask that broadcasts to the scores."""
     if not (3 <= query.dim() <= 4 and query.dim() == key.dim() == value.dim()):
         return False
     if query.dtype not in DTYPES or not (query.dtype == key.dtype == value.dtype):
         return False
-    if max(query.size(-1), value.size(-1)) > MAX_FEATURES or query.numel() == 0 or key.size(-2) == 0:
+    if not (query.shape[:-2] == key.shape[:-2] == value.shape[:-2]) or query.size(-1) != key.size(-1):
         return False
-    return mask is None or mask.dim() <= query.dim()
+    if key.size(-2) != value.size(-2) or key.size(-2) == 0 or query.numel() == 0:
+        return False
+    if max(query.size(-1), value.size(-1)) > MAX_FEATURES:
+        return False
+    scores = (*query.shape[:-1], key.size(-2))
+    try:
+        return mask is None or torch.broadcast_shapes(mask.shape, scores) == scores
+    except RuntimeError:
+        return False
 
 
 def flash_attention(
@@ -146,7 +156,7 @@ def flash_attention(
     block_m, block_n, warps, stages = _block(queries, 64), _block(keys, 32 if wide else 64), 4, 2
     if config is not None:
         block_m, block_n, warps, stages = config
-    grid = (triton.cdiv(queries, block_m), batch * heads)
+    grid = (batch * heads, triton.cdiv(queries, block_m))
     _flash_forward[grid](
         q, k, v, mask_arg, out,
         *q.stride(), *k.stride(), *v.stride(), *mask_strides, *out.stride(),

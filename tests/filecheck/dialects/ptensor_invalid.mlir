@@ -935,6 +935,14 @@ func.func @f(%q: !ptensor.tensor<[4, 16], f32>, %v: !ptensor.tensor<[5, 16], f32
 
 // -----
 
+func.func @f(%q: !ptensor.tensor<[4, 16], f32>) {
+  // CHECK: Operation does not verify: ptensor.attention: kernel must be "triton" where given, got "cuda"
+  %0 = ptensor.attention %q, %q, %q scale 1.0 {kernel = "cuda"} : !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 16], f32> -> !ptensor.tensor<[4, 16], f32>
+  func.return
+}
+
+// -----
+
 func.func @f(%q: !ptensor.tensor<[4, 16], f32>, %v: !ptensor.tensor<[4, 32], f32>) {
   // CHECK: Operation does not verify: ptensor.attention: result shape [4, 16] should be [4, 32]
   %0 = ptensor.attention %q, %q, %v : !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 32], f32> -> !ptensor.tensor<[4, 16], f32>

@@ -1,6 +1,10 @@
-// RUN: permalloy-opt %s -p fuse-attention | filecheck %s
+// RUN: permalloy-opt %s -p fuse-attention | permalloy-opt | filecheck %s
 // RUN: permalloy-opt %s -p 'fuse-attention{kernel=triton}' | filecheck %s --check-prefix=FLASH
 // RUN: not permalloy-opt %s -p 'fuse-attention{kernel=cuda}' 2>&1 | filecheck %s --check-prefix=BAD
+// (The output parses back and verifies: the second permalloy-opt.)
+
+// An unknown kernel is an error that lists the valid ones.
+// BAD: kernel='cuda' is not valid; valid values: torch, triton
 
 // Scaled scores plus a relative position bias over heads: the products'
 // merged batch is split again as the softmax's reshape shows, the key is
@@ -14,7 +18,6 @@
 // CHECK-NEXT:    %[[O:.*]] = ptensor.attention %[[Q]], %[[K]], %[[V]] mask %bias scale 2.500000e-01 : {{.*}}, !ptensor.tensor<[4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
 // FLASH-LABEL: func.func @biased(
 // FLASH:         ptensor.attention {{.*}} scale 2.500000e-01 {kernel = "triton"} :
-// BAD: kernel='cuda' is not valid; valid values: torch, triton
 // CHECK-NEXT:    %[[R:.*]] = ptensor.reshape %[[O]] : !ptensor.tensor<[2, 4, 10, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @biased(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %bias: !ptensor.tensor<[4, 10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {
@@ -96,7 +99,62 @@ func.func @viewed_back(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tens
   func.return %o4 : !ptensor.tensor<[2, 4, 10, 16], f32>
 }
 
-// Refusals. The probabilities are returned too (as a training graph saves
+// Two conditions and a bias: each mask op has its operands' broadcast shape.
+// CHECK-LABEL: func.func @two_conditions_bias(
+// CHECK:         ptensor.binary logical_and %{{.*}}, %{{.*}} : !ptensor.tensor<[10, 12], i1>, !ptensor.tensor<[10, 12], i1> -> !ptensor.tensor<[10, 12], i1>
+// CHECK:         %[[MASK:.*]] = ptensor.where %{{.*}}, %bias, %{{.*}} : !ptensor.tensor<[10, 12], i1>, !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+// CHECK:         ptensor.attention %{{.*}}, %{{.*}}, %{{.*}} mask %[[MASK]]
+func.func @two_conditions_bias(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %c1: !ptensor.tensor<[10, 12], i1>, %c2: !ptensor.tensor<[10, 12], i1>, %bias: !ptensor.tensor<[8, 10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %b = ptensor.binary add %s, %bias : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %inf = ptensor.full -inf : !ptensor.tensor<[], f32>
+  %w1 = ptensor.where %c1, %inf, %b : !ptensor.tensor<[10, 12], i1>, !ptensor.tensor<[], f32>, !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %x = ptensor.where %c2, %inf, %w1 : !ptensor.tensor<[10, 12], i1>, !ptensor.tensor<[], f32>, !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f32>
+}
+
+// The plainest form: 3-d products, the product itself the softmax's input.
+// CHECK-LABEL: func.func @plain(
+// CHECK:         ptensor.attention %{{.*}}, %{{.*}}, %{{.*}} scale 1.000000e+00 :
+// CHECK-NOT:     ptensor.bmm
+func.func @plain(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {
+  %x = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [2] keepdim : !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 10, 1], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %o = ptensor.bmm %p, %v : !ptensor.tensor<[8, 10, 12], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[8, 10, 16], f32>
+}
+
+// Refusals. A condition of more dimensions than the scores widens them: the
+// math stays.
+// CHECK-LABEL: func.func @bigcond(
+// CHECK-NOT:     ptensor.attention
+// CHECK:         func.return
+func.func @bigcond(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %c: !ptensor.tensor<[2, 8, 10, 12], i1>) -> !ptensor.tensor<[16, 10, 16], f32> {
+  %s = ptensor.bmm %q, %kt : !ptensor.tensor<[8, 10, 16], f32>, !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[8, 10, 12], f32>
+  %inf = ptensor.full -inf : !ptensor.tensor<[], f32>
+  %x = ptensor.where %c, %inf, %s : !ptensor.tensor<[2, 8, 10, 12], i1>, !ptensor.tensor<[], f32>, !ptensor.tensor<[8, 10, 12], f32> -> !ptensor.tensor<[2, 8, 10, 12], f32>
+  %m = ptensor.reduce max %x dims [3] keepdim : !ptensor.tensor<[2, 8, 10, 12], f32> -> !ptensor.tensor<[2, 8, 10, 1], f32>
+  %d = ptensor.binary sub %x, %m : !ptensor.tensor<[2, 8, 10, 12], f32>, !ptensor.tensor<[2, 8, 10, 1], f32> -> !ptensor.tensor<[2, 8, 10, 12], f32>
+  %e = ptensor.unary exp %d : !ptensor.tensor<[2, 8, 10, 12], f32> -> !ptensor.tensor<[2, 8, 10, 12], f32>
+  %t = ptensor.reduce sum %e dims [3] keepdim : !ptensor.tensor<[2, 8, 10, 12], f32> -> !ptensor.tensor<[2, 8, 10, 1], f32>
+  %p = ptensor.binary div %e, %t : !ptensor.tensor<[2, 8, 10, 12], f32>, !ptensor.tensor<[2, 8, 10, 1], f32> -> !ptensor.tensor<[2, 8, 10, 12], f32>
+  %p3 = ptensor.reshape %p : !ptensor.tensor<[2, 8, 10, 12], f32> -> !ptensor.tensor<[16, 10, 12], f32>
+  %v2 = ptensor.cat %v, %v dim 0 : !ptensor.tensor<[8, 12, 16], f32>, !ptensor.tensor<[8, 12, 16], f32> -> !ptensor.tensor<[16, 12, 16], f32>
+  %o = ptensor.bmm %p3, %v2 : !ptensor.tensor<[16, 10, 12], f32>, !ptensor.tensor<[16, 12, 16], f32> -> !ptensor.tensor<[16, 10, 16], f32>
+  func.return %o : !ptensor.tensor<[16, 10, 16], f32>
+}
+
+// The probabilities are returned too (as a training graph saves
 // them): the math stays.
 // CHECK-LABEL: func.func @probabilities_returned(
 // CHECK-NOT:     ptensor.attention

@@ -61,6 +61,29 @@ def delinearize(flat: sympy.Expr, sizes: Sequence[sympy.Expr]) -> Index:
     return _delinearize(sympy.sympify(flat), tuple(sympy.sympify(s) for s in sizes))
 
 
+def integer_mod(value: sympy.Expr, divisor: sympy.Expr) -> sympy.Expr:
+    """`Mod(value, divisor)` of integer expressions, which stays one: where
+    sympy's evaluation would take a common factor out of a size expression
+    (`Mod(d0 * k**2, k)` as `k * Mod(d0 * k**2 / k, 1)`, with `k` a `floordiv`
+    it cannot tell is an integer), it is `0` if `divisor` divides `value`
+    and the Mod unevaluated otherwise."""
+    result = sympy.Mod(value, divisor)
+    if _is_integer_expression(result):
+        return result
+    if _is_integral_polynomial(sympy.cancel(value / divisor)):
+        return sympy.Integer(0)
+    return sympy.Mod(value, divisor, evaluate=False)
+
+
+def _is_integer_expression(expr: sympy.Expr) -> bool:
+    """Whether `expr` has no fraction in it (no negative power, no
+    non-integer rational)."""
+    return not any(
+        (node.is_Pow and node.exp.is_negative) or (node.is_Rational and not node.is_Integer)
+        for node in sympy.preorder_traversal(expr)
+    )
+
+
 @functools.lru_cache(maxsize=1 << 12)
 def _delinearize(flat: sympy.Expr, sizes: tuple[sympy.Expr, ...]) -> Index:
     if any(size == 0 for size in sizes):
@@ -68,7 +91,7 @@ def _delinearize(flat: sympy.Expr, sizes: tuple[sympy.Expr, ...]) -> Index:
     result: list[sympy.Expr] = []
     for position, stride in enumerate(row_major_strides(sizes)):
         quotient = FloorDiv(flat, stride)
-        result.append(quotient if position == 0 else sympy.Mod(quotient, sizes[position]))
+        result.append(quotient if position == 0 else integer_mod(quotient, sizes[position]))
     return tuple(result)
 
 
@@ -258,14 +281,16 @@ def _below(expr: sympy.Expr, limit: sympy.Expr, bounds: Bounds) -> bool:
 
 
 def _is_integral_polynomial(expr: sympy.Expr) -> bool:
-    """Whether `expr` is a polynomial with integer coefficients."""
+    """Whether `expr` is a polynomial with integer coefficients in its
+    symbols and its `floordiv` and `mod` terms (integers too)."""
     if sympy.denom(expr) != 1:
         return False
     if not expr.free_symbols:
         return bool(expr.is_Integer)
-    if not expr.is_polynomial(*expr.free_symbols):
+    generators = [*expr.free_symbols, *expr.atoms(FloorDiv, sympy.Mod)]
+    if not expr.is_polynomial(*generators):
         return False
-    return all(c.is_Integer for c in sympy.Poly(expr, *expr.free_symbols).coeffs())
+    return all(c.is_Integer for c in sympy.Poly(expr, *generators).coeffs())
 
 
 @functools.lru_cache(maxsize=1 << 14)
@@ -274,6 +299,9 @@ def _pull_multiples(
 ) -> tuple[sympy.Expr, sympy.Expr]:
     """Split `base` into `divisor * quotient + rest`, taking the terms of `base`
     that are exact multiples of `divisor` into the quotient."""
+    whole = sympy.cancel(base / divisor)
+    if _is_integral_polynomial(whole):  # a product expanded into terms no one of which is a multiple
+        return sympy.expand(whole), sympy.Integer(0)
     quotient: sympy.Expr = sympy.Integer(0)
     rest: sympy.Expr = sympy.Integer(0)
     for term in sympy.Add.make_args(sympy.expand(base)):
@@ -311,12 +339,12 @@ def _simplify_mod(base: sympy.Expr, divisor: sympy.Expr, bounds: Bounds):
         return base
     split = _factor_split(base, divisor, bounds)
     if split is None:
-        return sympy.Mod(base, divisor)
+        return integer_mod(base, divisor)
     factor, high, low = split
     rest = sympy.cancel(divisor / factor)
     if rest == 1:
         return low
-    high_mod = sympy.Mod(high, rest) if factor == 1 else _simplify_mod(high, rest, bounds)
+    high_mod = integer_mod(high, rest) if factor == 1 else _simplify_mod(high, rest, bounds)
     return sympy.expand(factor * high_mod + low)
 
 

@@ -64,8 +64,10 @@ def _check_index_symbols(
                 continue
             require(
                 symbol_number(sym) < limits[kind],
-                f"{op.name}: '{sym.name}' in '{format_expr(expr)}' is unbound: "
-                f"there are {limits[kind]} {meanings[kind]} here",
+                lambda: (
+                    f"{op.name}: '{sym.name}' in '{format_expr(expr)}' is unbound: "
+                    f"there are {limits[kind]} {meanings[kind]} here"
+                ),
             )
 
 

@@ -65,6 +65,16 @@ def test_polynomial_functions(target, op):
     check(out, reference(x.double()).float())
 
 
+@pytest.mark.parametrize("op", ["expm1", "tanh", "erf", "log1p"])
+def test_polynomial_functions_keep_the_sign_of_zero(target, op):
+    """f(-0) = -0 and f(+0) = +0, as torch gives them: a sign a later
+    division or rsqrt turns into an infinity of that sign."""
+    x = torch.tensor([-0.0, 0.0, -1e-30, 1e-30])
+    out = apply(target, op, [x])
+    reference = POLYNOMIAL[op][0](x)
+    assert torch.equal(torch.signbit(out), torch.signbit(reference)), (out.tolist(), reference.tolist())
+
+
 @pytest.mark.parametrize("op", ["exp", "expm1", "tanh", "erf", "log1p"])
 def test_polynomial_functions_near_zero(target, op):
     x = torch.cat([torch.logspace(-30, 0, 5000), -torch.logspace(-30, -0.01, 5000)]).float()

@@ -164,7 +164,9 @@ class F32Math:
         near = self.fma(t, e, b.fsub(t, self.c(x, 1.0)))
         far = b.fsub(self.scale(b.fadd(e, self.c(x, 1.0)), n), self.c(x, 1.0))
         is_near = b.icmp_signed("==", k, small_k)
-        return self.keep_nan(x, b.select(is_near, near, far))
+        # expm1 keeps its argument's sign, that of a zero too (e is +0 for -0)
+        result = self.cg.intrinsic("copysign", [b.select(is_near, near, far), x])
+        return self.keep_nan(x, result)
 
     def _log_parts(self, x: ir.Value) -> tuple[ir.Value, ir.Value]:
         """(e, log1p(f)) with x = 2^e (1 + f), e as f32; for finite x > 0."""
@@ -221,8 +223,8 @@ class F32Math:
         limited = b.select(b.fcmp_ordered(">", a, self.c(x, 9.0)), self.c(x, 9.0), a)
         t = self.expm1(b.fadd(limited, limited))
         large = b.fdiv(t, b.fadd(t, self.c(x, 2.0)))
-        large = self.cg.intrinsic("copysign", [large, x])
-        return self.select_lt(a, 0.625, small, large)
+        # tanh keeps its argument's sign, that of a zero too (x^3 P(x^2) is +0 for -0)
+        return self.cg.intrinsic("copysign", [self.select_lt(a, 0.625, small, large), x])
 
     def erf(self, x: ir.Value) -> ir.Value:
         b = self.b

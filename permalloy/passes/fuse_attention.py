@@ -128,7 +128,7 @@ def _score_terms(scores: SSAValue) -> ScoreTerms | None:
     dropped: list[tuple[SSAValue, bool]] = []
     ops: list[Operation] = []
     scale = 1.0
-    reshaped = False
+    reshaped = scaled = False
     while True:
         owner = value.owner
         if value is not scores and not _single_use(value):
@@ -144,6 +144,9 @@ def _score_terms(scores: SSAValue) -> ScoreTerms | None:
         if _float_cast_input(value) is not None:
             value = owner.operands[0]
             continue
+        if scaled:
+            # A scale applies to the product alone: only views and casts may come between.
+            return None
         if reshaped and not isinstance(owner, pt.BinaryOp):
             return None
         if isinstance(owner, pt.WhereOp):
@@ -185,19 +188,8 @@ def _score_terms(scores: SSAValue) -> ScoreTerms | None:
             scale = 1.0 / constant
         else:
             return None
-        # A scale applies to the product alone: only views may come between.
-        if not _single_use(value):
-            return None
+        scaled = True
         ops.append(constant_value.owner)
-        inner = value.owner
-        while isinstance(inner, pt.ReshapeOp) or (isinstance(inner, pt.CastOp) and _float_cast_input(inner.result)):
-            if not _single_use(inner.result):
-                return None
-            ops.append(inner)
-            inner = inner.input.owner
-        if not isinstance(inner, pt.BatchMatmulOp):
-            return None
-        return ScoreTerms(inner, scale, biases, dropped, ops)
 
 
 def _batch_of(value: SSAValue) -> tuple[SSAValue, list[sympy.Expr]]:

@@ -101,13 +101,12 @@ def _flash_attention(scale: float) -> ExternCall:
     """permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
     interpreter) and it takes the tensors, else torch's fused attention."""
     from permalloy.targets.triton import interpreter_enabled
+    from permalloy.targets.triton.flash_attention import flash_attention
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         query, key, value, *masks = tensors
         mask = masks[0] if masks else None
         if query.is_cuda or interpreter_enabled():
-            from permalloy.targets.triton.flash_attention import flash_attention
-
             out = flash_attention(query, key, value, mask, scale)
             if out is not None:
                 return (out,)

@@ -123,6 +123,12 @@ def _plan_layouts() -> type[ModulePass]:
     return PlanLayoutsPass
 
 
+def _choose_depthwise_kernels() -> type[ModulePass]:
+    from permalloy.passes.choose_depthwise_kernels import ChooseDepthwiseKernelsPass
+
+    return ChooseDepthwiseKernelsPass
+
+
 def _convolutions_as_products() -> type[ModulePass]:
     from permalloy.passes.convolutions_as_products import ConvolutionsAsProductsPass
 
@@ -175,6 +181,7 @@ def all_passes() -> dict[str, PassFactory]:
         "convert-loop-to-buffer": _convert_loop_to_buffer,
         "plan-layouts": _plan_layouts,
         "convolutions-as-products": _convolutions_as_products,
+        "choose-depthwise-kernels": _choose_depthwise_kernels,
         "write-input-updates": _write_input_updates,
         "plan-memory": _plan_memory,
     }

@@ -79,7 +79,7 @@ def convolution_signature(
         keeps_nchw,
         _gradient_mask(copies_input, convolution.bias is not None) if trains else None,
         device,
-        _device_identity(device),
+        device_identity(device),
     )
 
 
@@ -95,7 +95,7 @@ def _geometry(op: pt.ConvolutionOp | pt.ConvolutionBackwardOp) -> tuple:
     return tuple(tuple(x) if isinstance(x, list) else x for x in pt.convolution_geometry(op))
 
 
-def _device_identity(device: str) -> int:
+def device_identity(device: str) -> int:
     """What else a measurement on `device` depends on: the current GPU, or
     torch's thread count on the CPU."""
     return torch.cuda.current_device() if device == "cuda" else torch.get_num_threads()
@@ -148,9 +148,9 @@ def convolution_times(
 def _measured_times(signature: Signature) -> LayoutTimes:
     sizes, weight_sizes, weight_strides, dtype, bias_size, geometry, copies_input, keeps_nchw, mask, device, _ = signature
     generator = torch.Generator(device).manual_seed(0)
-    x = _random(sizes, dtype, device, generator)
-    weight = _random_strided(weight_sizes, weight_strides, dtype, device, generator)
-    bias = None if bias_size is None else _random((bias_size,), dtype, device, generator)
+    x = random_tensor(sizes, dtype, device, generator)
+    weight = random_strided(weight_sizes, weight_strides, dtype, device, generator)
+    bias = None if bias_size is None else random_tensor((bias_size,), dtype, device, generator)
     arguments = _aten_arguments(geometry)
     planned = x.contiguous(memory_format=torch.channels_last)
 
@@ -257,7 +257,7 @@ def _timed_choice(
         return True
     ints = tuple(tuple(int(e) for e in part) for part in facts)
     dtype = torch_dtype(layouts[0].element_type)
-    return _product_faster(ints, dtype, biased, backward, _geometry(library_op), device, _device_identity(device))
+    return _product_faster(ints, dtype, biased, backward, _geometry(library_op), device, device_identity(device))
 
 
 @functools.cache
@@ -269,9 +269,9 @@ def _product_faster(
     of the input gradient `result` from the result's gradient `source`."""
     source_sizes, source_strides, weight_sizes, weight_strides, result_sizes, result_strides = layouts
     generator = torch.Generator(device).manual_seed(0)
-    source = _random_strided(source_sizes, source_strides, dtype, device, generator)
-    weight = _random_strided(weight_sizes, weight_strides, dtype, device, generator)
-    bias = _random((weight_sizes[0],), dtype, device, generator) if biased else None
+    source = random_strided(source_sizes, source_strides, dtype, device, generator)
+    weight = random_strided(weight_sizes, weight_strides, dtype, device, generator)
+    bias = random_tensor((weight_sizes[0],), dtype, device, generator) if biased else None
     result = torch.empty_strided(result_sizes, result_strides, dtype=dtype, device=device)
     factor = weight.transpose(0, 1) if backward else weight
     product = _product_call(source, factor, bias, result)
@@ -330,19 +330,19 @@ def _then(first: Callable[[], object], second: Callable[[], object]) -> Callable
     return both
 
 
-def _random(sizes: tuple, dtype: torch.dtype, device: str, generator: torch.Generator) -> torch.Tensor:
+def random_tensor(sizes: tuple, dtype: torch.dtype, device: str, generator: torch.Generator) -> torch.Tensor:
     """Normal samples made where they are used: drawn on the CPU and moved, an
     image batch of a GPU model took a tenth of a second each, a second of an
     EfficientNet's compile."""
     return torch.empty(sizes, dtype=dtype, device=device).normal_(generator=generator)
 
 
-def _random_strided(
+def random_strided(
     sizes: tuple, strides: tuple, dtype: torch.dtype, device: str, generator: torch.Generator
 ) -> torch.Tensor:
     """`_random` samples in memory of the given strides."""
     tensor = torch.empty_strided(sizes, strides, dtype=dtype, device=device)
-    return tensor.copy_(_random(sizes, dtype, device, generator))
+    return tensor.copy_(random_tensor(sizes, dtype, device, generator))
 
 
 def _nothing() -> None:

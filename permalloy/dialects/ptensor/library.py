@@ -247,6 +247,13 @@ class ConvolutionOp(_ConvolutionGeometryOp):
 
     name = "ptensor.convolution"
 
+    TILE: ClassVar[str] = "depthwise_tile"
+    """An optional attribute on a 2-d depthwise convolution (one filter per
+    channel), `[tile_h, tile_w, block_c, num_warps]`: run by permalloy's
+    depthwise kernel with that tile where Triton runs (GPU tensors, or
+    Triton's interpreter), instead of the library
+    (`choose-depthwise-kernels`)."""
+
     input = operand_def(TensorType)
     weight = operand_def(TensorType)
     bias = opt_operand_def(TensorType)
@@ -307,6 +314,16 @@ class ConvolutionOp(_ConvolutionGeometryOp):
                 + 1
             )
         check_shape(self.name, result, expected)
+        tile = self.attributes.get(self.TILE)
+        if tile is not None:
+            require(
+                isinstance(tile, IntListAttr) and len(tile.data) == 4 and min(tile.data) >= 1,
+                lambda: f"ptensor.convolution: {self.TILE} must be four positive integers, got {tile}",
+            )
+            require(
+                spatial == 2 and self.groups.value.data == source.sizes[1] == weight.sizes[0] and weight.sizes[1] == 1,
+                lambda: f"ptensor.convolution: {self.TILE} is given only to a 2-d depthwise convolution",
+            )
 
 
 @irdl_op_definition

@@ -17,6 +17,7 @@ from xdsl.ir import Operation
 
 from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor as pt
+from permalloy.dialects.ptensor.types import IntListAttr
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors, size_function
 
 
@@ -59,11 +60,37 @@ def _addmm_into(op: pt.AddmmOp) -> ExternIntoCall:
 
 def _convolution(op: pt.ConvolutionOp) -> ExternCall:
     geometry = pt.convolution_geometry(op)
+    tile = op.attributes.get(pt.ConvolutionOp.TILE)
+    if isinstance(tile, IntListAttr):
+        return _depthwise_convolution(geometry, tile.data)
     convolution = torch.convolution
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         x, weight, *rest = tensors
         return (convolution(x, weight, rest[0] if rest else None, *geometry),)
+
+    return call
+
+
+def _depthwise_convolution(geometry: tuple, tile: tuple[int, ...]) -> ExternCall:
+    """permalloy's depthwise kernel with the chosen tile where Triton runs
+    (GPU tensors, or Triton's interpreter) and it takes the tensors, else
+    torch's convolution."""
+    from permalloy.targets.triton import interpreter_enabled
+    from permalloy.targets.triton.depthwise_convolution import DepthwiseConfig, depthwise_convolution
+
+    config = DepthwiseConfig(*tile)
+    stride, padding, dilation = geometry[:3]
+    convolution = torch.convolution
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        x, weight, *rest = tensors
+        bias = rest[0] if rest else None
+        if x.is_cuda or interpreter_enabled():
+            out = depthwise_convolution(x, weight, bias, stride, padding, dilation, config)
+            if out is not None:
+                return (out,)
+        return (convolution(x, weight, bias, *geometry),)
 
     return call
 

@@ -76,6 +76,7 @@ TARGET = TargetDescriptor(
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",
         "convolutions-as-products{choose=measured device=cuda}",
+        "choose-depthwise-kernels{choose=measured device=cuda}",
     ),
     fusion_options="instruction-math=true",
     atomic_scatters=True,

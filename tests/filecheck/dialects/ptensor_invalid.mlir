@@ -1119,3 +1119,19 @@ func.func @f(%x: !ptensor.tensor<[4, 8], i32>) {
   %0 = ptensor.fft r2c %x dims [1] normalization 0 : !ptensor.tensor<[4, 8], i32> -> !ptensor.tensor<[4, 8, 2], i32>
   func.return
 }
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[2, 8, 5, 5], f32>, %w: !ptensor.tensor<[8, 1, 3, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.convolution: depthwise_tile must be four positive integers, got #ptensor.ints[4, 8, 0, 4]
+  %0 = ptensor.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 8 {depthwise_tile = #ptensor.ints[4, 8, 0, 4]} : !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[8, 1, 3, 3], f32> -> !ptensor.tensor<[2, 8, 5, 5], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%x: !ptensor.tensor<[2, 8, 5, 5], f32>, %w: !ptensor.tensor<[4, 2, 3, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.convolution: depthwise_tile is given only to a 2-d depthwise convolution
+  %0 = ptensor.convolution %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 4 {depthwise_tile = #ptensor.ints[4, 8, 32, 4]} : !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[4, 2, 3, 3], f32> -> !ptensor.tensor<[2, 4, 5, 5], f32>
+  func.return
+}

@@ -1,0 +1,171 @@
+"""The `choose-depthwise-kernels` pass."""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import torch
+from xdsl.context import Context
+from xdsl.dialects import func
+from xdsl.dialects.builtin import ModuleOp
+from xdsl.passes import ModulePass
+
+from permalloy.dialects import buffer as buf
+from permalloy.dialects import ptensor as pt
+from permalloy.dialects.ptensor.types import IntListAttr
+from permalloy.dtypes import torch_dtype
+from permalloy.passes import check_option
+from permalloy.passes.convolution_layouts import device_identity, random_strided, random_tensor
+
+CHOICES = ("always", "measured")
+"""The values of the `choose` option."""
+DEVICES = ("cuda",)
+"""Where the kernel is timed against the library: the values of `device`."""
+
+Layouts = tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+"""Sizes and strides of a convolution's input, weight and result."""
+
+
+def _static_layouts(op: buf.ExternOp) -> Layouts | None:
+    """The sizes and strides of the input, weight and result of the
+    convolution `op` holds; None where one is symbolic."""
+    layouts = [buf.buffer_type(v) for v in (op.inputs[0], op.inputs[1], op.results[0])]
+    parts = [part for layout in layouts for part in (layout.sizes, layout.strides.data)]
+    if not all(e.is_Integer for part in parts for e in part):
+        return None
+    ints = [tuple(int(e) for e in part) for part in parts]
+    return tuple((ints[i], ints[i + 1]) for i in range(0, 6, 2))
+
+
+def _is_depthwise_2d(convolution: pt.ConvolutionOp) -> bool:
+    """One filter per channel, over two spatial dimensions, not transposed."""
+    source, weight = pt.tensor_type(convolution.input), pt.tensor_type(convolution.weight)
+    return (
+        convolution.transposed is None
+        and len(source.sizes) == 4
+        and convolution.groups.value.data == source.sizes[1] == weight.sizes[0]
+        and weight.sizes[1] == 1
+    )
+
+
+def kernel_candidate(op: buf.ExternOp) -> tuple[pt.ConvolutionOp, Layouts] | None:
+    """The convolution `op` holds and its layouts, where permalloy's depthwise
+    kernel can compute it: a 2-d depthwise convolution of static sizes and
+    strides in a type the kernel takes, whose planned result has the layout
+    the kernel writes for its input (`result_strides`, torch's own)."""
+    convolution = op.library_op
+    if not isinstance(convolution, pt.ConvolutionOp) or not _is_depthwise_2d(convolution):
+        return None
+    layouts = _static_layouts(op)
+    if layouts is None:
+        return None
+    from permalloy.targets.triton import depthwise_convolution as kernel
+
+    (sizes, strides), (weight_sizes, weight_strides), (result_sizes, result_strides) = layouts
+    x = torch.empty_strided(sizes, strides, dtype=torch_dtype(buf.buffer_type(op.inputs[0]).element_type), device="meta")
+    weight = torch.empty_strided(weight_sizes, weight_strides, dtype=x.dtype, device="meta")
+    bias = torch.empty(sizes[1], dtype=x.dtype, device="meta") if convolution.bias is not None else None
+    stride, padding, dilation = pt.convolution_geometry(convolution)[:3]
+    if not kernel.supported(x, weight, bias, stride, padding, dilation):
+        return None
+    if kernel.result_strides(x, result_sizes) != result_strides:
+        return None
+    return convolution, layouts
+
+
+def measured_tile(op: buf.ExternOp, device: str) -> tuple[int, ...] | None:
+    """The tile of permalloy's depthwise kernel that runs the convolution `op`
+    holds fastest on `device`, where it beats the library's convolution in
+    the program's layouts; None where the library is as fast, or there is no
+    GPU to time on."""
+    candidate = kernel_candidate(op)
+    if candidate is None or not torch.cuda.is_available():
+        return None
+    convolution, layouts = candidate
+    dtype = torch_dtype(buf.buffer_type(op.inputs[0]).element_type)
+    geometry = tuple(tuple(g) for g in pt.convolution_geometry(convolution)[:3])
+    biased = convolution.bias is not None
+    return _fastest_tile(layouts[:2], dtype, biased, geometry, device, device_identity(device))
+
+
+@functools.cache
+def _fastest_tile(
+    layouts: Layouts, dtype: torch.dtype, biased: bool, geometry: tuple, device: str, _: int
+) -> tuple[int, ...] | None:
+    """Timed once per process for each convolution of these layouts: the
+    same layers repeat through a network and through its graphs."""
+    from permalloy.targets.triton.autotune import gpu_timer
+    from permalloy.targets.triton.depthwise_convolution import fastest_config
+
+    (sizes, strides), (weight_sizes, weight_strides) = layouts
+    generator = torch.Generator(device).manual_seed(0)
+    x = random_strided(sizes, strides, dtype, device, generator)
+    weight = random_strided(weight_sizes, weight_strides, dtype, device, generator)
+    bias = random_tensor((sizes[1],), dtype, device, generator) if biased else None
+    with torch.no_grad():
+        config = fastest_config(x, weight, bias, *geometry, gpu_timer())
+    return None if config is None else (config.tile_h, config.tile_w, config.block_c, config.num_warps)
+
+
+def first_tile(op: buf.ExternOp) -> tuple[int, ...] | None:
+    """The first candidate tile of permalloy's depthwise kernel for the
+    convolution `op` holds, where the kernel can compute it."""
+    candidate = kernel_candidate(op)
+    if candidate is None:
+        return None
+    from permalloy.targets.triton.depthwise_convolution import CHANNELS_LAST_CONFIGS, NCHW_CONFIGS
+
+    (sizes, strides), _, _ = candidate[1]
+    config = (CHANNELS_LAST_CONFIGS if strides[1] == 1 and sizes[1] > 1 else NCHW_CONFIGS)[0]
+    return (config.tile_h, config.tile_w, config.block_c, config.num_warps)
+
+
+@dataclass(frozen=True)
+class ChooseDepthwiseKernelsPass(ModulePass):
+    """
+    Runs 2-d depthwise convolutions (one filter per channel) with permalloy's
+    depthwise Triton kernel (`targets/triton/depthwise_convolution.py`)
+    where it is faster than the library: it marks each such convolution with
+    the kernel's tile (`ptensor.convolution`'s `depthwise_tile`), which the
+    host program's call then runs.
+
+    It runs after `plan-layouts`, on the layouts the program has. With
+    `choose=measured` (the GPU target's choice) the kernel's candidate tiles
+    are timed against the library's convolution on `device` (the current
+    GPU), on random tensors of the program's layouts, once per process for
+    each convolution, and the fastest tile is taken where it beats the
+    library; a convolution of symbolic sizes or strides, or with no GPU to
+    time on, stays the library's. `always` (the default) marks every
+    convolution the kernel takes, with the first tile for its layout.
+
+    Before:
+    ```
+    %y = buffer.extern ins(%a = %x : !buffer.buffer<[2, 8, 5, 5], f32, strides [200, 1, 40, 8]>, %b = %w : !buffer.buffer<[8, 1, 3, 3], f32>) -> (!buffer.buffer<[2, 8, 5, 5], f32, strides [200, 1, 40, 8]>) {
+      %c = ptensor.convolution %a, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 8 : ...
+      buffer.yield %c : !ptensor.tensor<[2, 8, 5, 5], f32>
+    }
+    ```
+    After:
+    ```
+      %c = ptensor.convolution %a, %b stride [1, 1] padding [1, 1] dilation [1, 1] groups 8 {depthwise_tile = #ptensor.ints[4, 8, 32, 4]} : ...
+    ```
+    """
+
+    name = "choose-depthwise-kernels"
+
+    choose: str = "always"
+    device: str = "cuda"
+
+    def __post_init__(self) -> None:
+        check_option("choose", self.choose, CHOICES)
+        check_option("device", self.device, DEVICES)
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if not function.body.blocks:
+                continue
+            for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
+                tile = first_tile(extern) if self.choose == "always" else measured_tile(extern, self.device)
+                if tile is not None:
+                    extern.library_op.attributes[pt.ConvolutionOp.TILE] = IntListAttr(tile)

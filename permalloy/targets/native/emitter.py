@@ -728,8 +728,9 @@ class NativeHostEmitter:
 
     def _emit_convolution(self, op: buf.ExternOp) -> bool:
         """A convolution through the shim, its result given its planned layout
-        as the Python host program gives it; False for other ops."""
-        if not isinstance(op.library_op, pt.ConvolutionOp):
+        as the Python host program gives it; False for other ops, and for a
+        depthwise convolution run by permalloy's kernel (its Python call)."""
+        if not isinstance(op.library_op, pt.ConvolutionOp) or pt.ConvolutionOp.TILE in op.library_op.attributes:
             return False
         b = self.cg.builder
         x, weight, *bias = self._library_operands(op)

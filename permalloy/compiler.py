@@ -107,13 +107,14 @@ def lower_module(
     fusion_decisions: FusionDecisions | None = None,
     matmul_templates: bool = False,
     optional_passes: Collection[str] = (),
+    optional_buffer_passes: Collection[str] = (),
 ) -> ModuleOp:
     """Run the default pipeline for `target` on an imported module, dumping
     after each pass, adding each pass's time to `times` and recording
     `fuse-loops`' decisions into `fusion_decisions` when given; with
     `matmul_templates`, half-precision products become contractions where the
-    target tiles them; `optional_passes` are the target's passes the compile's
-    options add."""
+    target tiles them; `optional_passes` and `optional_buffer_passes` are the
+    target's tensor-level and buffer-level passes the compile's options add."""
     ctx = make_context()
     times = times if times is not None else CompileTimes()
     mark = time.perf_counter()
@@ -127,7 +128,7 @@ def lower_module(
         mark = time.perf_counter()
 
     deterministic = torch.are_deterministic_algorithms_enabled()
-    names = default_pipeline(fusion, target, deterministic, matmul_templates, optional_passes)
+    names = default_pipeline(fusion, target, deterministic, matmul_templates, optional_passes, optional_buffer_passes)
     pipeline = build_pipeline(pipeline_text(names), callback=after_pass)
     if fusion_decisions is not None:
         pipeline = PassPipeline(
@@ -233,9 +234,11 @@ def compile_graph(
                 verify_imported(imported.module)
         decisions = details.fusion if details is not None else None
         templates = bool(options.target_options.get("matmul_templates", False))
-        optional = target_descriptor(options.target).passes_turned_on(options.target_options)
+        descriptor = target_descriptor(options.target)
+        optional = descriptor.passes_turned_on(options.target_options)
+        optional_buffer = descriptor.buffer_passes_turned_on(options.target_options)
         module = lower_module(
-            imported.module, dumper, options.fusion, options.target, times, decisions, templates, optional
+            imported.module, dumper, options.fusion, options.target, times, decisions, templates, optional, optional_buffer
         )
         if dumper is not None:
             dump_kernels(module, target, dumper)

@@ -36,6 +36,7 @@ def default_pipeline(
     deterministic: bool = False,
     matmul_templates: bool = False,
     optional_passes: Collection[str] = (),
+    optional_buffer_passes: Collection[str] = (),
 ) -> list[str]:
     """The pass names that take an imported graph to a host program for
     `target`, with the passes the target adds (its `TargetDescriptor`'s
@@ -46,11 +47,21 @@ def default_pipeline(
     sum or multiply for torch on a target whose scatters use atomics;
     `matmul_templates` lowers half-precision matrix products to contractions
     on a target that tiles them; `optional_passes` are the target's passes
-    that the compile's options turn on (`TargetDescriptor.optional_passes`)."""
+    that the compile's options turn on (`TargetDescriptor.optional_passes`),
+    `optional_buffer_passes` its buffer-level ones
+    (`TargetDescriptor.optional_buffer_passes`)."""
     if target is not None:
         descriptor = target_descriptor(target)
         return descriptor.pipeline(
-            fusion, TENSOR_LEVEL, LOOP_LEVEL, FUSION, BUFFER_LEVEL, deterministic, matmul_templates, optional_passes
+            fusion,
+            TENSOR_LEVEL,
+            LOOP_LEVEL,
+            FUSION,
+            BUFFER_LEVEL,
+            deterministic,
+            matmul_templates,
+            optional_passes,
+            optional_buffer_passes,
         )
     return [*TENSOR_LEVEL, *LOOP_LEVEL, *(FUSION if fusion else []), *BUFFER_LEVEL]
 

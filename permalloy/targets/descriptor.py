@@ -70,6 +70,14 @@ def _no_errors() -> tuple[type[Exception], ...]:
     return ()
 
 
+def _turned_on(optional: Mapping[str, Mapping[Any, str]], options: Mapping[str, Any]) -> tuple[str, ...]:
+    """The passes of `optional` (by option name and value) that the values in
+    `options` add."""
+    return tuple(
+        by_value[options[option]] for option, by_value in optional.items() if option in options and options[option] in by_value
+    )
+
+
 @dataclass(frozen=True)
 class TargetDescriptor:
     """A kernel target, as the backend, the pipeline, `permalloy-opt` and the
@@ -91,6 +99,9 @@ class TargetDescriptor:
     optional_passes: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
     """Its tensor-level passes that an option of its own adds, by option name
     and value: the pass, as pipeline text (a value not listed adds none)."""
+    optional_buffer_passes: Mapping[str, Mapping[Any, str]] = field(default_factory=dict)
+    """Its buffer-level passes that an option of its own adds (after its
+    `buffer_passes`), by option name and value, as `optional_passes`."""
     loop_passes: tuple[str, ...] = ()
     """Passes it adds after the lowering to loops."""
     buffer_passes: tuple[str, ...] = ()
@@ -139,6 +150,7 @@ class TargetDescriptor:
         deterministic: bool = False,
         matmul_templates: bool = False,
         optional_passes: Collection[str] = (),
+        optional_buffer_passes: Collection[str] = (),
     ) -> list[str]:
         """The pass names of a pipeline for this target: each level's list with
         the target's own passes added (its tensor-level passes only when
@@ -147,7 +159,9 @@ class TargetDescriptor:
         torch's deterministic algorithms are on; `matmul_templates` when the
         compile asks for matrix products as contractions (where it tiles them);
         `optional_passes` are passes of its `optional_passes` the compile's
-        options turn on (fused graphs only, before its own tensor-level passes)."""
+        options turn on (fused graphs only, before its own tensor-level passes),
+        `optional_buffer_passes` of its `optional_buffer_passes` (after its own
+        buffer-level passes)."""
         lowering_options = []
         if deterministic and self.atomic_scatters:
             lowering_options.append("deterministic-scatters=true")
@@ -173,16 +187,22 @@ class TargetDescriptor:
             *(fuse if fusion else ()),
             *buffer_level[:1],
             *self.buffer_passes,
+            *optional_buffer_passes,
             *buffer_level[1:],
         ]
 
     def passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The passes of `optional_passes` that the values in `options` add."""
-        return tuple(
-            by_value[options[option]]
-            for option, by_value in self.optional_passes.items()
-            if option in options and options[option] in by_value
-        )
+        return _turned_on(self.optional_passes, options)
+
+    def buffer_passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
+        """The passes of `optional_buffer_passes` that the values in `options` add."""
+        return _turned_on(self.optional_buffer_passes, options)
+
+    def pass_options(self) -> set[str]:
+        """The options that only choose passes: the pipeline's, not the code
+        generator's."""
+        return {*self.optional_passes, *self.optional_buffer_passes}
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """`options` if the target takes each of them with its value; else a

@@ -1,12 +1,13 @@
 """
 Depthwise convolutions run by permalloy's depthwise Triton kernel
-(`choose-depthwise-kernels`) on the Triton target (its interpreter on the
-CPU, or the GPU that `PERMALLOY_TEST_DEVICE` names): the kernel matches
-torch's convolution over windows, strides, dilations, paddings, biases,
-layouts, types and every candidate tile, writing torch's result layout;
-compiled blocks whose depthwise convolutions it runs match eager, inference
-and training; the measured choice keeps the library where it is as fast,
-and with no GPU to time on.
+(`choose-depthwise-kernels`, the Triton target's `depthwise_convolutions`
+option) on the Triton target (its interpreter on the CPU, or the GPU that
+`PERMALLOY_TEST_DEVICE` names): the kernel matches torch's convolution over
+windows, strides, dilations, paddings, biases, layouts, types and every
+candidate tile, writing torch's result layout; compiled blocks whose
+depthwise convolutions it runs match eager, inference and training; the
+default keeps the library, and so does the measured choice where the
+library is as fast, or with no GPU to time on.
 """
 
 from __future__ import annotations
@@ -130,8 +131,8 @@ class InvertedResidual(torch.nn.Module):
 
 
 def _plan(monkeypatch, channels_last: bool) -> None:
-    """Layouts as if measured (channels-last or NCHW), and every depthwise
-    convolution the kernel takes marked with its first tile."""
+    """Layouts as if measured (channels-last or NCHW), and the kernel's first
+    tile measured fastest for every depthwise convolution it takes."""
     times = LayoutTimes(2.0, 1.0) if channels_last else LayoutTimes(1.0, 2.0)
     monkeypatch.setitem(CONVOLUTION_CHOICES, "measured", lambda op, copies_input, device, keeps_nchw=False, trains=False: times)
     monkeypatch.setattr(plan_layouts, "MEASURED_MIN_MULTIPLY_ADDS", 0)
@@ -165,7 +166,7 @@ def test_compiled_blocks_run_the_kernel_and_match_eager(fresh_backend, triton_de
     x = torch.randn(2, model.depthwise.in_channels // (2 if block is InvertedResidual else 1), 9, 9, device=triton_device)
     if channels_last:
         x = x.contiguous(memory_format=torch.channels_last)
-    options = {"target": "triton", "dump_dir": str(tmp_path)}
+    options = {"target": "triton", "dump_dir": str(tmp_path), "depthwise_convolutions": "measured"}
     compiled = torch.compile(model, backend=permalloy_backend, options=options)
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
@@ -181,17 +182,41 @@ def test_training_through_the_kernel_matches_eager(fresh_backend, triton_device,
     ran = _spy(monkeypatch)
     torch.manual_seed(2)
     x = torch.randn(2, 6, 8, 8, device=triton_device).contiguous(memory_format=torch.channels_last)
-    options = {"target": "triton", "dump_dir": str(tmp_path)}
+    options = {"target": "triton", "dump_dir": str(tmp_path), "depthwise_convolutions": "triton"}
     assert_training_step_matches(lambda: InvertedResidual().to(triton_device), x, options)
     assert ran == [True]
+
+
+def _compile_block(tmp_path, device: str, **options):
+    """A ConvNeXt block compiled for Triton with `options`, checked against eager."""
+    model = ConvNeXtBlock().eval().to(device)
+    x = torch.randn(2, 8, 9, 9, device=device)
+    options = {"target": "triton", "dump_dir": str(tmp_path), **options}
+    compiled = torch.compile(model, backend=permalloy_backend, options=options)
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("options", [{}, {"depthwise_convolutions": "library"}], ids=["default", "library"])
+def test_the_library_runs_them_by_default(fresh_backend, triton_device, monkeypatch, tmp_path, options):
+    ran = _spy(monkeypatch)
+    _compile_block(tmp_path, triton_device, **options)
+    assert ran == [] and "depthwise_tile" not in _programs(tmp_path)
+
+
+def test_the_triton_option_runs_every_one_the_kernel_takes(fresh_backend, triton_device, monkeypatch, tmp_path):
+    ran = _spy(monkeypatch)
+    _compile_block(tmp_path, triton_device, depthwise_convolutions="triton")
+    assert ran == [True] and "depthwise_tile" in _programs(tmp_path)
 
 
 @pytest.mark.skipif(TEST_DEVICE == "cuda", reason="on a GPU the choice is timed")
 def test_measured_choice_keeps_the_library_without_a_gpu(fresh_backend, triton_device, monkeypatch, tmp_path):
     ran = _spy(monkeypatch)
-    model = ConvNeXtBlock().eval()
-    x = torch.randn(2, 8, 9, 9)
-    compiled = torch.compile(model, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
-    with torch.no_grad():
-        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    _compile_block(tmp_path, triton_device, depthwise_convolutions="measured")
     assert ran == [] and "depthwise_tile" not in _programs(tmp_path)
+
+
+def test_a_bad_value_lists_the_valid_ones(fresh_backend, triton_device, tmp_path):
+    with pytest.raises(Exception, match="library.*measured.*triton"):
+        _compile_block(tmp_path, triton_device, depthwise_convolutions="cudnn")

@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from permalloy.tools.bench import cli, report, saved, timing
-from permalloy.tools.bench.backends import Permalloy
+from permalloy.tools.bench.backends import Permalloy, parse_target_option
 from permalloy.tools.bench.profiles import QUICK
 from permalloy.tools.zoo import CASES
 
@@ -37,6 +37,18 @@ def test_cli_parses_flags() -> None:
     assert config.profile == QUICK
     assert config.threads is None
     assert cli.parse_config(cli.build_parser().parse_args(["--threads", "1"])).threads == 1
+
+
+def test_target_options_reach_permalloy_and_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """`--target-option NAME=VALUE` (values read as Python literals where
+    they are one) compiles permalloy with the option, and the JSON, its
+    reading back and the table's heading say so."""
+    data = run_json([*QUICK_POINTWISE, "--target-option", "parallel_threshold=4096"], capsys)
+    assert data["config"]["target_options"] == {"parallel_threshold": 4096}
+    assert saved.report_from_dict(data).config.target_options == (("parallel_threshold", 4096),)
+    assert "permalloy target options: parallel_threshold=4096" in report.format_table(saved.report_from_dict(data))
+    args = cli.build_parser().parse_args(["--target-option", "vector_bits=256", "--target-option", "x=text"])
+    assert [parse_target_option(t) for t in args.target_option] == [("vector_bits", 256), ("x", "text")]
 
 
 def test_cli_defaults_to_every_case_and_backend() -> None:
@@ -123,6 +135,9 @@ def test_table_shows_errors_and_geomeans(
         (["--device", "tpu"], "unknown device 'tpu'; valid devices: cpu, cuda"),
         (["--threads", "0"], "--threads takes a positive integer, not '0'"),
         (["--json", "/no/such/folder/out.json"], "folder /no/such/folder does not exist"),
+        (["--target-option", "vector_bits"], "--target-option takes NAME=VALUE, not 'vector_bits'"),
+        (["--target-option", "attention=torch"], "target 'llvm' has no option 'attention'; its options: vector_bits"),
+        (["--target-option", "vector_bits=100"], "option 'vector_bits' of target 'llvm'"),
     ],
 )
 def test_bad_flags_list_valid_values(

@@ -126,10 +126,32 @@ def test_an_option_value_adds_its_pass_before_the_targets_tensor_passes(value, a
     assert default_pipeline(False, "triton", optional_passes=optional) == default_pipeline(False, "triton")
 
 
+@pytest.mark.parametrize(
+    ("value", "added"),
+    [
+        ("library", []),
+        ("measured", ["choose-depthwise-kernels{choose=measured device=cuda}"]),
+        ("triton", ["choose-depthwise-kernels{choose=always}"]),
+    ],
+)
+def test_an_option_value_adds_its_pass_after_the_targets_buffer_passes(value, added):
+    """The Triton target's `depthwise_convolutions` option: its value names
+    the buffer-level pass it adds (none for the default), after the target's
+    own buffer-level passes, with or without fusion."""
+    triton = registry.target_descriptor("triton")
+    optional = triton.buffer_passes_turned_on({"depthwise_convolutions": value, "attention": "torch"})
+    assert list(optional) == added
+    assert triton.buffer_passes_turned_on({}) == ()
+    for fusion in (True, False):
+        plain = default_pipeline(fusion, "triton")
+        after = plain.index("convolutions-as-products{choose=measured device=cuda}") + 1
+        assert default_pipeline(fusion, "triton", optional_buffer_passes=optional) == [*plain[:after], *added, *plain[after:]]
+
+
 def test_pipeline_options_do_not_reach_the_code_generator():
-    """The `attention` option chooses passes: the code generator is made
-    without it (it takes no such argument)."""
-    target = registry.kernel_target("triton", attention="torch", autotune=False)
+    """The `attention` and `depthwise_convolutions` options choose passes: the
+    code generator is made without them (it takes no such argument)."""
+    target = registry.kernel_target("triton", attention="torch", depthwise_convolutions="measured", autotune=False)
     assert target.name == "triton"
 
 

@@ -76,8 +76,13 @@ TARGET = TargetDescriptor(
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",
         "convolutions-as-products{choose=measured device=cuda}",
-        "choose-depthwise-kernels{choose=measured device=cuda}",
     ),
+    optional_buffer_passes={
+        "depthwise_convolutions": {
+            "measured": "choose-depthwise-kernels{choose=measured device=cuda}",
+            "triton": "choose-depthwise-kernels{choose=always}",
+        }
+    },
     fusion_options="instruction-math=true",
     atomic_scatters=True,
     sort_limits=(4096, 32),
@@ -102,6 +107,13 @@ TARGET = TargetDescriptor(
             "flash-attention kernel (NaN there, as the math)",
             one_of("math", "torch", "triton"),
         ),
+        "depthwise_convolutions": TargetOption(
+            "how 2-d depthwise convolutions (one filter per channel) run: 'library' (default), cuDNN's "
+            "kernels; 'measured', permalloy's depthwise kernel where its best tile times faster than "
+            "the library in the program's layouts (timed when compiling); 'triton', permalloy's kernel "
+            "for every one it takes",
+            one_of("library", "measured", "triton"),
+        ),
     },
     check_inputs=_input_problem,
     host_runtime=_host_runtime,
@@ -119,7 +131,10 @@ run by a tiled template with their fused prologues and epilogues or by the
 library, whichever is faster; the `attention` option runs attention written
 as its math as torch's fused attention or as permalloy's flash kernel
 (`fuse-attention`), neither of which was faster than the math in the models
-measured on an H200 (ARCHITECTURE.md)."""
+measured on an H200 (ARCHITECTURE.md); the `depthwise_convolutions` option
+runs 2-d depthwise convolutions with permalloy's depthwise kernel where it
+times faster than cuDNN, or always (`choose-depthwise-kernels`), which made
+no model measured on an H200 faster (ARCHITECTURE.md)."""
 
 
 def __getattr__(name: str) -> Any:

@@ -7,12 +7,13 @@ calls, fallback ops.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import os
 import re
 import tempfile
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 from unittest import mock
 
@@ -103,9 +104,11 @@ class Permalloy:
     name = "permalloy"
     compiles = True
 
-    def __init__(self, device: str, fresh_cache: bool = True) -> None:
+    def __init__(self, device: str, fresh_cache: bool = True, target_options: Mapping[str, Any] | None = None) -> None:
         self.device = device
         self.fresh_cache = fresh_cache
+        self.target_options = dict(target_options or {})
+        """Options of the kernel target it compiles with."""
         self.cache_dir: str | None = None
         """The session's cache directory, while a session with a fresh cache runs."""
         self._warnings: list[str] = []
@@ -116,7 +119,7 @@ class Permalloy:
         from permalloy.tools.backend import permalloy_backend
 
         target = permalloy_target(self.device)
-        return torch.compile(model, backend=permalloy_backend, options={"target": target})
+        return torch.compile(model, backend=permalloy_backend, options={"target": target, **self.target_options})
 
     @contextlib.contextmanager
     def session(self) -> Iterator[None]:
@@ -176,15 +179,42 @@ def add_host_times(result: Any) -> None:
         summary["host_us_per_call"] = record.get("host_us_per_call")
 
 
-def make_backend(name: str, device: str) -> Eager | Inductor | Permalloy:
-    """The adapter of backend `name` for `device`."""
+def make_backend(
+    name: str, device: str, target_options: Sequence[tuple[str, Any]] = ()
+) -> Eager | Inductor | Permalloy:
+    """The adapter of backend `name` for `device` (permalloy's with the
+    kernel target's `target_options`)."""
     if name == "eager":
         return Eager()
     if name == "inductor":
         return Inductor()
     if name == "permalloy":
-        return Permalloy(device)
+        return Permalloy(device, target_options=dict(target_options))
     raise BenchError(f"unknown backend {name!r}; valid backends: {', '.join(BACKENDS)}")
+
+
+def parse_target_option(text: str) -> tuple[str, Any]:
+    """A `NAME=VALUE` target option: the value as a Python literal (`False`,
+    `3`, `'torch'`) where it reads as one, else as text (`torch`)."""
+    name, equals, value = text.partition("=")
+    if not equals or not name:
+        raise BenchError(f"--target-option takes NAME=VALUE, not {text!r}")
+    try:
+        return name, ast.literal_eval(value)
+    except (ValueError, SyntaxError):
+        return name, value
+
+
+def check_target_options(device: str, options: Sequence[tuple[str, Any]]) -> None:
+    """A `BenchError` listing the options the device's target takes, where one
+    of `options` is not among them or has a value it does not take."""
+    from permalloy.targets.descriptor import TargetOptionError
+    from permalloy.targets.registry import target_descriptor
+
+    try:
+        target_descriptor(permalloy_target(device)).checked_options(dict(options))
+    except TargetOptionError as error:
+        raise BenchError(str(error)) from None
 
 
 def permalloy_target(device: str) -> str:

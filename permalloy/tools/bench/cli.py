@@ -28,7 +28,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from permalloy.tools.bench.backends import BACKENDS, BenchError
+from permalloy.tools.bench.backends import BACKENDS, BenchError, check_target_options, parse_target_option
 from permalloy.tools.bench.profiles import DEVICES, profile_for
 from permalloy.tools.bench.progress import Progress
 from permalloy.tools.bench.results import BenchConfig, BenchReport
@@ -62,6 +62,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=",".join(BACKENDS),
         metavar="A,B",
         help=f"comma-separated backends among {', '.join(BACKENDS)} (default: all)",
+    )
+    parser.add_argument(
+        "--target-option",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="an option of permalloy's kernel target, repeatable (--target-option "
+        "depthwise_convolutions=measured); a bad name or value lists the valid ones",
     )
     parser.add_argument(
         "--quick", action="store_true", help="tiny sizes and few repetitions, for CI"
@@ -163,6 +171,9 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         check_output_path(flag, path)
     profile = profile_for(args.device, args.quick)
     threads = parse_threads(args.threads)
+    target_options = tuple(parse_target_option(text) for text in args.target_option)
+    if target_options and "permalloy" in ordered:
+        check_target_options(args.device, target_options)
     return BenchConfig(
         args.device,
         cases,
@@ -175,6 +186,7 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         compile_times=args.compile_times or args.warm_compile,
         warm_compile=args.warm_compile,
         float64_reference=args.float64_reference,
+        target_options=target_options,
         verbose=args.verbose,
     )
 

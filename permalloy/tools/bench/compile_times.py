@@ -99,20 +99,29 @@ def warm_environment() -> dict[str, str]:
 
 
 def warm_compile(
-    suite: str, case: str, device: str, quick: bool, train: bool, threads: int | None, backend: str = "permalloy"
+    suite: str,
+    case: str,
+    device: str,
+    quick: bool,
+    train: bool,
+    threads: int | None,
+    backend: str = "permalloy",
+    target_options: Sequence[tuple[str, Any]] = (),
 ) -> dict[str, Any]:
     """Compile `case` with `backend` (permalloy or inductor) in a new process
     with the caches of the current one (`$PERMALLOY_CACHE_DIR`,
     `$TORCHINDUCTOR_CACHE_DIR`, `$TRITON_CACHE_DIR`) and its thread count
-    (part of the CPU target's cache key; `threads`, else torch's now): its
-    first call's seconds and, for permalloy, compile times; or
-    `{"error": ...}`."""
+    (part of the CPU target's cache key; `threads`, else torch's now), and
+    permalloy's `target_options`: its first call's seconds and, for
+    permalloy, compile times; or `{"error": ...}`."""
     import torch
 
     argv = [sys.executable, "-m", "permalloy.tools.bench.compile_times", "--suite", suite, "--case", case]
     argv += ["--backend", backend]
     argv += ["--device", device, *(["--quick"] if quick else []), *(["--train"] if train else [])]
     argv += ["--threads", str(threads if threads is not None else torch.get_num_threads())]
+    for name, value in target_options:
+        argv += ["--target-option", f"{name}={value!r}"]
     environment = warm_environment()
     package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
@@ -131,7 +140,7 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
     import torch
 
     import permalloy
-    from permalloy.tools.bench.backends import Inductor, Permalloy
+    from permalloy.tools.bench.backends import Inductor, Permalloy, parse_target_option
     from permalloy.tools.bench.profiles import profile_for
     from permalloy.tools.bench.runner import full_float32, make_workload
     from permalloy.tools.bench.suites import make_suite
@@ -145,12 +154,14 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--train", action="store_true")
     parser.add_argument("--threads", type=int, default=None)
     parser.add_argument("--backend", choices=("permalloy", "inductor"), default="permalloy")
+    parser.add_argument("--target-option", action="append", default=[])
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     if args.threads is not None:
         torch.set_num_threads(args.threads)
     profile, workload = profile_for(args.device, args.quick), make_workload(args.train)
-    adapter = Permalloy(args.device, fresh_cache=False) if args.backend == "permalloy" else Inductor()
+    options = dict(parse_target_option(text) for text in args.target_option)
+    adapter = Permalloy(args.device, False, options) if args.backend == "permalloy" else Inductor()
     sync = synchronizer(args.device)
     with torch.set_grad_enabled(workload.grad_enabled), full_float32():
         (warmup,) = workload.prepare_inputs([(torch.randn(8, device=args.device),)])

@@ -72,6 +72,7 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
             "float64_reference": config.float64_reference,
             "cases": list(config.cases),
             "backends": list(config.backends),
+            "target_options": dict(config.target_options),
             "profile": config.profile.as_dict(),
         },
         "copy_bandwidth": None if report.copy is None else report.copy.as_dict(),
@@ -319,6 +320,9 @@ def _header(report: BenchReport) -> str:
         f"torch {m['torch']}, permalloy {m['permalloy']}, python {m['python']}, {m['platform']}",
         f"profile {profile.name}: {sizes}",
     ]
+    if report.config.target_options:
+        options = ", ".join(f"{name}={value!r}" for name, value in report.config.target_options)
+        lines.append(f"permalloy target options: {options}")
     if report.copy is not None:
         copy = report.copy
         lines.append(

@@ -48,6 +48,9 @@ class BenchConfig:
     relative error against it, eager float32's included (inference only,
     `--float64-reference`): which of two backends that differ is the closer
     to the exact result."""
+    target_options: tuple[tuple[str, Any], ...] = ()
+    """Options of permalloy's kernel target, by name (`--target-option
+    NAME=VALUE`): the `permalloy` backend compiles with them."""
     verbose: bool = False
     """Print the `permalloy.explain` report of each case permalloy failed or
     ran slower than Inductor (`--verbose`)."""

@@ -300,7 +300,7 @@ def _prepare_backends(
 def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
     """Compile and check one backend; its result, and its compiled model or None."""
     result = BackendResult(backend)
-    adapter = make_backend(backend, run.config.device)
+    adapter = make_backend(backend, run.config.device, run.config.target_options)
     graphs = dynamo_graphs() if adapter.compiles else contextlib.nullcontext()
     try:
         with adapter.session(), graphs as record:
@@ -324,7 +324,9 @@ def _warm_compile(run: _CaseRun, backend: str) -> dict[str, Any]:
     one filled (inside the backend's session, which keeps them)."""
     config = run.config
     quick = config.profile.name == "quick"
-    return warm_compile(config.suite, run.name, config.device, quick, config.train, config.threads, backend)
+    return warm_compile(
+        config.suite, run.name, config.device, quick, config.train, config.threads, backend, config.target_options
+    )
 
 
 def _compile_and_check(run: _CaseRun, adapter: Any, result: BackendResult) -> Any:

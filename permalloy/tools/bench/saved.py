@@ -75,6 +75,7 @@ def report_from_dict(data: dict[str, Any]) -> BenchReport:
         compile_times=raw.get("compile_times", False),
         warm_compile=raw.get("warm_compile", False),
         float64_reference=raw.get("float64_reference", False),
+        target_options=tuple(raw.get("target_options", {}).items()),
     )
     copy = data.get("copy_bandwidth")
     copy_bandwidth = None if copy is None else CopyBandwidth(copy["bytes"], _timing(copy["time"]))

@@ -66,8 +66,7 @@ def kernel_candidate(op: buf.ExternOp) -> tuple[pt.ConvolutionOp, Layouts] | Non
     x = torch.empty_strided(sizes, strides, dtype=torch_dtype(buf.buffer_type(op.inputs[0]).element_type), device="meta")
     weight = torch.empty_strided(weight_sizes, weight_strides, dtype=x.dtype, device="meta")
     bias = torch.empty(sizes[1], dtype=x.dtype, device="meta") if convolution.bias is not None else None
-    stride, padding, dilation = pt.convolution_geometry(convolution)[:3]
-    if not kernel.supported(x, weight, bias, stride, padding, dilation):
+    if not kernel.supported(x, weight, bias, kernel.Geometry(*pt.convolution_geometry(convolution)[:3])):
         return None
     if kernel.result_strides(x, result_sizes) != result_strides:
         return None
@@ -96,7 +95,7 @@ def _fastest_tile(
     """Timed once per process for each convolution of these layouts: the
     same layers repeat through a network and through its graphs."""
     from permalloy.targets.triton.autotune import gpu_timer
-    from permalloy.targets.triton.depthwise_convolution import fastest_config
+    from permalloy.targets.triton.depthwise_convolution import Geometry, fastest_config
 
     (sizes, strides), (weight_sizes, weight_strides) = layouts
     generator = torch.Generator(device).manual_seed(0)
@@ -104,7 +103,7 @@ def _fastest_tile(
     weight = random_strided(weight_sizes, weight_strides, dtype, device, generator)
     bias = random_tensor((sizes[1],), dtype, device, generator) if biased else None
     with torch.no_grad():
-        config = fastest_config(x, weight, bias, *geometry, gpu_timer())
+        config = fastest_config(x, weight, bias, Geometry(*geometry), gpu_timer())
     return None if config is None else (config.tile_h, config.tile_w, config.block_c, config.num_warps)
 
 

@@ -60,11 +60,12 @@ def test_kernel_matches_torch(triton_device, backend_check, geometry, biased, ch
     kernel = _kernel()
     x, weight, bias = _tensors(geometry, channels_last, dtype, biased, triton_device)
     stride, padding, dilation = ([g, g] for g in geometry[4:])
+    window = kernel.Geometry(stride, padding, dilation)
     expected = F.conv2d(x.cpu().float(), weight.cpu().float(), None if bias is None else bias.cpu().float(),
                         stride, padding, dilation, x.size(1))  # fmt: skip
     reference = torch.convolution(x, weight, bias, stride, padding, dilation, False, [0, 0], x.size(1))
     for config in kernel.candidate_configs(x):
-        out = kernel.depthwise_convolution(x, weight, bias, stride, padding, dilation, config)
+        out = kernel.depthwise_convolution(x, weight, bias, window, config)
         assert out.stride() == reference.stride(), config
         backend_check.assert_tensor_matches(out.cpu().contiguous(), expected.to(dtype).contiguous(), str(config))
 
@@ -73,26 +74,27 @@ def test_kernel_writes_into_a_given_result(triton_device):
     kernel = _kernel()
     x, weight, bias = _tensors(GEOMETRIES[1], True, torch.float32, True, triton_device)
     out = torch.full((2, 12, 10, 7), float("nan"), device=triton_device)
-    kernel.depthwise_convolution(x, weight, bias, [1, 1], [3, 3], [1, 1], out=out)
+    kernel.depthwise_convolution(x, weight, bias, kernel.Geometry([1, 1], [3, 3], [1, 1]), out=out)
     expected = F.conv2d(x.cpu(), weight.cpu(), bias.cpu(), 1, 3, 1, 12)
     torch.testing.assert_close(out.cpu(), expected, rtol=1e-4, atol=1e-5)
 
 
 def test_kernel_refuses_what_it_does_not_take():
     kernel = _kernel()
-    x = torch.randn(2, 8, 5, 5)
-    assert not kernel.supported(x, torch.randn(4, 2, 3, 3), None, [1, 1], [1, 1], [1, 1])  # two channels a group
-    assert not kernel.supported(x, torch.randn(8, 1, 10, 10), None, [1, 1], [5, 5], [1, 1])  # a 10x10 window
-    assert not kernel.supported(x, torch.randn(8, 1, 7, 7), None, [1, 1], [0, 0], [1, 1])  # an empty result
-    assert not kernel.supported(x.double(), torch.randn(8, 1, 3, 3).double(), None, [1, 1], [1, 1], [1, 1])
-    assert not kernel.supported(x[:, :, :, :, None], torch.randn(8, 1, 3, 3, 1), None, [1] * 3, [1] * 3, [1] * 3)
-    assert kernel.depthwise_convolution(x, torch.randn(4, 2, 3, 3), None, [1, 1], [1, 1], [1, 1]) is None
+    x, same, unpadded = torch.randn(2, 8, 5, 5), kernel.Geometry([1, 1], [1, 1], [1, 1]), kernel.Geometry([1, 1], [0, 0], [1, 1])
+    assert not kernel.supported(x, torch.randn(4, 2, 3, 3), None, same)  # two channels a group
+    assert not kernel.supported(x, torch.randn(8, 1, 10, 10), None, kernel.Geometry([1, 1], [5, 5], [1, 1]))  # 10x10
+    assert not kernel.supported(x, torch.randn(8, 1, 7, 7), None, unpadded)  # an empty result
+    assert not kernel.supported(x.double(), torch.randn(8, 1, 3, 3).double(), None, same)
+    assert not kernel.supported(x, torch.randn(8, 1, 3, 3), None, kernel.Geometry([0, 1], [1, 1], [1, 1]))  # stride 0
+    assert not kernel.supported(x[:, :, :, :, None], torch.randn(8, 1, 3, 3, 1), None, kernel.Geometry([1] * 3, [1] * 3, [1] * 3))
+    assert kernel.depthwise_convolution(x, torch.randn(4, 2, 3, 3), None, same) is None
 
 
 def test_fastest_config_keeps_the_library_unless_a_tile_beats_it(triton_device):
     kernel = _kernel()
     x, weight, bias = _tensors(GEOMETRIES[0], True, torch.float32, True, triton_device)
-    arguments = (x, weight, bias, [1, 1], [1, 1], [1, 1])
+    arguments = (x, weight, bias, kernel.Geometry([1, 1], [1, 1], [1, 1]))
     timings = iter([1.0, 3.0, 0.5, 2.0, 0.7])  # the library, then the four tiles
     assert kernel.fastest_config(*arguments, lambda call: next(timings)) == kernel.CHANNELS_LAST_CONFIGS[1]
     assert kernel.fastest_config(*arguments, lambda call: 1.0) is None  # as fast: the library stays

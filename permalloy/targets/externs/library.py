@@ -77,17 +77,17 @@ def _depthwise_convolution(geometry: tuple, tile: tuple[int, ...]) -> ExternCall
     (GPU tensors, or Triton's interpreter) and it takes the tensors, else
     torch's convolution."""
     from permalloy.targets.triton import interpreter_enabled
-    from permalloy.targets.triton.depthwise_convolution import DepthwiseConfig, depthwise_convolution
+    from permalloy.targets.triton.depthwise_convolution import DepthwiseConfig, Geometry, depthwise_convolution
 
     config = DepthwiseConfig(*tile)
-    stride, padding, dilation = geometry[:3]
+    window = Geometry(*geometry[:3])
     convolution = torch.convolution
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         x, weight, *rest = tensors
         bias = rest[0] if rest else None
         if x.is_cuda or interpreter_enabled():
-            out = depthwise_convolution(x, weight, bias, stride, padding, dilation, config)
+            out = depthwise_convolution(x, weight, bias, window, config)
             if out is not None:
                 return (out,)
         return (convolution(x, weight, bias, *geometry),)

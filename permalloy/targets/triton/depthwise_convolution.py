@@ -10,8 +10,9 @@ strides, so the same kernel runs on NCHW and channels-last memory; its tile
 shapes (`DepthwiseConfig`) differ for the two, channels-last wanting
 channels along the tile's fast axis and NCHW pixels along a row.
 
-    out = depthwise_convolution(x, weight, bias, stride, padding, dilation)  # None: not supported
-    config = fastest_config(x, weight, bias, stride, padding, dilation, timer)  # None: the library's is faster
+    geometry = Geometry(stride, padding, dilation)
+    out = depthwise_convolution(x, weight, bias, geometry)  # None: not supported
+    config = fastest_config(x, weight, bias, geometry, timer)  # None: the library's is faster
 
 The result has the layout torch's convolution gives the same input
 (`result_strides`), so a caller may use either in place of the other.
@@ -72,6 +73,24 @@ def _depthwise_forward(
 
 
 @dataclass(frozen=True)
+class Geometry:
+    """A convolution's stride, padding and dilation, each per spatial dimension."""
+
+    stride: Sequence[int]
+    padding: Sequence[int]
+    dilation: Sequence[int]
+
+    def valid(self) -> bool:
+        """Two spatial dimensions, positive strides and dilations, no negative padding."""
+        parts = (self.stride, self.padding, self.dilation)
+        return all(len(p) == 2 for p in parts) and min(self.stride) >= 1 and min(self.dilation) >= 1 and min(self.padding) >= 0
+
+    def output_size(self, dim: int, size: int, window: int) -> int:
+        """The result's size along spatial dimension `dim`."""
+        return (size + 2 * self.padding[dim] - self.dilation[dim] * (window - 1) - 1) // self.stride[dim] + 1
+
+
+@dataclass(frozen=True)
 class DepthwiseConfig:
     """A tile of `tile_h` x `tile_w` output pixels by `block_c` channels per
     program, run by `num_warps` warps."""
@@ -112,18 +131,7 @@ def candidate_configs(x: torch.Tensor) -> tuple[DepthwiseConfig, ...]:
     return CHANNELS_LAST_CONFIGS if is_channels_last(x) else NCHW_CONFIGS
 
 
-def output_size(size: int, kernel: int, stride: int, padding: int, dilation: int) -> int:
-    return (size + 2 * padding - dilation * (kernel - 1) - 1) // stride + 1
-
-
-def supported(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
-) -> bool:
+def supported(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None, geometry: Geometry) -> bool:
     """Whether `depthwise_convolution` takes these tensors: a 4-d floating
     input of one type with its weight, one filter per channel, a window of
     at most `MAX_WINDOW` taps, and a nonempty result."""
@@ -134,11 +142,9 @@ def supported(
         return False
     if bias is not None and (bias.shape != (channels,) or bias.dtype != x.dtype):
         return False
-    if len(stride) != 2 or len(padding) != 2 or len(dilation) != 2 or min(stride) < 1 or min(dilation) < 1:
+    if not geometry.valid():
         return False
-    if min(padding) < 0:
-        return False
-    sizes = [output_size(x.size(2 + d), weight.size(2 + d), stride[d], padding[d], dilation[d]) for d in range(2)]
+    sizes = [geometry.output_size(d, x.size(2 + d), weight.size(2 + d)) for d in range(2)]
     return x.numel() > 0 and min(sizes) > 0
 
 
@@ -155,9 +161,7 @@ def depthwise_convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
+    geometry: Geometry,
     config: DepthwiseConfig | None = None,
     out: torch.Tensor | None = None,
 ) -> torch.Tensor | None:
@@ -165,12 +169,12 @@ def depthwise_convolution(
     where `supported` says no; written into `out` when given (of the
     result's sizes, any strides). `config` replaces the input layout's
     first candidate."""
-    if not supported(x, weight, bias, stride, padding, dilation):
+    if not supported(x, weight, bias, geometry):
         return None
     batch, channels, height, width = x.shape
     kh, kw = weight.size(2), weight.size(3)
-    out_h = output_size(height, kh, stride[0], padding[0], dilation[0])
-    out_w = output_size(width, kw, stride[1], padding[1], dilation[1])
+    out_h, out_w = geometry.output_size(0, height, kh), geometry.output_size(1, width, kw)
+    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
     sizes = (batch, channels, out_h, out_w)
     if out is None:
         out = torch.empty_strided(sizes, result_strides(x, sizes), dtype=x.dtype, device=x.device)
@@ -181,8 +185,8 @@ def depthwise_convolution(
         x, weight, x if bias is None else bias, out,
         *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *out.stride(),
         channels, height, width, out_h, out_w, tiles_h, tiles_w,
-        STRIDE_H=stride[0], STRIDE_W=stride[1], PAD_H=padding[0], PAD_W=padding[1],
-        DIL_H=dilation[0], DIL_W=dilation[1], KH=kh, KW=kw, HAS_BIAS=bias is not None,
+        STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
+        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, HAS_BIAS=bias is not None,
         TILE_H=config.tile_h, TILE_W=config.tile_w, BLOCK_C=config.block_c,
         num_warps=config.num_warps,
     )  # fmt: skip
@@ -193,9 +197,7 @@ def fastest_config(
     x: torch.Tensor,
     weight: torch.Tensor,
     bias: torch.Tensor | None,
-    stride: Sequence[int],
-    padding: Sequence[int],
-    dilation: Sequence[int],
+    geometry: Geometry,
     timer: Callable[[Callable[[], Any]], float],
 ) -> DepthwiseConfig | None:
     """The tile of `candidate_configs` that computes this convolution
@@ -203,15 +205,15 @@ def fastest_config(
     by `timer` (median milliseconds of a callable); None where the library
     is as fast, or the kernel does not take these tensors. The tensors'
     values do not matter, their layouts do."""
-    if not supported(x, weight, bias, stride, padding, dilation):
+    out = depthwise_convolution(x, weight, bias, geometry)
+    if out is None:
         return None
-    out = depthwise_convolution(x, weight, bias, stride, padding, dilation)
-    assert out is not None
+    stride, padding, dilation = geometry.stride, geometry.padding, geometry.dilation
     groups = x.size(1)
     best, best_time = None, timer(lambda: torch.convolution(x, weight, bias, stride, padding, dilation, False, (0, 0), groups))
     for config in candidate_configs(x):
         try:
-            time = timer(lambda config=config: depthwise_convolution(x, weight, bias, stride, padding, dilation, config, out))
+            time = timer(lambda config=config: depthwise_convolution(x, weight, bias, geometry, config, out))
         except Exception:  # noqa: BLE001 - a tile that does not compile (registers, shared memory) is skipped
             continue
         if time < best_time:

@@ -193,6 +193,12 @@ FUNCTIONS: dict[str, tuple[Callable, Inputs]] = {
     # a slice of a slice with steps: Dynamo's size (s0 ceildiv 2 + 1) floordiv 2
     # is permalloy's s0 ceildiv 2 ceildiv 2
     "strided_slice_of_slice": (lambda x: torch.tanh(x)[::2][::2], lambda n, m: [_randn(2 * n)[::2]]),
+    # a strided slice's length, permalloy's (s0 - 3) ceildiv 2, stacked: Dynamo's
+    # size of the stack is 2 * (s0 floordiv 2) - 2
+    "stacked_strided_slice": (
+        lambda x: torch.stack([x[3::2], x[3::2].exp()]).cumsum(-1),
+        lambda n, m: [_randn(n + m + 4)],
+    ),
     "size_true_division": (
         lambda x: x * (x.shape[0] / (x.shape[1] - 1)) + x.shape[1] ** 2 / 4,
         lambda n, m: [_randn(n, m)],

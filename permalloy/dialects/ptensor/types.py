@@ -192,22 +192,41 @@ def sizes_equal(a: sympy.Expr, b: sympy.Expr) -> bool:
     """Whether two sizes are equal for every value of their symbols. Ceiling
     divisions are compared as the floor divisions they equal (`a ceildiv b` is
     `(a + b - 1) floordiv b`), so that `(s0 ceildiv 2 + 1) floordiv 2` and
-    `s0 ceildiv 2 ceildiv 2` (a slice of a slice, each with step 2) agree."""
+    `s0 ceildiv 2 ceildiv 2` (a slice of a slice, each with step 2) agree, and
+    the multiples of a floor division's divisor come out of it
+    (`(s0 - 2) floordiv 2` is `s0 floordiv 2 - 1`), so that
+    `(s0 - 3) ceildiv 2`, the length of `x[3::2]`, and torch's
+    `s0 floordiv 2 - 1` agree."""
     if a == b or sympy.simplify(a - b) == 0:
         return True
     a, b = sympy.sympify(a), sympy.sympify(b)
-    if not (a.has(CeilDiv) or b.has(CeilDiv)):
+    if not any(side.has(CeilDiv, FloorDiv) for side in (a, b)):
         return False
-    return sympy.simplify(_floor_divisions(a) - _floor_divisions(b)) == 0
+    return sympy.simplify(_normal_divisions(a) - _normal_divisions(b)) == 0
 
 
-def _floor_divisions(expr: sympy.Expr) -> sympy.Expr:
+def _normal_divisions(expr: sympy.Expr) -> sympy.Expr:
     """`expr` with each ceiling division by a positive integer written as a
-    floor division."""
-    return expr.replace(
+    floor division, and the terms of a floor division by an integer that the
+    integer divides taken out of it: `(a + k d) floordiv d` is
+    `a floordiv d + k` for integer-valued terms."""
+    floors = expr.replace(
         lambda e: isinstance(e, CeilDiv) and e.args[1].is_Integer and e.args[1] > 0,
         lambda e: FloorDiv(e.args[0] + e.args[1] - 1, e.args[1]),
     )
+    return floors.replace(lambda e: isinstance(e, FloorDiv) and e.args[1].is_Integer, _divisible_terms_out)
+
+
+def _divisible_terms_out(division: sympy.Expr) -> sympy.Expr:
+    base, divisor = division.args
+    terms = sympy.sympify(base).as_coefficients_dict()
+    if not all(term.is_integer and coefficient.is_Integer for term, coefficient in terms.items()):
+        return division
+    out = {t: c for t, c in terms.items() if int(c) % int(divisor) == 0}
+    if not out:
+        return division
+    rest = sympy.Add(*(t * c for t, c in terms.items() if t not in out))
+    return FloorDiv(rest, divisor) + sympy.Add(*(t * (int(c) // int(divisor)) for t, c in out.items()))
 
 
 def shapes_equal(a: Sequence[sympy.Expr], b: Sequence[sympy.Expr]) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import sympy
 import torch
 from torch import fx
@@ -63,7 +65,22 @@ def constant_pad(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
         return None
     value = ctx.scalar(argument(node, 2, "value", 0))
     result = ctx.result_type(node)
+    if _beyond_integers(value, result.element_type):
+        if any(not (isinstance(a, int) and a == 0) for side in amounts for a in side):
+            return None  # eager raises (the value does not fit the type), and so does the fallback
+        value = 0  # nothing is padded, so the value is never written: eager accepts it
     return ctx.emit(ptensor.PadOp(source, PadMode.CONSTANT, *amounts, value, result))
+
+
+INT64_RANGE = (-(2**63), 2**63 - 1)
+
+
+def _beyond_integers(value: object, element_type) -> bool:
+    """Whether `value` is a float that an integer tensor (not a boolean one)
+    cannot hold: infinite, NaN, or outside 64 bits."""
+    if not isinstance(value, float) or ptensor.is_float(element_type) or ptensor.is_bool(element_type):
+        return False
+    return not math.isfinite(value) or not INT64_RANGE[0] <= value <= INT64_RANGE[1]
 
 
 def mode_pad(mode: PadMode) -> Converter:

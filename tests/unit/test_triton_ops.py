@@ -188,6 +188,16 @@ def test_unary_math_helpers_match_torch(target, name):
     torch.testing.assert_close(out, reference(x.double()).float(), rtol=2e-6, atol=1e-7)
 
 
+@pytest.mark.parametrize("name", sorted(n for n, (_, domain) in UNARY_MATH.items() if domain in ("any", "unit", "wide")))
+def test_unary_math_helpers_keep_the_sign_of_zero(target, name):
+    """f(-0) and f(+0) have the signs torch gives them (-0 for the odd
+    functions): a sign a later division turns into an infinity of that sign."""
+    x = torch.tensor([-0.0, 0.0, -1e-30, 1e-30])
+    out = pointwise(target, [x], "f32", f"    %y = math.{name} %a0 : f32")
+    reference = UNARY_MATH[name][0](x)
+    assert torch.equal(torch.signbit(out), torch.signbit(reference)), (out.tolist(), reference.tolist())
+
+
 @pytest.mark.parametrize("name", sorted(BINARY_MATH))
 def test_binary_math_helpers_match_torch(target, name):
     op, reference = BINARY_MATH[name]

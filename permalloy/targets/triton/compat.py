@@ -62,7 +62,10 @@ _PI = 3.141592653589793
 _HALF_PI = 1.5707963267948966
 
 _MATH: dict[str, Helper] = {
-    "expm1": Helper(_libdevice("expm1"), _f64("expm1", "r = tl.where(tl.abs(y) < 1e-5, y + 0.5 * y * y, tl.exp(y) - 1.0)")),
+    "expm1": Helper(
+        _libdevice("expm1"),
+        _f64("expm1", "r = tl.where(y == 0, y, tl.where(tl.abs(y) < 1e-5, y + 0.5 * y * y, tl.exp(y) - 1.0))"),
+    ),
     "log1p": Helper(_libdevice("log1p"), _f64("log1p", "r = tl.where(tl.abs(y) < 1e-5, y - 0.5 * y * y, tl.log(1.0 + y))")),
     "log10": Helper(_libdevice("log10"), _f64("log10", "r = tl.log(y) * 0.4342944819032518")),
     "tan": Helper(_libdevice("tan"), _f64("tan", "r = tl.sin(y) / tl.cos(y)")),
@@ -78,7 +81,7 @@ _MATH: dict[str, Helper] = {
             "e = tl.exp(-2.0 * tl.abs(y))",
             "m = (1.0 - e) / (1.0 + e)",
             "m = tl.where(tl.abs(y) < 1e-5, tl.abs(y) - tl.abs(y) * y * y / 3.0, m)",
-            "r = tl.where(y < 0, -m, m)",
+            "r = tl.where(y == 0, y, tl.where(y < 0, -m, m))",  # tanh(-0) is -0
         ),
     ),
     "asinh": Helper(
@@ -87,7 +90,7 @@ _MATH: dict[str, Helper] = {
             "asinh",
             "a = tl.abs(y)",
             "m = tl.where(a < 1e-5, a - a * a * a / 6.0, tl.log(a + tl.sqrt(a * a + 1.0)))",
-            "r = tl.where(y < 0, -m, m)",
+            "r = tl.where(y == 0, y, tl.where(y < 0, -m, m))",  # asinh(-0) is -0
         ),
     ),
     "acosh": Helper(_libdevice("acosh"), _f64("acosh", "r = tl.log(y + tl.sqrt(y * y - 1.0))")),
@@ -177,7 +180,7 @@ _INTEGER: dict[str, Helper] = {
             "t2 = t * t",
             f"m = 4.0 * t * {_atan_series()}",
             f"m = tl.where(inverted, {_HALF_PI!r} - m, m)",
-            "return tl.where(y < 0, -m, m)",
+            "return tl.where(y == 0, y, tl.where(y < 0, -m, m))",  # atan(-0) is -0
         )
     ),
     "floordiv": Helper(

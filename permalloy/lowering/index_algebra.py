@@ -196,6 +196,10 @@ def _upper_bound(expr: sympy.Expr, bounds: Bounds) -> sympy.Expr | None:
 
 
 def _is_nonnegative(expr: sympy.Expr, bounds: Bounds) -> bool:
+    """Whether `expr >= 0` can be shown term by term: each term a nonnegative
+    coefficient times loop indices, sizes, and `mod`s and `floordiv`s by
+    nonnegative divisors (a `floordiv`'s base nonnegative too: `(d2 - 13)
+    floordiv 2` is negative for small `d2`)."""
     expr = sympy.expand(expr)
     if expr.is_Integer:
         return int(expr) >= 0
@@ -205,9 +209,15 @@ def _is_nonnegative(expr: sympy.Expr, bounds: Bounds) -> bool:
         if coefficient < 0:
             return False
         for factor in sympy.Mul.make_args(rest):
-            if not (factor.is_Symbol or isinstance(factor, sympy.Mod | FloorDiv)):
+            if isinstance(factor, FloorDiv):
+                if not (_is_nonnegative(factor.args[0], bounds) and _is_nonnegative(factor.args[1], bounds)):
+                    return False
+            elif isinstance(factor, sympy.Mod):
+                if not _is_nonnegative(factor.args[1], bounds):
+                    return False
+            elif not factor.is_Symbol:
                 return False
-            if factor.is_Symbol and factor not in bounds and symbol_kind(factor) != "s":
+            elif factor not in bounds and symbol_kind(factor) != "s":
                 return False
     return True
 

@@ -835,6 +835,14 @@ case("stack_last", lambda a, b, c: torch.stack([a, b, c], dim=-1) * 2, Fl(3, 4),
 case("hstack_vstack", lambda a, b: (torch.hstack([a, b]), torch.vstack([a, b])), Fl(3, 4), Fl(3, 4))
 case("pad_constant", lambda x: F.pad(x, (1, 2, 0, 3), value=-1.5), Fl(3, 4, 5), reference=True)
 case("pad_constant_negative", lambda x: F.pad(x, (-1, 2, 1, -1)), Fl(3, 4, 5))
+# a pad of an expanded tensor's flattened view: its rows' index is a floor
+# division of a base that is negative in the padding, under a `mod`
+case(
+    "pad_expanded_flattened",
+    lambda x: F.pad(x.expand(-1, 4, -1, -1).flatten(2, 3), (1, 1, 1, 1), value=-5.0),
+    Fl(2, 1, 6, 2),
+    reference=True,
+)
 # an integer tensor padded by nothing with a value it cannot hold: eager accepts it
 case("pad_integers_by_nothing_with_infinity", lambda x: F.pad(x, (0, 0), value=float("inf")) + 1, In(3, 4))
 case("pad_reflect_1d", lambda x: F.pad(x, (2, 3), mode="reflect"), Fl(2, 3, 6), reference=True)

@@ -116,13 +116,25 @@ def _exact_quotient(base: sympy.Expr, divisor: int) -> sympy.Expr | None:
     None: what cancelling and asking sympy whether the quotient is an integer
     finds for an integer divisor, without either (the two cost most of a
     reshape's lowering)."""
-    terms = base.as_coefficients_dict()
-    if not all(term.is_integer for term in terms):
+    split = split_multiples(base, divisor)
+    if split is None:
         quotient = sympy.cancel(base / divisor)
         return quotient if quotient.is_integer else None
-    if any(not coefficient.is_Integer or int(coefficient) % divisor for coefficient in terms.values()):
+    quotient, rest = split
+    return quotient if rest == 0 else None
+
+
+def split_multiples(base: sympy.Expr, divisor: int) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """`base` as `divisor * quotient + rest`, the terms whose integer
+    coefficient `divisor` divides making the quotient; None where a term of
+    `base` is not integer-valued."""
+    terms = sympy.sympify(base).as_coefficients_dict()
+    if not all(term.is_integer for term in terms):
         return None
-    return sympy.Add(*(term * (int(coefficient) // divisor) for term, coefficient in terms.items()))
+    multiples = {t: c for t, c in terms.items() if c.is_Integer and int(c) % divisor == 0}
+    quotient = sympy.Add(*(t * (int(c) // divisor) for t, c in multiples.items()))
+    rest = sympy.Add(*(t * c for t, c in terms.items() if t not in multiples))
+    return quotient, rest
 
 
 class CeilDiv(sympy.Function):

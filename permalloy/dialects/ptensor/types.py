@@ -30,7 +30,7 @@ from xdsl.parser import AttrParser
 from xdsl.printer import Printer
 from xdsl.utils.exceptions import VerifyException
 
-from permalloy.dialects.sym import CeilDiv, FloorDiv, format_expr, parse_expr, product, symbol_kind
+from permalloy.dialects.sym import CeilDiv, FloorDiv, format_expr, parse_expr, product, split_multiples, symbol_kind
 
 
 @irdl_attr_definition
@@ -219,14 +219,11 @@ def _normal_divisions(expr: sympy.Expr) -> sympy.Expr:
 
 def _divisible_terms_out(division: sympy.Expr) -> sympy.Expr:
     base, divisor = division.args
-    terms = sympy.sympify(base).as_coefficients_dict()
-    if not all(term.is_integer and coefficient.is_Integer for term, coefficient in terms.items()):
+    split = split_multiples(base, int(divisor))
+    if split is None or split[0] == 0:
         return division
-    out = {t: c for t, c in terms.items() if int(c) % int(divisor) == 0}
-    if not out:
-        return division
-    rest = sympy.Add(*(t * c for t, c in terms.items() if t not in out))
-    return FloorDiv(rest, divisor) + sympy.Add(*(t * (int(c) // int(divisor)) for t, c in out.items()))
+    quotient, rest = split
+    return FloorDiv(rest, divisor) + quotient
 
 
 def shapes_equal(a: Sequence[sympy.Expr], b: Sequence[sympy.Expr]) -> bool:

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
+from typing import NamedTuple
 
 import torch
 from xdsl.context import Context
@@ -49,11 +50,20 @@ def _is_depthwise_2d(convolution: pt.ConvolutionOp) -> bool:
     )
 
 
-def kernel_candidate(op: buf.ExternOp) -> tuple[pt.ConvolutionOp, Layouts] | None:
-    """The convolution `op` holds and its layouts, where permalloy's depthwise
-    kernel can compute it: a 2-d depthwise convolution of static sizes and
-    strides in a type the kernel takes, whose planned result has the layout
-    the kernel writes for its input (`result_strides`, torch's own)."""
+class Candidate(NamedTuple):
+    """A convolution permalloy's depthwise kernel can compute."""
+
+    convolution: pt.ConvolutionOp
+    layouts: Layouts
+    input: torch.Tensor
+    """A meta tensor of its input's sizes, strides and type."""
+
+
+def kernel_candidate(op: buf.ExternOp) -> Candidate | None:
+    """The convolution `op` holds, where permalloy's depthwise kernel can
+    compute it: a 2-d depthwise convolution of static sizes and strides in a
+    type the kernel takes, whose planned result has the layout the kernel
+    writes for its input (`result_strides`, torch's own)."""
     convolution = op.library_op
     if not isinstance(convolution, pt.ConvolutionOp) or not _is_depthwise_2d(convolution):
         return None
@@ -70,7 +80,7 @@ def kernel_candidate(op: buf.ExternOp) -> tuple[pt.ConvolutionOp, Layouts] | Non
         return None
     if kernel.result_strides(x, result_sizes) != result_strides:
         return None
-    return convolution, layouts
+    return Candidate(convolution, layouts, x)
 
 
 def measured_tile(op: buf.ExternOp, device: str) -> tuple[int, ...] | None:
@@ -81,11 +91,10 @@ def measured_tile(op: buf.ExternOp, device: str) -> tuple[int, ...] | None:
     candidate = kernel_candidate(op)
     if candidate is None or not torch.cuda.is_available():
         return None
-    convolution, layouts = candidate
-    dtype = torch_dtype(buf.buffer_type(op.inputs[0]).element_type)
-    geometry = tuple(tuple(g) for g in pt.convolution_geometry(convolution)[:3])
-    biased = convolution.bias is not None
-    return _fastest_tile(layouts[:2], dtype, biased, geometry, device, device_identity(device))
+    geometry = tuple(tuple(g) for g in pt.convolution_geometry(candidate.convolution)[:3])
+    biased = candidate.convolution.bias is not None
+    dtype = candidate.input.dtype
+    return _fastest_tile(candidate.layouts[:2], dtype, biased, geometry, device, device_identity(device))
 
 
 @functools.cache
@@ -104,7 +113,7 @@ def _fastest_tile(
     bias = random_tensor((sizes[1],), dtype, device, generator) if biased else None
     with torch.no_grad():
         config = fastest_config(x, weight, bias, Geometry(*geometry), gpu_timer())
-    return None if config is None else (config.tile_h, config.tile_w, config.block_c, config.num_warps)
+    return None if config is None else astuple(config)
 
 
 def first_tile(op: buf.ExternOp) -> tuple[int, ...] | None:
@@ -113,11 +122,9 @@ def first_tile(op: buf.ExternOp) -> tuple[int, ...] | None:
     candidate = kernel_candidate(op)
     if candidate is None:
         return None
-    from permalloy.targets.triton.depthwise_convolution import CHANNELS_LAST_CONFIGS, NCHW_CONFIGS
+    from permalloy.targets.triton.depthwise_convolution import candidate_configs
 
-    (sizes, strides), _, _ = candidate[1]
-    config = (CHANNELS_LAST_CONFIGS if strides[1] == 1 and sizes[1] > 1 else NCHW_CONFIGS)[0]
-    return (config.tile_h, config.tile_w, config.block_c, config.num_warps)
+    return astuple(candidate_configs(candidate.input)[0])
 
 
 @dataclass(frozen=True)

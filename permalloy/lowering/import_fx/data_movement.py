@@ -65,22 +65,22 @@ def constant_pad(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
         return None
     value = ctx.scalar(argument(node, 2, "value", 0))
     result = ctx.result_type(node)
-    if _beyond_integers(value, result.element_type):
+    dtype = ctx.meta(node).dtype
+    if _beyond_integers(value, dtype):
         if any(not (isinstance(a, int) and a == 0) for side in amounts for a in side):
-            return None  # eager raises (the value does not fit the type), and so does the fallback
+            # eager raises (the value does not fit the type), and so does the fallback
+            return ctx.decline(f"the pad value {value} has no value in {dtype}")
         value = 0  # nothing is padded, so the value is never written: eager accepts it
     return ctx.emit(ptensor.PadOp(source, PadMode.CONSTANT, *amounts, value, result))
 
 
-INT64_RANGE = (-(2**63), 2**63 - 1)
-
-
-def _beyond_integers(value: object, element_type) -> bool:
+def _beyond_integers(value: object, dtype: torch.dtype) -> bool:
     """Whether `value` is a float that an integer tensor (not a boolean one)
-    cannot hold: infinite, NaN, or outside 64 bits."""
-    if not isinstance(value, float) or ptensor.is_float(element_type) or ptensor.is_bool(element_type):
+    of `dtype` cannot hold: infinite, NaN, or outside the type's range."""
+    if not isinstance(value, float) or dtype.is_floating_point or dtype.is_complex or dtype == torch.bool:
         return False
-    return not math.isfinite(value) or not INT64_RANGE[0] <= value <= INT64_RANGE[1]
+    limits = torch.iinfo(dtype)
+    return not math.isfinite(value) or not limits.min <= value <= limits.max
 
 
 def mode_pad(mode: PadMode) -> Converter:

@@ -1,9 +1,12 @@
 """
 Attention's kernels alone on a GPU, at the sizes of the models suite's
 attention written as its math: the math as eager runs it (two products and a
-softmax of the masked scores), torch's fused attention with the mask, and
-permalloy's flash kernel at several block configurations. Medians of CUDA
-event timings, each checked against the math.
+softmax of the masked scores), torch's fused attention with the mask (and,
+for scale, without it, and with `is_causal` where the mask is causal), and
+permalloy's flash kernel at its default configuration and at each of a sweep
+of configurations (the sweep `default_config` was chosen from). Medians of
+CUDA event timings, each checked against the math; the achieved TFLOPS of
+the kernel's two products.
 
     python benchmarks/attention_kernels.py --json out.json
 """
@@ -24,13 +27,33 @@ SHAPES = {
     "bert": (8, 16, 512, 512, 64, "padding"),
     "gpt2": (8, 16, 512, 512, 64, "causal_padding"),
     "swin_window": (1024, 3, 49, 49, 32, "bias_over_heads"),
+    "t5_bias": (8, 8, 512, 512, 64, "bias_full"),
+    "causal_2048": (4, 16, 2048, 2048, 64, "causal_boolean"),
+    "alibi_4096_d128": (1, 32, 4096, 4096, 128, "alibi"),
 }
-CONFIGS = [(64, 64, 4, 2), (64, 32, 4, 3), (128, 64, 8, 2), (128, 32, 4, 3), (32, 32, 4, 2), (64, 64, 4, 3)]
+HALF_CONFIGS = [
+    (64, 64, 4, 2), (64, 64, 4, 3), (128, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 128, 8, 2),
+    (64, 32, 4, 3), (64, 128, 4, 2), (128, 64, 8, 2), (64, 64, 8, 3), (128, 128, 8, 3),
+]  # fmt: skip
+FLOAT32_CONFIGS = [
+    (64, 64, 4, 2), (64, 32, 4, 2), (32, 32, 4, 2), (32, 64, 4, 2), (64, 32, 8, 2), (128, 32, 8, 2),
+    (16, 64, 4, 2), (32, 32, 2, 2), (64, 64, 8, 2), (32, 64, 4, 3),
+]  # fmt: skip
 
 
 def _mask(kind: str, batch: int, heads: int, queries: int, keys: int, dtype: torch.dtype) -> torch.Tensor:
     if kind == "bias_over_heads":
         return torch.randn(heads, queries, keys, dtype=dtype, device="cuda")
+    if kind == "bias_full":
+        return torch.randn(1, heads, queries, keys, dtype=dtype, device="cuda")
+    causal_keep = torch.ones(queries, keys, dtype=torch.bool, device="cuda").tril()
+    if kind == "causal_boolean":
+        return causal_keep
+    if kind == "alibi":
+        slopes = torch.tensor([2 ** (-8 * (h + 1) / heads) for h in range(heads)], device="cuda")
+        positions = torch.arange(keys, device="cuda")
+        distance = (positions[None, :] - positions[:, None]).float()
+        return (slopes[:, None, None] * distance).masked_fill(~causal_keep, float("-inf")).to(dtype)[None]
     padding = torch.zeros(batch, 1, 1, keys, dtype=dtype, device="cuda")
     padding[0, ..., keys // 2 :] = torch.finfo(dtype).min
     if kind == "padding":
@@ -53,38 +76,59 @@ def _median_ms(fn, runs: int = 50) -> float:
     return sorted(times)[len(times) // 2]
 
 
+def _flash_row(q, k, v, mask, scale, expected, configs, flops: int) -> dict:
+    """The flash kernel at its default configuration and at each of `configs`."""
+    row: dict = {}
+    best = None
+    for config in (None, *configs):
+        label = "flash_default" if config is None else f"flash{list(config)}"
+        try:
+            out = flash_attention(q, k, v, mask, scale, config).float()
+            error = ((out - expected).norm() / expected.norm()).item()
+            ms = _median_ms(lambda config=config: flash_attention(q, k, v, mask, scale, config))
+        except Exception as failure:  # noqa: BLE001 - a configuration that does not compile
+            row[label] = f"{type(failure).__name__}"
+            continue
+        row[label] = [round(ms, 4), f"{error:.1e}", round(flops / ms / 1e9)]
+        if config is not None and (best is None or ms < best[0]):
+            best = (ms, list(config))
+    if best is not None:
+        row["flash_best"] = [round(best[0], 4), best[1]]
+    return row
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dtypes", default="bf16,fp32")
+    parser.add_argument("--cases", default=",".join(SHAPES), help=f"comma-separated, among {', '.join(SHAPES)}")
     parser.add_argument("--json")
     args = parser.parse_args(argv)
     dtypes = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
     rows = []
     for dtype_name in args.dtypes.split(","):
         dtype = dtypes[dtype_name]
-        for name, (batch, heads, queries, keys, features, kind) in SHAPES.items():
+        for name in args.cases.split(","):
+            batch, heads, queries, keys, features, kind = SHAPES[name]
             torch.manual_seed(0)
             q, k, v = (torch.randn(batch, heads, n, features, dtype=dtype, device="cuda") for n in (queries, keys, keys))
             mask = _mask(kind, batch, heads, queries, keys, dtype)
+            additive = mask if mask.dtype != torch.bool else torch.zeros(mask.shape, device="cuda").masked_fill(~mask, float("-inf"))
             scale = features**-0.5
 
             def math():
-                scores = (q @ k.transpose(-2, -1)).float() * scale + mask.float()
+                scores = (q @ k.transpose(-2, -1)).float() * scale + additive.float()
                 return torch.softmax(scores, -1).to(dtype) @ v
 
             expected = math().float()
             row = {"case": name, "dtype": dtype_name, "math_ms": _median_ms(math)}
             row["torch_fused_ms"] = _median_ms(lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale))
-            for config in CONFIGS:
-                try:
-                    out = flash_attention(q, k, v, mask, scale, config).float()
-                    error = ((out - expected).norm() / expected.norm()).item()
-                    ms = _median_ms(lambda config=config: flash_attention(q, k, v, mask, scale, config))
-                    row[f"flash{config}"] = (round(ms, 4), f"{error:.1e}")
-                except Exception as failure:  # noqa: BLE001 - a configuration that does not compile
-                    row[f"flash{config}"] = f"{type(failure).__name__}"
+            row["torch_unmasked_ms"] = _median_ms(lambda: F.scaled_dot_product_attention(q, k, v, scale=scale))
+            if kind in ("causal_boolean", "alibi"):
+                row["torch_is_causal_ms"] = _median_ms(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, scale=scale))
+            configs = FLOAT32_CONFIGS if dtype == torch.float32 else HALF_CONFIGS
+            row.update(_flash_row(q, k, v, mask, scale, expected, configs, 4 * batch * heads * queries * keys * features))
             rows.append(row)
-            print(json.dumps(row), flush=True)
+            print(json.dumps({key: value for key, value in row.items() if not key.startswith("flash[")}), flush=True)
     if args.json:
         with open(args.json, "w") as out:
             json.dump({"device": torch.cuda.get_device_name(), "rows": rows}, out, indent=1)

@@ -181,6 +181,19 @@ def _math(q, k, v, mask, scale):
     return torch.softmax(scores, -1).to(v.dtype) @ v
 
 
+def _exact_math(q, k, v, mask, scale):
+    """The attention's math in float64, rounded to the inputs' type once at
+    the end. The flash kernel keeps its scores in float32, where eager's
+    half-precision math rounds them to half precision first (about 1e-2 from
+    the exact result at BERT's sizes in bfloat16, ten times the kernel's
+    error), so half-precision results are checked against this."""
+    exact = [None if t is None else (t if t.dtype == torch.bool else t.double()) for t in (q, k, v, mask)]
+    scores = exact[0] @ exact[1].transpose(-2, -1) * scale
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf")) if mask.dtype == torch.bool else scores + exact[3]
+    return (torch.softmax(scores, -1) @ exact[2]).to(q.dtype)
+
+
 def _mask(kind: str, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor | None:
     batch, heads, queries, keys = shape
     if kind == "none":
@@ -215,12 +228,49 @@ def test_flash_kernel_matches_the_math(triton_device, backend_check, sizes, mask
     k = torch.randn(batch, heads, keys, features, dtype=dtype)
     v = torch.randn(batch, heads, keys, value_features, dtype=dtype)
     mask = _mask(mask_kind, (batch, heads, queries, keys), dtype)
-    expected = _math(q, k, v, mask, 0.3)
+    expected = _math(q, k, v, mask, 0.3) if dtype == torch.float32 else _exact_math(q, k, v, mask, 0.3)
     moved = [None if t is None else t.to(triton_device) for t in (q, k, v, mask)]
     out = flash_attention(*moved, 0.3)
     backend_check.assert_tensor_matches(out.cpu().contiguous(), expected, "flash attention")
     # token by token, each token's heads together, as torch's fused kernels write it
     assert out.permute(0, 2, 1, 3).is_contiguous()
+
+
+FLASH_CONFIGS = [(128, 64, 8, 2), (128, 64, 4, 3), (64, 32, 4, 3), (32, 64, 4, 3), (32, 32, 4, 1)]
+"""`default_config`'s choices and the fallback: blocks that divide the sizes
+below and blocks that do not."""
+
+
+@pytest.mark.parametrize("config", FLASH_CONFIGS, ids=str)
+@pytest.mark.parametrize("mask_kind", ["padding_bias", "bias_over_heads", "boolean"])
+@pytest.mark.parametrize("sizes", [(2, 2, 128, 128, 32, 32), (1, 2, 64, 96, 16, 32)], ids=str)
+def test_flash_kernel_matches_the_math_at_every_block(triton_device, backend_check, sizes, mask_kind, config):
+    """Whole blocks (no bounds masks), a padding mask read once per block of
+    keys, and partial blocks of each configuration."""
+    from permalloy.targets.triton.flash_attention import flash_attention
+
+    batch, heads, queries, keys, features, value_features = sizes
+    torch.manual_seed(1)
+    q = torch.randn(batch, heads, queries, features)
+    k = torch.randn(batch, heads, keys, features)
+    v = torch.randn(batch, heads, keys, value_features)
+    mask = _mask(mask_kind, (batch, heads, queries, keys), torch.float32)
+    expected = _math(q, k, v, mask, 0.3)
+    moved = [None if t is None else t.to(triton_device) for t in (q, k, v, mask)]
+    out = flash_attention(*moved, 0.3, config)
+    backend_check.assert_tensor_matches(out.cpu().contiguous(), expected, f"flash attention {config}")
+
+
+def test_flash_kernel_default_configs_by_size():
+    from permalloy.targets.triton.flash_attention import default_config
+
+    assert default_config(512, 512, 64, torch.bfloat16) == (128, 64, 8, 2)
+    assert default_config(4096, 4096, 64, torch.float16) == (128, 64, 4, 3)
+    assert default_config(49, 49, 32, torch.bfloat16) == (64, 32, 4, 3)  # windows
+    assert default_config(4096, 4096, 128, torch.bfloat16) == (128, 64, 8, 3)
+    assert default_config(512, 512, 64, torch.float32) == (64, 64, 4, 2)
+    assert default_config(4096, 4096, 128, torch.float32) == (32, 32, 4, 2)
+    assert default_config(512, 512, 256, torch.float32) == (32, 32, 4, 2)  # wide rows: small blocks
 
 
 def test_flash_kernel_gives_nan_where_a_row_keeps_nothing(triton_device):

@@ -20,7 +20,7 @@ from xdsl.pattern_rewriter import (
 from permalloy.dialects import ptensor as pt
 from permalloy.passes import check_option
 
-KERNELS = ("torch", "triton")
+KERNELS = ("torch", "triton", "measured")
 """What may run a fused attention."""
 
 
@@ -419,8 +419,10 @@ class FuseAttentionPass(ModulePass):
     name = "fuse-attention"
 
     kernel: str = "torch"
-    """What runs the attention: "torch" (its fused kernels) or "triton"
-    (permalloy's flash kernel where Triton runs, `AttentionOp.KERNEL`)."""
+    """What runs the attention: "torch" (its fused kernels), "triton"
+    (permalloy's flash kernel where Triton runs, `AttentionOp.KERNEL`) or
+    "measured" (the flash kernel on a GPU where it times faster than torch's
+    fused kernels on the first call at each size, else torch's)."""
 
     def __post_init__(self) -> None:
         check_option("kernel", self.kernel, KERNELS)

@@ -133,7 +133,7 @@ def _check_triton(backend_check, device: str, fn, inputs: list[torch.Tensor], **
     backend_check.assert_outputs_match(compiled(*inputs), fn(*inputs))
 
 
-@pytest.mark.parametrize("kernel", ["torch", "triton"])
+@pytest.mark.parametrize("kernel", ["torch", "triton", "measured"])
 @pytest.mark.parametrize("dtype", [torch.float16, torch.float32], ids=str)
 @pytest.mark.parametrize("fn", FUSED, ids=lambda f: f.__name__)
 def test_triton_option_fuses_attention(backend_check, triton_device, monkeypatch, fn, dtype, kernel):
@@ -149,7 +149,10 @@ def test_triton_option_fuses_attention(backend_check, triton_device, monkeypatch
     monkeypatch.setattr(flash, "flash_attention", spied)
     _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), attention=kernel)
     assert _extern_calls() == 1  # the attention
-    assert ran == ([True] if kernel == "triton" else [])  # the flash kernel ran it, or torch did
+    if kernel == "measured" and triton_device == "cuda":
+        return  # the kernel ran while timed; which of the two runs depends on the GPU
+    # the flash kernel ran it, or torch did (measured: torch's without a GPU, nothing timed)
+    assert ran == ([True] if kernel == "triton" else [])
 
 
 @pytest.mark.parametrize("options", [{}, {"attention": "math"}], ids=["default", "math"])
@@ -271,6 +274,26 @@ def test_flash_kernel_default_configs_by_size():
     assert default_config(512, 512, 64, torch.float32) == (64, 64, 4, 2)
     assert default_config(4096, 4096, 128, torch.float32) == (32, 32, 4, 2)
     assert default_config(512, 512, 256, torch.float32) == (32, 32, 4, 2)  # wide rows: small blocks
+
+
+@pytest.mark.parametrize(("torch_ms", "flash_ms", "faster"), [(2.0, 1.0, True), (1.0, 2.0, False)])
+def test_flash_kernel_measured_against_torch(torch_ms, flash_ms, faster):
+    """The measured choice runs both with the timer given, torch's first,
+    and picks the faster; tensors the kernel does not take are not timed."""
+    from permalloy.targets.triton.flash_attention import flash_is_faster
+
+    times, timed = iter([torch_ms, flash_ms]), []
+
+    def timer(fn):
+        timed.append(fn())
+        return next(times)
+
+    q, k, v = _qkv()
+    assert flash_is_faster(q, k, v, None, 0.5, timer) is faster
+    assert len(timed) == 2 and timed[0] is not None
+    timed.clear()
+    doubles = [t.double() for t in (q, k, v)]
+    assert flash_is_faster(*doubles, None, 0.5, timer) is False and not timed
 
 
 def test_flash_kernel_gives_nan_where_a_row_keeps_nothing(triton_device):

@@ -414,10 +414,13 @@ class AttentionOp(IRDLOperation):
     name = "ptensor.attention"
 
     KERNEL: ClassVar[str] = "kernel"
-    """An optional string attribute, `"triton"`: run by permalloy's flash
-    kernel where Triton runs (GPU tensors, or Triton's interpreter), with the
-    math's semantics (a row whose scores are all -inf gives NaN), instead of
-    torch's fused attention."""
+    """An optional string attribute, `KERNELS`: `"triton"`, run by
+    permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
+    interpreter), with the math's semantics (a row whose scores are all -inf
+    gives NaN), instead of torch's fused attention; `"measured"`, by the
+    flash kernel on a GPU where it times faster than torch's fused attention
+    on the first call at each size, else by torch's."""
+    KERNELS: ClassVar[tuple[str, ...]] = ("triton", "measured")
 
     query = operand_def(TensorType)
     key = operand_def(TensorType)
@@ -475,8 +478,8 @@ class AttentionOp(IRDLOperation):
         check_shape(self.name, result, [*query.sizes[:-1], value.sizes[-1]])
         kernel = self.attributes.get(self.KERNEL)
         require(
-            kernel is None or kernel == StringAttr("triton"),
-            lambda: f'ptensor.attention: kernel must be "triton" where given, got {kernel}',
+            kernel is None or (isinstance(kernel, StringAttr) and kernel.data in self.KERNELS),
+            lambda: f"ptensor.attention: kernel must be one of {', '.join(self.KERNELS)} where given, got {kernel}",
         )
 
 

@@ -114,8 +114,9 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
         keywords["scale"] = op.scale.value.data
     attention = F.scaled_dot_product_attention
     kernel = op.attributes.get(pt.AttentionOp.KERNEL)
-    if isinstance(kernel, StringAttr) and kernel.data == "triton" and op.causal is None and op.scale is not None:
-        return _flash_attention(keywords["scale"])
+    flash_kinds = ("triton", "measured")
+    if isinstance(kernel, StringAttr) and kernel.data in flash_kinds and op.causal is None and op.scale is not None:
+        return _flash_attention(keywords["scale"], measured=kernel.data == "measured")
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         query, key, value, *mask = tensors
@@ -124,16 +125,39 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
     return call
 
 
-def _flash_attention(scale: float) -> ExternCall:
+def _flash_attention(scale: float, measured: bool) -> ExternCall:
     """permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
-    interpreter) and it takes the tensors, else torch's fused attention."""
+    interpreter) and it takes the tensors, else torch's fused attention.
+    `measured`: only on a GPU, and only where the kernel timed faster than
+    torch's fused attention on the call's first tensors of these sizes,
+    strides and types (timed once per program and signature, outside the
+    caller's dispatch modes, as launch configurations are)."""
     from permalloy.targets.triton import interpreter_enabled
-    from permalloy.targets.triton.flash_attention import flash_attention
+    from permalloy.targets.triton.flash_attention import flash_attention, flash_is_faster
+
+    faster: dict[tuple, bool] = {}
+    """Per signature of the tensors, whether the flash kernel timed faster."""
+
+    def runs_flash(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None) -> bool:
+        if not measured:
+            return query.is_cuda or interpreter_enabled()
+        if not query.is_cuda:
+            return False
+        signature = tuple(None if t is None else (t.shape, t.stride(), t.dtype) for t in (query, key, value, mask))
+        signature += (query.device.index,)
+        if signature not in faster:
+            from torch.utils._python_dispatch import _disable_current_modes
+
+            from permalloy.targets.triton.autotune import gpu_timer
+
+            with _disable_current_modes():
+                faster[signature] = flash_is_faster(query, key, value, mask, scale, gpu_timer())
+        return faster[signature]
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         query, key, value, *masks = tensors
         mask = masks[0] if masks else None
-        if query.is_cuda or interpreter_enabled():
+        if runs_flash(query, key, value, mask):
             out = flash_attention(query, key, value, mask, scale)
             if out is not None:
                 return (out,)

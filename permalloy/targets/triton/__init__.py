@@ -71,7 +71,13 @@ TARGET = TargetDescriptor(
     devices=("cuda",),
     default_for=("cuda",),
     tensor_passes=("unfuse-bias-add", "pad-products", "scatter-embedding-gradients"),
-    optional_passes={"attention": {"torch": "fuse-attention", "triton": "fuse-attention{kernel=triton}"}},
+    optional_passes={
+        "attention": {
+            "torch": "fuse-attention",
+            "triton": "fuse-attention{kernel=triton}",
+            "measured": "fuse-attention{kernel=measured}",
+        }
+    },
     loop_passes=("split-reductions",),
     buffer_passes=(
         "plan-layouts{convolutions=measured device=cuda}",
@@ -104,8 +110,9 @@ TARGET = TargetDescriptor(
             "how attention written as its math (products around a softmax) runs: 'math' (default), two "
             "library products around one fused softmax kernel; 'torch', torch's fused attention (a row "
             "whose scores are all -inf gives zeros where the math gives NaN); 'triton', permalloy's "
-            "flash-attention kernel (NaN there, as the math)",
-            one_of("math", "torch", "triton"),
+            "flash-attention kernel (NaN there, as the math); 'measured', on a GPU the faster of the two "
+            "at each size, timed on the first call (torch's without a GPU)",
+            one_of("math", "torch", "triton", "measured"),
         ),
         "depthwise_convolutions": TargetOption(
             "how 2-d depthwise convolutions (one filter per channel) run: 'library' (default), cuDNN's "

@@ -936,7 +936,7 @@ func.func @f(%q: !ptensor.tensor<[4, 16], f32>, %v: !ptensor.tensor<[5, 16], f32
 // -----
 
 func.func @f(%q: !ptensor.tensor<[4, 16], f32>) {
-  // CHECK: Operation does not verify: ptensor.attention: kernel must be "triton" where given, got "cuda"
+  // CHECK: Operation does not verify: ptensor.attention: kernel must be one of triton, measured where given, got "cuda"
   %0 = ptensor.attention %q, %q, %q scale 1.0 {kernel = "cuda"} : !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 16], f32>, !ptensor.tensor<[4, 16], f32> -> !ptensor.tensor<[4, 16], f32>
   func.return
 }

@@ -1,15 +1,17 @@
 // RUN: permalloy-opt %s -p fuse-attention | permalloy-opt | filecheck %s
 // RUN: permalloy-opt %s -p 'fuse-attention{kernel=triton}' | filecheck %s --check-prefix=FLASH
+// RUN: permalloy-opt %s -p 'fuse-attention{kernel=measured}' | permalloy-opt | filecheck %s --check-prefix=MEASURED
 // RUN: not permalloy-opt %s -p 'fuse-attention{kernel=cuda}' 2>&1 | filecheck %s --check-prefix=BAD
 // (The output parses back and verifies: the second permalloy-opt.)
 
 // An unknown kernel is an error that lists the valid ones.
-// BAD: kernel='cuda' is not valid; valid values: torch, triton
+// BAD: kernel='cuda' is not valid; valid values: torch, triton, measured
 
 // Scaled scores plus a relative position bias over heads: the products'
 // merged batch is split again as the softmax's reshape shows, the key is
 // transposed back, and the bias becomes the attention's additive mask. With
-// `kernel=triton` the attention says that permalloy's flash kernel runs it.
+// `kernel=triton` the attention says that permalloy's flash kernel runs it;
+// with `kernel=measured`, that the faster of it and torch's runs it.
 // CHECK-LABEL: func.func @biased(
 // CHECK-NEXT:    %[[Q:.*]] = ptensor.reshape %q : !ptensor.tensor<[8, 10, 16], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
 // CHECK-NEXT:    %[[KT:.*]] = ptensor.reshape %kt : !ptensor.tensor<[8, 16, 12], f32> -> !ptensor.tensor<[2, 4, 16, 12], f32>
@@ -18,6 +20,8 @@
 // CHECK-NEXT:    %[[O:.*]] = ptensor.attention %[[Q]], %[[K]], %[[V]] mask %bias scale 2.500000e-01 : {{.*}}, !ptensor.tensor<[4, 10, 12], f32> -> !ptensor.tensor<[2, 4, 10, 16], f32>
 // FLASH-LABEL: func.func @biased(
 // FLASH:         ptensor.attention {{.*}} scale 2.500000e-01 {kernel = "triton"} :
+// MEASURED-LABEL: func.func @biased(
+// MEASURED:         ptensor.attention {{.*}} scale 2.500000e-01 {kernel = "measured"} :
 // CHECK-NEXT:    %[[R:.*]] = ptensor.reshape %[[O]] : !ptensor.tensor<[2, 4, 10, 16], f32> -> !ptensor.tensor<[8, 10, 16], f32>
 // CHECK-NEXT:    func.return %[[R]]
 func.func @biased(%q: !ptensor.tensor<[8, 10, 16], f32>, %kt: !ptensor.tensor<[8, 16, 12], f32>, %v: !ptensor.tensor<[8, 12, 16], f32>, %bias: !ptensor.tensor<[4, 10, 12], f32>) -> !ptensor.tensor<[8, 10, 16], f32> {

@@ -2,8 +2,9 @@
 The models suite's transformers in bf16 (or `--dtype`) on a GPU: eager, Inductor, permalloy,
 permalloy with the `matmul_templates` option (products as contractions,
 template or library timed per size), and permalloy with the `attention` option
-(attention written as its math run by torch's fused kernels, or by
-permalloy's flash kernel) in one process. Each compiled model is
+(attention written as its math run by torch's fused kernels, by
+permalloy's flash kernel, or by the faster of the two at each size) in one
+process. Each compiled model is
 checked against eager (relative error of the output), timed in interleaved
 rounds of back-to-back calls (medians), and profiled (`--profile`: host and
 kernel time per call, as `permalloy-bench --profile` reports them); the
@@ -27,12 +28,21 @@ from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backen
 from permalloy.tools.bench.timing import back_to_back_ms
 from permalloy.tools.models import make_model
 
-BACKENDS = ("eager", "inductor", "permalloy", "permalloy-templates", "permalloy-torch-attention", "permalloy-flash-attention")
+BACKENDS = (
+    "eager",
+    "inductor",
+    "permalloy",
+    "permalloy-templates",
+    "permalloy-torch-attention",
+    "permalloy-flash-attention",
+    "permalloy-measured-attention",
+)
 PERMALLOY_OPTIONS = {
     "permalloy": {},
     "permalloy-templates": {"matmul_templates": True},
     "permalloy-torch-attention": {"attention": "torch"},
     "permalloy-flash-attention": {"attention": "triton"},
+    "permalloy-measured-attention": {"attention": "measured"},
 }
 """The options of each permalloy backend."""
 GRAPH_FACTS = ("host", "kernels", "extern_calls", "host_callbacks")

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch._decomp import core_aten_decompositions, get_decompositions
 from torch._ops import OpOverload, OpOverloadPacket
+import torch._prims_common as prims_common
 from torch.fx.experimental.symbolic_shapes import statically_known_true
 
 from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
@@ -61,7 +62,6 @@ FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten.silu,
     aten.native_dropout,
     aten.repeat,
-    aten.slice_scatter,
     aten.upsample_nearest2d,
     aten._adaptive_avg_pool2d,
     aten.adaptive_max_pool2d,
@@ -362,6 +362,45 @@ def scatter_value(x, dim, index, value):
     return aten.where.self(mask, filler, x)
 
 
+_non_overlapping_and_dense: Callable[[torch.Tensor], bool] = getattr(
+    prims_common, "is_non_overlapping_and_dense_or_false", None
+) or getattr(prims_common, "is_non_overlapping_and_dense")
+"""torch's check (renamed between releases) of a tensor whose elements
+fill their memory without gaps or overlaps."""
+
+
+def in_memory_order_of(like: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor:
+    """`tensor` (of `like`'s sizes) laid out in the memory order of `like`
+    where `like` is dense and does not overlap, as `empty_like` lays out a
+    result; `tensor` itself where it already is, or where `like` is not
+    dense (`empty_like` then gives contiguous memory)."""
+    if tensor.dim() < 2 or not _non_overlapping_and_dense(like):
+        return tensor
+    found = prims_common.compute_elementwise_output_logical_to_physical_perm(like)
+    order = list(found[0] if isinstance(found, tuple) else found)  # later releases add whether it was ambiguous
+    if order == list(range(tensor.dim())) and tensor.is_contiguous():
+        return tensor
+    physical = aten.clone.default(aten.permute.default(tensor, order), memory_format=torch.contiguous_format)
+    back = sorted(range(len(order)), key=order.__getitem__)
+    return aten.permute.default(physical, back)
+
+
+def slice_scatter(x, src, dim=0, start=None, end=None, step=1):
+    """torch's decomposition (a `where` over the positions the slice
+    covers), its result laid out as eager's `slice_scatter` lays it out: in
+    the memory order of a dense input. Functionalization writes an
+    assignment into a view as a `slice_scatter` of the view's base and then
+    replays the base's other views on the result, and a `view` that eager's
+    strides admit can fail on others (Longformer's chunked attention assigns
+    into a transposed view of its scores and views them again)."""
+    return in_memory_order_of(x, _torch_slice_scatter()(x, src, dim, start, end, step))
+
+
+@functools.cache
+def _torch_slice_scatter() -> Callable:
+    return get_decompositions([aten.slice_scatter])[aten.slice_scatter.default]
+
+
 def scatter_src(x, dim, index, src):
     """`scatter` of a tensor with one index entry along `dim` (more than one
     may write a position twice, which torch leaves unspecified)."""
@@ -541,6 +580,7 @@ def _built_table() -> dict[OpOverload, Callable]:
         for overload in _OWN_OVERLOADS[packet]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
+    table[aten.slice_scatter.default] = slice_scatter
     table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
     table[aten.bucketize.Tensor] = real_only(bucketize)
     table[aten.bucketize.Scalar] = real_only(bucketize_scalar)

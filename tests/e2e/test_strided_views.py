@@ -4,7 +4,9 @@ Windows and strided views compiled natively on both targets, against eager:
 overlapping and gapped windows), `F.unfold`/`F.fold` (im2col and col2im) with
 padding, stride and dilation, and `as_strided` of views of intermediates
 (after broadcasts, expands, slices and permutes) and `as_strided_scatter`
-(a scatter at the view's positions), which read the storage of
+(a scatter at the view's positions), an assignment into a transposed view
+whose base is viewed again (the `slice_scatter` keeps eager's layout, which
+the later view needs), which read the storage of
 the nearest dense node up the chain of views; an `as_strided` reading outside
 every node of the graph (of an input that is a view into a larger storage)
 runs with torch. Training through unfold, fold and as_strided, gradients
@@ -27,6 +29,14 @@ pytestmark = pytest.mark.usefixtures("fresh_backend")
 
 def _input(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _assign_into_transposed_view(x: torch.Tensor) -> torch.Tensor:
+    """Longformer's chunked attention: scores assigned through a transposed
+    view, then viewed with a shape that only their own layout admits."""
+    scores = x.new_zeros(2, 4, 16, 6)
+    scores.transpose(1, 2)[:, :8, :, :3] = x * 2
+    return scores.view(8, 2, 8, 6) + 1
 
 
 CASES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
@@ -65,11 +75,13 @@ CASES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     "as_strided_scatter_of_transposed_source": (
         lambda x, s: torch.as_strided_scatter(x + 1, s.t() * 2, (3, 2), (2, 5), 3), [_input(4, 5), _input(2, 3, seed=1)]
     ),
+    "assignment_into_transposed_view_then_view": (_assign_into_transposed_view, [_input(2, 8, 4, 3)]),
 }
 """Each case: the function and its inputs."""
 
 TRITON_CASES = [
     "unfold_last_dim_overlapping", "unfold_of_permute", "im2col", "col2im", "as_strided_of_expand", "as_strided_scatter",
+    "assignment_into_transposed_view_then_view",
 ]  # fmt: skip
 
 

@@ -20,7 +20,8 @@ QUICK_OUTPUT_SHAPES: dict[str, tuple[int, ...]] = {
         ["llama", "mistral", "qwen2", "gpt2", "gpt2_eager_attention", "gpt_neox", "opt", "phi"], (2, 16, 128)
     ),
     **dict.fromkeys(
-        ["bert", "bert_eager_attention", "roberta", "distilbert", "albert", "electra", "deberta_v2"], (2, 16, 64)
+        ["bert", "bert_eager_attention", "roberta", "distilbert", "albert", "electra", "deberta_v2", "longformer"],
+        (2, 16, 64),
     ),
     **dict.fromkeys(["t5", "bart"], (2, 8, 128)),
     **dict.fromkeys(["vit", "deit", "beit", "swin", "timm_vit_tiny", "timm_swin_tiny"], (2, 10)),

@@ -119,6 +119,19 @@ def deberta_v2(size: str) -> tuple:
     return _encoder(transformers.DebertaV2Model(config), shape)
 
 
+def longformer(size: str) -> tuple:
+    """Longformer: sliding-window attention over chunks of the sequence (a
+    window of a quarter of it), written with strided views, padding and
+    assignments into views, with BERT's other layers."""
+    import transformers
+
+    shape = text_shape(size)
+    options = _bert_like_options(shape)
+    del options["attn_implementation"]
+    config = transformers.LongformerConfig(**options, attention_window=max(2, shape.seq // 4), pad_token_id=1)
+    return _encoder(transformers.LongformerModel(config, add_pooling_layer=False), shape)
+
+
 SPECS: tuple[ModelSpec, ...] = (
     model_spec("bert", "encoder", bert),
     model_spec("bert_eager_attention", "encoder", bert_eager_attention),
@@ -127,5 +140,6 @@ SPECS: tuple[ModelSpec, ...] = (
     model_spec("albert", "encoder", albert),
     model_spec("electra", "encoder", electra),
     model_spec("deberta_v2", "encoder", deberta_v2),
+    model_spec("longformer", "encoder", longformer),
 )
 """The encoder-only text transformers."""

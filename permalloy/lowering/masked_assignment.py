@@ -35,6 +35,10 @@ def index_put_with_mask(x, indices, values, accumulate=False):
         return NotImplemented
     if not (_static(x.shape) and _static(mask.shape) and _static(values.shape)):
         return NotImplemented
+    if values.device != x.device:
+        # `x[mask] = number` on a GPU assigns a CPU scalar, which torch's ops
+        # take beside GPU tensors only while it has no dimensions
+        values = aten._to_copy.default(values, device=x.device)
     selected_rank = position + 1 + trailing  # x[mask]: the selected positions as one dimension
     if values.dim() > selected_rank:
         return NotImplemented

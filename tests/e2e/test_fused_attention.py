@@ -277,7 +277,7 @@ def test_flash_kernel_default_configs_by_size():
 
 
 @pytest.mark.parametrize(("torch_ms", "flash_ms", "faster"), [(2.0, 1.0, True), (1.0, 2.0, False)])
-def test_flash_kernel_measured_against_torch(torch_ms, flash_ms, faster):
+def test_flash_kernel_measured_against_torch(triton_device, torch_ms, flash_ms, faster):
     """The measured choice runs both with the timer given, torch's first,
     and picks the faster; tensors the kernel does not take are not timed."""
     from permalloy.targets.triton.flash_attention import flash_is_faster
@@ -288,7 +288,7 @@ def test_flash_kernel_measured_against_torch(torch_ms, flash_ms, faster):
         timed.append(fn())
         return next(times)
 
-    q, k, v = _qkv()
+    q, k, v = (t.to(triton_device) for t in _qkv())
     assert flash_is_faster(q, k, v, None, 0.5, timer) is faster
     assert len(timed) == 2 and timed[0] is not None
     timed.clear()

@@ -188,6 +188,36 @@ def test_index_put_with_a_boolean_mask(target_device, backend_check):
 
 
 @both_targets
+def test_index_put_of_a_number_with_a_boolean_mask(target_device, backend_check):
+    """`x[mask] = number` (Longformer's global-attention mask): the number is
+    a 0-d CPU tensor beside the device's tensors."""
+
+    def fn(x, mask):
+        y = x * 2
+        y[mask == 2] = torch.finfo(x.dtype).max
+        return y
+
+    g = torch.Generator().manual_seed(5)
+    inputs = _inputs(torch.randn(4, 7, generator=g), torch.randint(0, 3, (4, 7), generator=g))
+    backend_check(fn, inputs, target_device)
+    no_externs()
+
+
+def test_mask_assignment_of_a_cpu_number_into_a_gpu_tensor():
+    """The decomposition moves a 0-d CPU value to the tensor's device before
+    giving it dimensions (traced with fake GPU tensors: no GPU needed)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    from permalloy.lowering.masked_assignment import index_put_with_mask
+
+    with FakeTensorMode():
+        x = torch.empty(2, 3, device="cuda")
+        mask = torch.empty(2, 3, dtype=torch.bool, device="cuda")
+        out = index_put_with_mask(x, [mask], torch.tensor(5.0))
+    assert out.device == x.device and out.shape == x.shape
+
+
+@both_targets
 def test_empty_and_size_one(target_device, backend_check):
     """An index with no elements leaves the input as it is; size-1 tensors."""
 

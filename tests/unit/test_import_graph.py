@@ -5,6 +5,8 @@ constants, fallbacks and their encoding, errors, and the printed IR.
 
 from __future__ import annotations
 
+import math
+
 import warnings
 
 import pytest
@@ -155,6 +157,35 @@ def test_small_constants_are_inlined() -> None:
     torch.testing.assert_close(output, x * constant + 1)
 
 
+@pytest.mark.parametrize(
+    ("constant", "value"),
+    [
+        (torch.tensor(2.5), 2.5),
+        (torch.full((2, 3), -7.0), -7.0),
+        (torch.full((4,), float("nan")), None),  # NaN
+        (torch.full((3,), 5, dtype=torch.int32), 5),
+        (torch.tensor(-0.0), -0.0),
+    ],
+    ids=["0-d", "2-d", "nan", "int32", "negative-zero"],
+)
+def test_constants_of_one_value_are_fulls(constant, value) -> None:
+    """Bit for bit equal elements: a `ptensor.full`, which kernels compute."""
+    gm = make_fx(lambda x: x * constant, tracing_mode="fake", _allow_non_fake_inputs=True)(torch.randn(constant.shape))
+    result = import_graph(gm)
+    assert ops_named(result.module, ptensor.ConstantOp) == []
+    (full,) = ops_named(result.module, ptensor.FullOp)
+    held = full.value.value.data
+    assert math.isnan(held) if value is None else (held == value and math.copysign(1, held) == math.copysign(1, value))
+    x = torch.randn(constant.shape)
+    (output,) = run_function(result.module, [x])
+    torch.testing.assert_close(output, x * constant, equal_nan=True)
+
+
+def test_zeros_of_both_signs_stay_a_constant() -> None:
+    result = import_graph(_with_constant(torch.tensor([0.0, -0.0])))
+    assert len(ops_named(result.module, ptensor.ConstantOp)) == 1
+
+
 def test_large_constants_become_trailing_arguments() -> None:
     constant = torch.randn(LARGE_CONSTANT_ELEMENTS + 1)
     result = import_graph(_with_constant(constant))
@@ -182,7 +213,8 @@ def test_a_constant_copied_to_the_inputs_device_is_computed_there() -> None:
 
     module = import_graph(_on_fake_cuda(fn)).module
     assert ops_named(module, ptensor.FallbackOp) == []
-    assert len(ops_named(module, ptensor.ConstantOp)) == 1
+    (two,) = ops_named(module, ptensor.FullOp)  # a number: computed in the kernel
+    assert two.value.value.data == 2.0
 
 
 def test_a_copy_of_an_input_to_another_device_falls_back() -> None:

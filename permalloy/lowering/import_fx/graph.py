@@ -262,7 +262,33 @@ def _get_attr(ctx: ImportContext, signature: _Signature, gm: fx.GraphModule, nod
         return signature.add(
             ctx.block, result_type, {CONSTANT_ATTR: StringAttr(str(node.target))}
         )
+    splat = _splat_value(value)
+    if splat is not None:
+        return ctx.emit(ptensor.FullOp(splat, result_type))
     return ctx.emit(ptensor.ConstantOp(_dense(value, result_type), result_type))
+
+
+_SAME_WIDTH_INTEGERS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def _splat_value(value: torch.Tensor) -> float | int | bool | None:
+    """The one value every element of `value` holds (bit for bit: -0.0 is not
+    0.0, a NaN is its own payload), or None. Such a constant (a 0-d tensor
+    of a number a model wrote, `torch.finfo(dtype).max` assigned through a
+    mask) is a `ptensor.full`, which kernels compute in place, rather than a
+    tensor the host program builds on every call."""
+    if value.numel() == 0:
+        return None
+    flat = value.detach().cpu().reshape(-1)
+    bits = flat
+    if flat.dtype.is_floating_point:
+        width = _SAME_WIDTH_INTEGERS.get(flat.element_size())
+        if width is None:
+            return None
+        bits = flat.view(width)
+    if not bool((bits == bits[0]).all()):
+        return None
+    return flat[0].item()
 
 
 def _dense(value: torch.Tensor, result_type: ptensor.TensorType):

@@ -386,14 +386,48 @@ def in_memory_order_of(like: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor
 
 
 def slice_scatter(x, src, dim=0, start=None, end=None, step=1):
-    """torch's decomposition (a `where` over the positions the slice
-    covers), its result laid out as eager's `slice_scatter` lays it out: in
-    the memory order of a dense input. Functionalization writes an
-    assignment into a view as a `slice_scatter` of the view's base and then
-    replays the base's other views on the result, and a `view` that eager's
-    strides admit can fail on others (Longformer's chunked attention assigns
-    into a transposed view of its scores and views them again)."""
+    """`src` written over `x[start:end:step]` along `dim`, its result laid
+    out as eager's `slice_scatter` lays it out: in the memory order of a
+    dense input. Functionalization writes an assignment into a view as a
+    `slice_scatter` of the view's base and then replays the base's other
+    views on the result, and a `view` that eager's strides admit can fail on
+    others (Longformer's chunked attention assigns into a transposed view of
+    its scores and views them again).
+
+    A contiguous slice of static bounds (`x[:, :k] = y`, the common
+    assignment) is `where(start <= i < end, pad(src), x)`: a padded read and
+    a position test, which fuse into the kernel that reads the result.
+    Other slices take torch's decomposition, which gathers `src` through a
+    tensor of positions and a mask tensor."""
+    contiguous = _contiguous_slice_scatter(x, src, dim, start, end, step)
+    if contiguous is not None:
+        return in_memory_order_of(x, contiguous)
     return in_memory_order_of(x, _torch_slice_scatter()(x, src, dim, start, end, step))
+
+
+def _contiguous_slice_scatter(x, src, dim, start, end, step) -> torch.Tensor | None:
+    """`slice_scatter` of a step-1 slice whose bounds and size along `dim`
+    are integers, on real tensors, as a `where` over a padded `src`; None
+    for any other."""
+    dim = dim % max(x.dim(), 1)
+    size = x.shape[dim] if x.dim() else 1
+    if step != 1 or x.dim() == 0 or x.is_complex() or not all(isinstance(v, int | None) for v in (start, end, size)):
+        return None
+    first = 0 if start is None else (start + size if start < 0 else start)
+    last = size if end is None else (end + size if end < 0 else end)
+    first = min(max(first, 0), size)
+    last = min(max(last, first), size)
+    shape = list(x.shape)
+    shape[dim] = last - first
+    src = aten.expand.default(src, shape)
+    if first == 0 and last == size:
+        return aten.clone.default(src)
+    pads = [0, 0] * (x.dim() - 1 - dim) + [first, size - last]
+    padded = aten.constant_pad_nd.default(src, pads, 0)
+    positions = aten.arange.start_step(0, size, 1, dtype=torch.int64, device=x.device)
+    inside = aten.logical_and.default(aten.ge.Scalar(positions, first), aten.lt.Scalar(positions, last))
+    inside = aten.view.default(inside, [size if d == dim else 1 for d in range(x.dim())])
+    return aten.where.self(inside, padded, x)
 
 
 @functools.cache

@@ -156,9 +156,10 @@ def _run(build: Callable[[], tuple[torch.nn.Module, dict]], options: dict) -> di
             actual = _first_tensor(compiled(**keywords)).float()
         except Exception as error:  # noqa: BLE001 - reported in the row
             return {"status": "error", "error": f"{type(error).__name__}: {error}"[:400]}
-    if not bool(expected.ne(0).any()):
-        return {"status": "zero-output", "why": "eager's output is all zeros: nothing to compare"}
-    error = ((actual - expected).norm() / expected.norm()).item()
+    if float(expected.abs().max()) < torch.finfo(torch.float32).tiny:
+        # random weights can make activations vanish; kernels may flush subnormals
+        return {"status": "zero-output", "why": "eager's output is zeros or subnormal: nothing to compare"}
+    error = ((actual.double() - expected.double()).norm() / expected.double().norm()).item()
     notes = sorted({str(w.message)[:200] for w in caught if "permalloy" in str(w.message)})
     return {"status": "ok" if error < TOLERANCE else "mismatch", "relative_error": error, "warnings": notes}
 

@@ -425,7 +425,12 @@ def _contiguous_slice_scatter(x, src, dim, start, end, step) -> torch.Tensor | N
     pads = [0, 0] * (x.dim() - 1 - dim) + [first, size - last]
     padded = aten.constant_pad_nd.default(src, pads, 0)
     positions = aten.arange.start_step(0, size, 1, dtype=torch.int64, device=x.device)
-    inside = aten.logical_and.default(aten.ge.Scalar(positions, first), aten.lt.Scalar(positions, last))
+    if first == 0:  # a slice from the start, or to the end: one test
+        inside = aten.lt.Scalar(positions, last)
+    elif last == size:
+        inside = aten.ge.Scalar(positions, first)
+    else:
+        inside = aten.logical_and.default(aten.ge.Scalar(positions, first), aten.lt.Scalar(positions, last))
     inside = aten.view.default(inside, [size if d == dim else 1 for d in range(x.dim())])
     return aten.where.self(inside, padded, x)
 
@@ -433,6 +438,15 @@ def _contiguous_slice_scatter(x, src, dim, start, end, step) -> torch.Tensor | N
 @functools.cache
 def _torch_slice_scatter() -> Callable:
     return get_decompositions([aten.slice_scatter])[aten.slice_scatter.default]
+
+
+def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=None, pin_memory=None):
+    """An uninitialized tensor of `size` whose memory holds its dimensions in
+    the order `physical_layout` (outermost first): an `empty` of the sizes in
+    that order, permuted back to `size`."""
+    order = list(physical_layout)
+    memory = aten.empty.memory_format([size[d] for d in order], dtype=dtype, device=device, pin_memory=pin_memory)
+    return aten.permute.default(memory, sorted(range(len(order)), key=order.__getitem__))
 
 
 def scatter_src(x, dim, index, src):
@@ -615,6 +629,7 @@ def _built_table() -> dict[OpOverload, Callable]:
             table[getattr(packet, overload)] = real_only(function)
     table[aten.scatter.src] = real_only(scatter_src)
     table[aten.slice_scatter.default] = slice_scatter
+    table[aten.empty_permuted.default] = empty_permuted
     table[aten.searchsorted.Scalar] = real_only(searchsorted_scalar)
     table[aten.bucketize.Tensor] = real_only(bucketize)
     table[aten.bucketize.Scalar] = real_only(bucketize_scalar)

@@ -6,7 +6,8 @@ padding, stride and dilation, and `as_strided` of views of intermediates
 (after broadcasts, expands, slices and permutes) and `as_strided_scatter`
 (a scatter at the view's positions), an assignment into a transposed view
 whose base is viewed again (the `slice_scatter` keeps eager's layout, which
-the later view needs), which read the storage of
+the later view needs), a tensor allocated in a permuted memory order
+(`empty_permuted`, which mixture-of-experts layers use) and filled, which read the storage of
 the nearest dense node up the chain of views; an `as_strided` reading outside
 every node of the graph (of an input that is a view into a larger storage)
 runs with torch. Training through unfold, fold and as_strided, gradients
@@ -29,6 +30,12 @@ pytestmark = pytest.mark.usefixtures("fresh_backend")
 
 def _input(*shape: int, seed: int = 0) -> torch.Tensor:
     return torch.randn(shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _filled_empty_permuted(x: torch.Tensor) -> torch.Tensor:
+    filled = torch.empty_permuted((2, 3, 4), (2, 0, 1), device=x.device)
+    filled.copy_(x * 2)
+    return filled + 1
 
 
 def _assign_into_transposed_view(x: torch.Tensor) -> torch.Tensor:
@@ -76,12 +83,13 @@ CASES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
         lambda x, s: torch.as_strided_scatter(x + 1, s.t() * 2, (3, 2), (2, 5), 3), [_input(4, 5), _input(2, 3, seed=1)]
     ),
     "assignment_into_transposed_view_then_view": (_assign_into_transposed_view, [_input(2, 8, 4, 3)]),
+    "filled_empty_permuted": (_filled_empty_permuted, [_input(2, 3, 4)]),
 }
 """Each case: the function and its inputs."""
 
 TRITON_CASES = [
     "unfold_last_dim_overlapping", "unfold_of_permute", "im2col", "col2im", "as_strided_of_expand", "as_strided_scatter",
-    "assignment_into_transposed_view_then_view",
+    "assignment_into_transposed_view_then_view", "filled_empty_permuted",
 ]  # fmt: skip
 
 

@@ -381,8 +381,12 @@ def in_memory_order_of(like: torch.Tensor, tensor: torch.Tensor) -> torch.Tensor
     if order == list(range(tensor.dim())) and tensor.is_contiguous():
         return tensor
     physical = aten.clone.default(aten.permute.default(tensor, order), memory_format=torch.contiguous_format)
-    back = sorted(range(len(order)), key=order.__getitem__)
-    return aten.permute.default(physical, back)
+    return aten.permute.default(physical, _inverse_order(order))
+
+
+def _inverse_order(order: Sequence[int]) -> list[int]:
+    """The permutation that undoes permuting by `order`."""
+    return sorted(range(len(order)), key=order.__getitem__)
 
 
 def slice_scatter(x, src, dim=0, start=None, end=None, step=1):
@@ -446,7 +450,7 @@ def empty_permuted(size, physical_layout, *, dtype=None, layout=None, device=Non
     that order, permuted back to `size`."""
     order = list(physical_layout)
     memory = aten.empty.memory_format([size[d] for d in order], dtype=dtype, device=device, pin_memory=pin_memory)
-    return aten.permute.default(memory, sorted(range(len(order)), key=order.__getitem__))
+    return aten.permute.default(memory, _inverse_order(order))
 
 
 def scatter_src(x, dim, index, src):

@@ -28,13 +28,12 @@ kernels write it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import torch
 import torch.nn.functional as F
 import triton
 import triton.language as tl
+
+from permalloy.targets.triton.autotune import Timer
 
 MAX_FEATURES = 256
 """The widest query and value rows a program keeps in registers."""
@@ -237,7 +236,7 @@ def flash_is_faster(
     value: torch.Tensor,
     mask: torch.Tensor | None,
     scale: float,
-    timer: Callable[[Callable[[], Any]], float],
+    timer: Timer,
 ) -> bool:
     """Whether the flash kernel at its default configuration runs these
     tensors faster than torch's fused attention, both timed by `timer`

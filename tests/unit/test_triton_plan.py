@@ -137,6 +137,31 @@ def test_a_transpose_gets_two_dimensional_tiles():
     assert "(pid // xblocks) * RBLOCK" in source
 
 
+def test_a_transpose_through_a_reshape_splits_its_dimensions_into_two_dimensional_tiles():
+    """Windows [4 * 16, 3, 49, 32] copied to [4 * 96, 16 * 49]: no address is
+    affine in d0 or d1 until they split at 32 and 96 and at 49; then the load
+    walks the 32 channels along rows and the store the 49 tokens along inner."""
+    indices = "[d0 floordiv 96 * 16 + d1 floordiv 49, d0 floordiv 32 mod 3, d1 mod 49, d0 mod 32]"
+    text = pointwise_kernel("[384, 784]", ["f32"], "f32", "    %y = math.exp %a0 : f32", indices=indices,
+                            input_shapes=["[64, 3, 49, 32]"])  # fmt: skip
+    p = plan(text)
+    (group,) = p.groups
+    assert group.mode == TILED
+    stage = group.stages[0]
+    assert group.rows.sizes == [4, 3, 32] and stage.inner.sizes == [16, 49]
+    source = module_source(p, interpret=False).split("def launch")[0]
+    load = next(line for line in source.splitlines() if "tl.load(" in line)
+    assert "//" not in load and "%" not in load
+
+
+def test_dimensions_that_addresses_divide_unevenly_stay_whole():
+    indices = "[d0 floordiv 4, d0 mod 3]"
+    text = pointwise_kernel("[12]", ["f32"], "f32", "    %y = math.exp %a0 : f32", indices=indices,
+                            input_shapes=["[3, 3]"])  # fmt: skip
+    (group,) = plan(text).groups
+    assert group.mode == FLAT and group.stages[0].split is None
+
+
 def test_a_contiguous_pointwise_op_is_one_flat_dimension():
     p = plan(pointwise_kernel("[s0, 8, 4]", ["f32", "f32"], "f32", "    %y = arith.addf %a0, %a1 : f32"))
     (group,) = p.groups

@@ -47,6 +47,7 @@ from permalloy.analysis.affine import unit_stride
 from permalloy.analysis.contraction import Contraction, contraction
 from permalloy.analysis.collapse import Axis, collapse, memory_order
 from permalloy.analysis.kernel import StageFacts, TensorLayout, analyze_kernel
+from permalloy.analysis.split_dims import Split, split_dims
 from permalloy.analysis.rows import per_row, reads_one_value_per_row
 from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ScatterOp
@@ -88,6 +89,9 @@ class Stage:
     register_reads: set[LoadOp] = field(default_factory=set)
     inner: Axis = field(default_factory=lambda: Axis([]))
     substitution: dict[sympy.Symbol, sympy.Expr] = field(default_factory=dict)
+    split: Split | None = None
+    """The parts its dimensions split into (`analysis.split_dims`), applied
+    before `substitution`."""
     row_rank: int = 0
     """How many leading parallel dimensions are the rows of its group."""
     keeps_register: bool = False
@@ -136,13 +140,19 @@ class Stage:
     def load_address(self, load: LoadOp) -> sympy.Expr:
         source = self.sources[load.source]
         assert isinstance(source, TensorRef)
-        return sympy.expand(source.address(load.indices.data).xreplace(self.substitution))
+        return self._resolved(source.address(load.indices.data))
 
     def output_address(self, tensor: TensorRef) -> sympy.Expr:
-        return sympy.expand(tensor.address(self.op.result_index).xreplace(self.substitution))
+        return self._resolved(tensor.address(self.op.result_index))
 
     def index_expr(self, op: IndexOp) -> sympy.Expr:
-        return sympy.expand(op.expr.expr.xreplace(self.substitution))
+        return self._resolved(op.expr.expr)
+
+    def _resolved(self, expr: sympy.Expr) -> sympy.Expr:
+        """`expr` over the dimensions this stage's loops run."""
+        if self.split is not None:
+            expr = self.split.apply(expr)
+        return sympy.expand(expr.xreplace(self.substitution))
 
     def memory_loads(self) -> list[LoadOp]:
         return [o for o in self.facts.loads if o not in self.register_reads]
@@ -356,9 +366,13 @@ def _static_block(axis: Axis) -> int | None:
 def _plan_pointwise(stage: Stage) -> Group:
     """A lone pointwise stage: 1-D tiles, or 2-D ones for a transposed access,
     over its domain in the memory order of its first output (a channels-last
-    result is written along its channels)."""
+    result is written along its channels), its dimensions split first where
+    its addresses divide them (a reshape read through a permute)."""
     sizes = stage.result_type.sizes
     dims = [(parallel_index(i), s) for i, s in enumerate(sizes)]
+    stage.split = split_dims(dims, _addresses(stage), len(sizes), stage.pinned())
+    if stage.split is not None:
+        dims = stage.split.dims
     if stage.outputs:
         dims = memory_order(dims, stage.output_address(stage.outputs[0]))
     axis = collapse(dims, _addresses(stage), stage.pinned())

@@ -80,14 +80,8 @@ class SplitReductionsPass(ModulePass):
     reductions and the pointwise work of its rows (a layer norm and its
     gradient over a few thousand tokens).
 
-    A reduction whose length is symbolic (a graph recompiled for another
-    sequence length: the column sums of a bias's gradient over `[8, s0, 768]`)
-    takes only the first step: its static leading reduction dimensions
-    become parallel while they fit in what is wanted, the symbolic rest,
-    assumed long, staying whole in each partial reduction.
-
-    Expects the output of `convert-ptensor-to-loop`; the results' sizes must
-    be static. Reductions with at least `max-results` results, or fewer than
+    Expects the output of `convert-ptensor-to-loop`; sizes must be static.
+    Reductions with at least `max-results` results, or fewer than
     `min-length` (`image-min-length`) reduced elements and fewer than
     `min-points` points, and argmax/argmin, are left as they are.
 
@@ -137,11 +131,10 @@ class SplitReductionsPass(ModulePass):
             reduce.kind.data not in SPLITTABLE_KINDS
             or isinstance(result_type.element_type, Float16Type | BFloat16Type)
             or sizes is None
+            or None in reduced
         ):
             return None
         results = math.prod(sizes)
-        if None in reduced:
-            return self._plan_symbolic_length(reduce, results, reduced)
         length = math.prod(reduced)
         min_length = self.image_min_length if reduces_image(reduce) else self.min_length
         many_points = results * length >= self.min_points and length >= 2 * self.min_chunk
@@ -174,23 +167,6 @@ class SplitReductionsPass(ModulePass):
         if promoted == 0 and factor == 1:
             return None
         return SplitPlan(promoted, factor, chunk)
-
-    def _plan_symbolic_length(self, reduce: loop.ReduceOp, results: int, reduced: list[int | None]) -> SplitPlan | None:
-        """How to split a reduction whose length is symbolic: its static leading
-        reduction dimensions become parallel, as many as fit in what is
-        wanted; the symbolic rest, assumed long, stays whole."""
-        if results >= self.max_results:
-            return None
-        if results >= self.min_rows and reduces_along_rows(reduce) and not reduces_image(reduce):
-            return None
-        wanted = -(-self.min_programs // max(results, 1))
-        promoted, parallel = 0, 1
-        while (size := reduced[promoted]) is not None and parallel * size <= wanted:
-            parallel *= size
-            promoted += 1
-        if promoted == 0:
-            return None
-        return SplitPlan(promoted, 1, 0)
 
 
 def reduces_along_rows(reduce: loop.ReduceOp) -> bool:

@@ -112,24 +112,3 @@ def test_a_single_dimension_splits_into_equal_chunks() -> None:
 )
 def test_left_whole(text: str) -> None:
     assert _plan(text) is None
-
-
-def test_a_symbolic_length_makes_its_static_leading_dimensions_parallel() -> None:
-    text = _reduce("sum", "8, s0, 768", "8, s0", "768", "r0, r1, d0")
-    assert _plan(text) == SplitPlan(promoted=1, factor=1, chunk=0)
-    # A symbolic leading dimension, or many results already, leave it whole.
-    assert _plan(_reduce("sum", "s0, 8, 768", "s0, 8", "768", "r0, r1, d0")) is None
-    assert _plan(_reduce("sum", "8, s0, 16384", "8, s0", "16384", "r0, r1, d0")) is None
-
-
-def test_a_split_of_a_symbolic_length_preserves_results() -> None:
-    before = _parse(_reduce("sum", "4, s0, 3", "4, s0", "3", "r0, r1, d0"))
-    after = before.clone()
-    build_pipeline(SMALL).apply(make_context(), after)
-    after.verify()
-    assert len([op for op in after.walk() if isinstance(op, loop.ReduceOp)]) == 2, f"not split:\n{after}"
-    for length in (1, 37):
-        values = torch.rand(4, length, 3, generator=torch.Generator().manual_seed(length))
-        (expected,) = run_module_function(before, [values])
-        (actual,) = run_module_function(after, [values])
-        torch.testing.assert_close(actual, expected, rtol=1e-5, atol=0)

@@ -133,6 +133,24 @@ def test_compiled_functions_match_eager(name):
     torch.testing.assert_close(compiled(fn)(*args), fn(*args), rtol=1e-5, atol=1e-5)
 
 
+def _windows_to_channel_rows(x):
+    """Windows `[batch * 16, 3, 49, 32]` to `[batch * 96, 16 * 49]`: a copy whose
+    addresses divide both dimensions (the kernel splits them and tiles)."""
+    return x.reshape(-1, 16, 3, 49, 32).permute(0, 2, 4, 1, 3).reshape(-1, 16 * 49) * 2
+
+
+def _heads_to_rows(x):
+    """`[4, 40, 8 * 16]` to `[4 * 8, 40, 16]` and flat: a transpose through two reshapes."""
+    return x.view(4, 40, 8, 16).transpose(1, 2).reshape(32 * 40, 16).sin()
+
+
+@pytest.mark.parametrize("fn,shape", [(_windows_to_channel_rows, (32, 3, 49, 32)), (_heads_to_rows, (4, 40, 128))],
+                         ids=["windows", "heads"])  # fmt: skip
+def test_transposes_through_reshapes_match_eager(fn, shape):
+    x = torch.randn(*shape, device=DEVICE)
+    torch.testing.assert_close(compiled(fn)(x), fn(x), rtol=1e-5, atol=1e-6)
+
+
 def test_long_rows_reduce_in_chunks():
     """Rows longer than one block: looped softmax and layer norm, an argmax
     whose maximum and a NaN lie in later chunks, and a sum of int32."""

@@ -122,7 +122,7 @@ def _split_points(var: sympy.Symbol, size: sympy.Expr, addresses: Sequence[sympy
         return []
     if ordered and not sympy.cancel(size / ordered[-1]).is_integer:
         return []
-    if ordered and sympy.simplify(size - ordered[-1]) == 0:
+    if ordered and sympy.expand(size - ordered[-1]) == 0:
         ordered = ordered[:-1]
     return [sympy.Integer(p) for p in ordered]
 

@@ -50,6 +50,9 @@ def test_models_suite_runs_two_models_end_to_end(capsys: pytest.CaptureFixture[s
         assert profile["back_to_back_ms"] > 0 and profile["top_kernels"]
         assert all(0 <= k["share"] <= 1 for k in profile["top_kernels"])
         assert profile["generated_ms"] is None and profile["generated_launches"] is None  # GPU only
+        assert profile["generated_by_kind_ms"] is None
+        assert len(profile["kernels"]) >= len(profile["top_kernels"])
+        assert [k["name"] for k in profile["kernels"][: len(profile["top_kernels"])]] == [k["name"] for k in profile["top_kernels"]]
         assert case["results"]["eager"]["dynamo"] is None
     assert data["geomean"]["permalloy"]["cases"] == 2
 
@@ -221,3 +224,43 @@ def test_timm_suite_without_timm_skips_its_rows(
     data = run_json(["--suite", "timm", "--quick", "--cases", "resnet50", "--backends", "eager"], capsys)
     (row,) = data["cases"]
     assert row["skipped"] and row["error"] == "skipped: timm is not installed"
+
+
+def test_generated_kernels_are_sorted_into_kinds_by_their_names() -> None:
+    from permalloy.tools.bench.kernel_profile import generated_by_kind, generated_kind
+
+    names = {
+        "triton_poi_fused_gelu_view_2": "pointwise",  # Inductor's
+        "triton_red_fused_sum_view_3": "reduction",
+        "triton_per_fused_native_layer_norm_backward_2": "reduction",
+        "triton_tem_fused_mm_0": "template",
+        "triton_pointwise_erf_6": "pointwise",  # permalloy's
+        "triton_fused_pointwise_rsqrt_reduce_sum_pointwise_3": "reduction",
+        "triton_scan_cumsum_1": "reduction",
+        "triton_flash_attention_forward": "template",
+        "triton_scatter_add_4": "other",
+        "sm80_xmma_gemm_f32f32_f32f32_f32_tn_n": None,  # a library's
+    }
+    assert {name: generated_kind(name) for name in names} == names
+    kernels = [("triton_poi_a", 2e-6, 1.0), ("triton_red_b", 3e-6, 2.0), ("ampere_sgemm", 9e-6, 1.0)]
+    assert generated_by_kind(kernels) == pytest.approx({"pointwise": 2e-3, "reduction": 3e-3, "template": 0.0, "other": 0.0})
+
+
+def test_the_profile_table_shows_generated_time_by_kind() -> None:
+    from types import SimpleNamespace
+
+    from permalloy.tools.bench.kernel_profile import format_profiles
+
+    def profile(pointwise: float, reduction: float) -> dict:
+        top = [{"name": "triton_red_x", "ms": reduction, "share": 0.5, "calls": 1.0}]
+        return {
+            "back_to_back_ms": 2.0, "kernel_ms": 1.5, "host_ms": 0.5, "launches": 3.0,
+            "generated_ms": pointwise + reduction, "generated_launches": 2.0,
+            "generated_by_kind_ms": {"pointwise": pointwise, "reduction": reduction, "template": 0.0, "other": 0.0},
+            "top_kernels": top, "kernels": top,
+        }  # fmt: skip
+
+    results = {"inductor": SimpleNamespace(profile=profile(0.41, 0.66)), "permalloy": SimpleNamespace(profile=profile(0.55, 1.12))}
+    lines = format_profiles([SimpleNamespace(case="bart", results=results)], ("inductor", "permalloy"))
+    permalloy_line = next(line for line in lines if line.strip().startswith("permalloy"))
+    assert permalloy_line.endswith("(pointwise 0.550, reduction 1.120)")

@@ -34,7 +34,7 @@ MAX_WINDOW = 81
 
 
 @triton.jit(do_not_specialize=["height", "width", "out_height", "out_width", "tiles_h", "tiles_w"])
-def _depthwise_forward(
+def triton_depthwise_convolution_forward(
     X, W, B, OUT,
     x_n, x_c, x_h, x_w,
     w_c, w_h, w_w,
@@ -181,7 +181,7 @@ def depthwise_convolution(
     config = config or candidate_configs(x)[0]
     tiles_h, tiles_w = triton.cdiv(out_h, config.tile_h), triton.cdiv(out_w, config.tile_w)
     grid = (batch * tiles_h * tiles_w, triton.cdiv(channels, config.block_c))
-    _depthwise_forward[grid](
+    triton_depthwise_convolution_forward[grid](
         x, weight, x if bias is None else bias, out,
         *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *out.stride(),
         channels, height, width, out_h, out_w, tiles_h, tiles_w,

@@ -44,7 +44,7 @@ Config = tuple[int, int, int, int]
 
 
 @triton.jit
-def _flash_forward(
+def triton_flash_attention_forward(
     Q, K, V, MASK, OUT,
     q_b, q_h, q_m, q_d,
     k_b, k_h, k_n, k_d,
@@ -212,7 +212,7 @@ def flash_attention(
     def launch(chosen: Config) -> None:
         block_m, block_n, warps, stages = chosen
         grid = (batch * heads, triton.cdiv(queries, block_m))
-        _flash_forward[grid](
+        triton_flash_attention_forward[grid](
             q, k, v, mask_arg, out,
             *q.stride(), *k.stride(), *v.stride(), *mask_strides, *out.stride(),
             heads, queries, keys, features, value_features, scale * LOG2E,

@@ -100,7 +100,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--profile",
         action="store_true",
         help="also profile each case: host time per call (back-to-back calls minus summed "
-        "kernel time) and each compiler's ten most expensive kernels",
+        "kernel time), generated kernels' time by kind (pointwise, reductions, templates) and "
+        "each compiler's ten most expensive kernels (every kernel in the JSON)",
     )
     parser.add_argument(
         "--compile-times",

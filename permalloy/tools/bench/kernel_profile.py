@@ -16,8 +16,16 @@ For each backend of a case, after its timed calls:
   kernel time and launches in kernels a compiler generated (Triton's, named
   `triton_*` by Inductor and permalloy alike), the rest being library calls
   (cuDNN, cuBLAS) and eager's own kernels; it tells which side loses.
+- generated kernel time by kind (GPU only): pointwise, reductions (scans and
+  sorts among them), templates (Inductor's, permalloy's flash attention and
+  depthwise convolution) and the rest, read off the kernels' names
+  (`generated_kind`): where two compilers' generated totals differ, which
+  kind of kernel makes the difference. permalloy's matrix-product template
+  keeps the name of its loop op (`reduce_sum`), so it counts as a reduction.
 - the ten most expensive kernels with each one's time per call and share of the
-  backend's kernel time (on a CPU: the profiler's operators by self time).
+  backend's kernel time (on a CPU: the profiler's operators by self time); the
+  JSON keeps every kernel too (`kernels`), for comparing two runs kernel by
+  kernel.
 """
 
 from __future__ import annotations
@@ -35,6 +43,15 @@ KERNEL_NAME_CHARS = 60
 """Kernel names are cut to this many characters in the table (whole in the JSON)."""
 GENERATED_PREFIX = "triton"
 """How the names of generated GPU kernels begin (Inductor's and permalloy's)."""
+GENERATED_KINDS = ("pointwise", "reduction", "template", "other")
+"""The kinds `generated_kind` sorts generated kernels into."""
+_KIND_MARKERS = (
+    # Inductor's names begin with the kind (triton_poi_, triton_red_, triton_per_, triton_tem_);
+    # permalloy's name the loop ops a kernel fuses (triton_fused_reduce_sum_pointwise_3).
+    ("template", ("triton_tem_", "matmul", "flash", "depthwise", "convolution")),
+    ("reduction", ("triton_red_", "triton_per_", "reduce", "scan", "sort")),
+    ("pointwise", ("triton_poi_", "pointwise")),
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +95,7 @@ def profile_backend(
         "launches": sum(count for _, _, count in kernels) if device == "cuda" else None,
         "generated_ms": None if generated_s is None else generated_s * 1e3,
         "generated_launches": generated_launches,
+        "generated_by_kind_ms": generated_by_kind(kernels) if device == "cuda" else None,
         "top_kernels": [
             {
                 "name": name,
@@ -87,6 +105,10 @@ def profile_backend(
             }
             for name, seconds, count in top
         ],
+        "kernels": [
+            {"name": name, "ms": seconds * 1e3, "calls": count}
+            for name, seconds, count in sorted(kernels, key=lambda k: -k[1])
+        ],
     }
 
 
@@ -95,6 +117,28 @@ def generated_totals(kernels: list[tuple[str, float, float]]) -> tuple[float, fl
     (name, seconds per call, launches per call)."""
     generated = [k for k in kernels if k[0].startswith(GENERATED_PREFIX)]
     return sum(seconds for _, seconds, _ in generated), sum(count for _, _, count in generated)
+
+
+def generated_kind(name: str) -> str | None:
+    """The kind of a generated kernel by its name (one of `GENERATED_KINDS`),
+    None for a kernel no compiler generated."""
+    if not name.startswith(GENERATED_PREFIX):
+        return None
+    for kind, markers in _KIND_MARKERS:
+        if any(marker in name for marker in markers):
+            return kind
+    return "other"
+
+
+def generated_by_kind(kernels: list[tuple[str, float, float]]) -> dict[str, float]:
+    """Milliseconds per call of the generated kernels among (name, seconds per
+    call, launches per call), by `generated_kind`."""
+    totals = dict.fromkeys(GENERATED_KINDS, 0.0)
+    for name, seconds, _ in kernels:
+        kind = generated_kind(name)
+        if kind is not None:
+            totals[kind] += seconds * 1e3
+    return totals
 
 
 def _profiled_kernels(
@@ -133,7 +177,7 @@ def format_profiles(cases: list[Any], backends: tuple[str, ...]) -> list[str]:
     lines = [
         "",
         "profile (per call, ms): back-to-back, device kernels, host = back-to-back - kernels,"
-        " generated kernels' time and launches",
+        " generated kernels' time and launches (and their time by kind)",
     ]
     for case in cases:
         profiled = [(b, case.results[b].profile) for b in backends if b in case.results]
@@ -150,6 +194,7 @@ def format_profiles(cases: list[Any], backends: tuple[str, ...]) -> list[str]:
                 f"  {backend:<10} b2b {p['back_to_back_ms']:8.3f}  kernels {_ms(p['kernel_ms'])}"
                 f"  host {_ms(p['host_ms'])}  launches {_count(p['launches'])}"
                 f"  generated {_ms(p.get('generated_ms'))} in {_count(p.get('generated_launches'))}"
+                + _kinds_text(p.get("generated_by_kind_ms"))
             )
         if profiled:
             lines.extend(_top_kernel_rows(profiled))
@@ -174,6 +219,13 @@ def _top_kernel_rows(profiled: list[tuple[str, dict[str, Any]]]) -> list[str]:
                 cells.append(" " * width)
         rows.append(("  " + "  ".join(cells)).rstrip())
     return rows
+
+
+def _kinds_text(kinds: dict[str, float] | None) -> str:
+    """The generated time by kind, where measured: `  (pointwise 0.41, reduction 0.66, ...)`."""
+    if not kinds:
+        return ""
+    return "  (" + ", ".join(f"{kind} {ms:.3f}" for kind, ms in kinds.items() if ms > 0) + ")"
 
 
 def _ms(value: float | None) -> str:

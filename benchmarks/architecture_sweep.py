@@ -12,12 +12,17 @@ sizes, why it was skipped.
 
     python benchmarks/architecture_sweep.py --source hf-text --json text.jsonl
     python benchmarks/architecture_sweep.py --source timm --models resnest14d,volo_d1_224
+
+`--target triton` on the CPU compiles for the Triton target and runs its
+kernels in Triton's interpreter: slow, but the GPU target's kernels checked
+on real architectures without a GPU.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import time
@@ -169,12 +174,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", choices=sorted(SOURCES), default="hf-text")
     parser.add_argument("--models", help="comma-separated; default: every model of the source")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument(
+        "--target", choices=("llvm", "triton"), default=None,
+        help="permalloy's kernel target (default: llvm on the CPU, the device's otherwise); "
+        "triton on the CPU runs its kernels in Triton's interpreter",
+    )  # fmt: skip
     parser.add_argument("--image", type=int, default=96, help="timm's image side where the model takes any")
     parser.add_argument("--timeout", type=int, default=300, help="seconds a model may take")
     parser.add_argument("--json", help="write one JSON row per model to this file")
     args = parser.parse_args(argv)
     names = args.models.split(",") if args.models else SOURCES[args.source]
-    options = {"target": "llvm"} if args.device == "cpu" else {}
+    target = args.target or ("llvm" if args.device == "cpu" else None)
+    options = {"target": target} if target is not None else {}
+    if target == "triton" and args.device == "cpu":
+        os.environ["TRITON_INTERPRET"] = "1"
     rows = []
     for name in names:
         if args.source == "timm":
@@ -197,7 +210,7 @@ def main(argv: list[str] | None = None) -> int:
             with open(args.json, "w") as out:
                 out.write("".join(json.dumps(r) + "\n" for r in rows))
     counts = {status: sum(r["status"] == status for r in rows) for status in ("ok", "mismatch", "error", "skipped", "zero-output", "timeout")}
-    print(json.dumps({"source": args.source, "device": args.device, **counts}))
+    print(json.dumps({"source": args.source, "device": args.device, "target": target, **counts}))
     return 0
 
 

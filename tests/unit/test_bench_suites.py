@@ -231,6 +231,7 @@ def test_generated_kernels_are_sorted_into_kinds_by_their_names() -> None:
 
     names = {
         "triton_poi_fused_gelu_view_2": "pointwise",  # Inductor's
+        "triton_poi_fused_convolution_relu_1": "pointwise",
         "triton_red_fused_sum_view_3": "reduction",
         "triton_per_fused_native_layer_norm_backward_2": "reduction",
         "triton_tem_fused_mm_0": "template",

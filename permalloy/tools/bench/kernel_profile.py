@@ -45,12 +45,20 @@ GENERATED_PREFIX = "triton"
 """How the names of generated GPU kernels begin (Inductor's and permalloy's)."""
 GENERATED_KINDS = ("pointwise", "reduction", "template", "other")
 """The kinds `generated_kind` sorts generated kernels into."""
-_KIND_MARKERS = (
-    # Inductor's names begin with the kind (triton_poi_, triton_red_, triton_per_, triton_tem_);
-    # permalloy's name the loop ops a kernel fuses (triton_fused_reduce_sum_pointwise_3).
-    ("template", ("triton_tem_", "matmul", "flash", "depthwise", "convolution")),
-    ("reduction", ("triton_red_", "triton_per_", "reduce", "scan", "sort")),
-    ("pointwise", ("triton_poi_", "pointwise")),
+_INDUCTOR_PREFIXES = (
+    # Inductor's names begin with the kind, then name the ATen ops they fuse
+    # (triton_poi_fused_convolution_relu_1 is pointwise work after a convolution).
+    ("triton_poi_", "pointwise"),
+    ("triton_red_", "reduction"),
+    ("triton_per_", "reduction"),
+    ("triton_tem_", "template"),
+)
+_PERMALLOY_MARKERS = (
+    # permalloy's name the loop ops a kernel fuses (triton_fused_reduce_sum_pointwise_3),
+    # or its own kernels (triton_flash_attention_forward).
+    ("template", ("flash_attention", "depthwise_convolution")),
+    ("reduction", ("reduce", "scan", "sort")),
+    ("pointwise", ("pointwise",)),
 )
 
 
@@ -124,7 +132,10 @@ def generated_kind(name: str) -> str | None:
     None for a kernel no compiler generated."""
     if not name.startswith(GENERATED_PREFIX):
         return None
-    for kind, markers in _KIND_MARKERS:
+    for prefix, kind in _INDUCTOR_PREFIXES:
+        if name.startswith(prefix):
+            return kind
+    for kind, markers in _PERMALLOY_MARKERS:
         if any(marker in name for marker in markers):
             return kind
     return "other"

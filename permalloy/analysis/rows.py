@@ -25,7 +25,7 @@ sort's rows are its whole parallel domain, each sorted as a whole.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import sympy
@@ -34,7 +34,7 @@ from xdsl.ir import SSAValue
 from permalloy.analysis.affine import load_form, split_affine
 from permalloy.dialects.loop import LoadOp, LoopOp, ReduceOp, ScanOp, ScatterOp, SortOp
 from permalloy.dialects.ptensor import TensorType, sizes_equal
-from permalloy.dialects.sym import parallel_index
+from permalloy.dialects.sym import parallel_index, symbol_kind
 
 
 def result_sizes(op: LoopOp) -> list[sympy.Expr]:
@@ -155,14 +155,75 @@ def row_groups(ops: Sequence[LoopOp]) -> list[RowGroup]:
     return groups
 
 
-def same_row(read: sympy.Expr, written: sympy.Expr, row_vars: Sequence[sympy.Symbol]) -> bool:
+def same_row(
+    read: sympy.Expr,
+    written: sympy.Expr,
+    row_vars: Sequence[sympy.Symbol],
+    read_bounds: Mapping[sympy.Symbol, sympy.Expr],
+    written_bounds: Mapping[sympy.Symbol, sympy.Expr],
+) -> bool:
     """
     Whether the address `read`, for any value of the row variables, addresses
     only what the address `written` wrote with the same values: both affine
-    in each row variable with the same coefficient.
+    in each row variable with the same coefficient, and what is left of
+    `read` without them either what is left of `written`, or, where that is
+    one dense run (one variable with coefficient 1), within the run. The
+    other variables range up to their `read_bounds` and `written_bounds`.
+
+    A 3 x 3 window at `6 * d1 + d2 - 7` over rows written at `6 * d1 + d2`
+    (`d2 < 6`) reads the row before: its remainder `d2 - 7` leaves `[0, 5]`.
     """
     for var in row_vars:
         a, b = split_affine(read, var), split_affine(written, var)
         if a is None or b is None or sympy.expand(a[1] - b[1]) != 0:
             return False
-    return True
+    zeros = {var: 0 for var in row_vars}
+    rest_read = sympy.expand(sympy.sympify(read).xreplace(zeros))
+    rest_written = sympy.expand(sympy.sympify(written).xreplace(zeros))
+    if sympy.expand(rest_read - rest_written) == 0:
+        return True
+    run = _dense_run(rest_written, written_bounds)
+    span = _interval(rest_read, read_bounds)
+    if run is None or span is None:
+        return False
+    low, high = span
+    return bool(sympy.expand(low - run[0]).is_nonnegative) and bool(sympy.expand(run[1] - high).is_nonnegative)
+
+
+def _dense_run(rest: sympy.Expr, bounds: Mapping[sympy.Symbol, sympy.Expr]) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """The first and last element `rest` covers when it is one variable with
+    coefficient 1 plus a constant (every element in between written), else None."""
+    variables = [v for v in rest.free_symbols if v in bounds]
+    unbounded = [v for v in rest.free_symbols if v not in bounds and symbol_kind(v) != "s"]
+    if len(variables) != 1 or unbounded:
+        return None
+    (var,) = variables
+    affine = split_affine(rest, var)
+    if affine is None or affine[1] != 1 or var in affine[0].free_symbols:
+        return None
+    return affine[0], sympy.expand(affine[0] + bounds[var])
+
+
+def _interval(expr: sympy.Expr, bounds: Mapping[sympy.Symbol, sympy.Expr]) -> tuple[sympy.Expr, sympy.Expr] | None:
+    """The smallest and largest value of an affine `expr` whose loop variables
+    range from 0 to their `bounds`; None where it is not affine in them, a
+    variable has no bound, or a coefficient's sign is unknown."""
+    low = high = sympy.Integer(0)
+    rest = sympy.expand(expr)
+    for var in sorted(rest.free_symbols, key=lambda s: s.name):
+        if symbol_kind(var) == "s":
+            continue
+        if var not in bounds:
+            return None
+        affine = split_affine(rest, var)
+        if affine is None:
+            return None
+        rest, coefficient = affine
+        reach = sympy.expand(coefficient * bounds[var])
+        if coefficient.is_nonnegative:
+            high = high + reach
+        elif coefficient.is_nonpositive:
+            low = low + reach
+        else:
+            return None
+    return sympy.expand(low + rest), sympy.expand(high + rest)

@@ -46,6 +46,18 @@ def test_compiled_functions_match_eager(name):
     torch.testing.assert_close(out, fn(*args), rtol=1e-5, atol=1e-5)
 
 
+def test_a_window_over_a_product_of_an_expanded_input_matches_eager():
+    """The product of an expanded input keeps its rows apart, so it shares a
+    row loop with the max pool that reads it; the pool's window reaches into
+    the rows before and after, which that loop has not all written."""
+
+    def fn(w, x):
+        return torch.nn.functional.max_pool2d(torch.tanh(x * w), 3, 1, 1)
+
+    w, x = torch.randn(6), torch.randn(1, 3, 6).expand(16, 3, 6)
+    torch.testing.assert_close(compiled(fn)(w, x), fn(w, x))
+
+
 def test_dynamic_shapes_reuse_kernels():
     fn = compiled(lambda x: torch.softmax(x * 2, -1), dynamic=True)
     for rows, cols in [(3, 17), (9, 200), (2, 1025)]:

@@ -143,10 +143,24 @@ buffer.kernel @k(%a: {tensor("[4, 16]", "f32")}) -> ({tensor("[4, 16]", "f32")})
 
 
 def test_same_row_compares_the_coefficients_of_the_row_variables():
-    assert same_row(16 * d0 + d1, 16 * d0 + d1, [d0])
-    assert same_row(4 * d0, 4 * d0 + 2, [d0])  # another column of the same row
-    assert not same_row(48 - 16 * d0 + d1, 16 * d0 + d1, [d0])
-    assert not same_row(FloorDiv(d0, 2), d0, [d0])
+    row = {d1: 15}
+    assert same_row(16 * d0 + d1, 16 * d0 + d1, [d0], row, row)
+    assert same_row(16 * d0 + 15 - d1, 16 * d0 + d1, [d0], row, row)  # the row read backwards
+    assert same_row(16 * d0, 16 * d0 + d1, [d0], {}, row)  # one element of the row
+    assert not same_row(4 * d0, 4 * d0 + 2, [d0], {}, {})  # an element the row's writer never wrote
+    assert not same_row(48 - 16 * d0 + d1, 16 * d0 + d1, [d0], row, row)
+    assert not same_row(FloorDiv(d0, 2), d0, [d0], {}, {})
+
+
+def test_same_row_refuses_reads_that_reach_into_a_neighbouring_row():
+    """A 3 x 3 window over rows `d1` of 6 elements written at `6 * d1 + d2`:
+    its corner `6 * d1 + d2 - 7` has the row's coefficient but reads the row
+    before (a max pool over a product of an expanded input ran so, reading
+    rows not yet written)."""
+    row = {d2: 5}
+    assert not same_row(18 * d0 + 6 * d1 + d2 - 7, 18 * d0 + 6 * d1 + d2, [d0, d1], row, row)
+    assert not same_row(18 * d0 + 6 * d1 + d2 + 1, 18 * d0 + 6 * d1 + d2, [d0, d1], row, row)
+    assert same_row(18 * d0 + 6 * d1 + 5 - d2, 18 * d0 + 6 * d1 + d2, [d0, d1], row, row)
 
 
 # -- reductions -----------------------------------------------------------------------

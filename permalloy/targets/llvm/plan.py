@@ -63,6 +63,7 @@ from permalloy.dialects.buffer import BufferType, KernelOp
 from permalloy.dialects.loop import IndexOp, LoadOp, LoopOp, PointwiseOp, ReduceOp, ScanOp, ScatterOp, SortOp
 from permalloy.dialects.ptensor import ReduceKind, ScanKind
 from permalloy.dialects.sym import product, symbol
+from permalloy.lowering.index_algebra import domain_bounds
 from permalloy.targets import kernel_symbols
 
 POINTWISE = "pointwise"
@@ -140,6 +141,10 @@ class StagePlan:
     def depth(self) -> int:
         """The deepest level."""
         return max(self.var_level.values(), default=0)
+
+    def bounds(self) -> dict[sympy.Symbol, sympy.Expr]:
+        """The largest value of each of its loop variables."""
+        return domain_bounds(self.parallel, self.reduction)
 
     def row_dims(self) -> list[tuple[str, sympy.Expr]]:
         """The parallel dimensions iterated by the row loop (level 0)."""
@@ -250,11 +255,12 @@ def _joins(group: list[StagePlan], stage: StagePlan) -> bool:
     rows = [size for _, size in group[0].row_dims()]
     if [size for _, size in stage.row_dims()] != rows:
         return False
-    producers = {t.slot: a for s in group for t, a in zip(s.outputs, s.output_addresses)}
+    producers = {t.slot: (a, s.bounds()) for s in group for t, a in zip(s.outputs, s.output_addresses)}
     row_vars = [symbol(f"d{i}") for i in range(len(rows))]
+    bounds = stage.bounds()
     for op, address in stage.addresses.items():
         produced = producers.get(stage.inputs[op.source].slot)
-        if produced is not None and not same_row(address, produced, row_vars):
+        if produced is not None and not same_row(address, produced[0], row_vars, bounds, produced[1]):
             return False
     return True
 

@@ -387,8 +387,7 @@ def _plan_pointwise(stage: Stage) -> Group:
     tiled = _plan_pointwise_over(stage, split.dims, len(sizes))
     if tiled.mode == TILED:
         return tiled
-    stage.split, stage.substitution = None, whole
-    stage.inner = Axis([])
+    stage.split, stage.substitution = None, whole  # its inner axis is empty in both 1-D plans
     return group
 
 

@@ -94,7 +94,7 @@ def profile_backend(
     kernels = _profiled_kernels(call, device, sync, settings.profiled_calls)
     kernel_s = sum(seconds for _, seconds, _ in kernels) if device == "cuda" else None
     total = sum(seconds for _, seconds, _ in kernels)
-    top = sorted(kernels, key=lambda k: -k[1])[:TOP_KERNELS]
+    ranked = sorted(kernels, key=lambda k: -k[1])
     generated_s, generated_launches = generated_totals(kernels) if device == "cuda" else (None, None)
     return {
         "back_to_back_ms": back_to_back_s * 1e3,
@@ -111,11 +111,11 @@ def profile_backend(
                 "share": seconds / total if total > 0 else 0.0,
                 "calls": count,
             }
-            for name, seconds, count in top
+            for name, seconds, count in ranked[:TOP_KERNELS]
         ],
         "kernels": [
             {"name": name, "ms": seconds * 1e3, "calls": count}
-            for name, seconds, count in sorted(kernels, key=lambda k: -k[1])
+            for name, seconds, count in ranked
         ],
     }
 

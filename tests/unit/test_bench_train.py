@@ -14,7 +14,7 @@ import torch
 from permalloy.tools.bench import cli
 from permalloy.tools.bench.accuracy import GRADIENT_TOLERANCES, compare_gradients
 from permalloy.tools.bench.backends import Permalloy
-from permalloy.tools.bench.training import SeededLoss, Training
+from permalloy.tools.bench.training import SeededLoss, Training, without_dropout
 
 QUICK_TRAIN = ["--train", "--quick", "--backends", "eager,permalloy"]
 
@@ -95,3 +95,40 @@ def test_training_step_resets_gradients_and_seeds_the_loss() -> None:
     torch.testing.assert_close(first["weight"], second["weight"])  # not accumulated
     torch.testing.assert_close(first["bias"], loss_model.seed_0.sum(0))
     torch.testing.assert_close(first["input 0"], loss_model.seed_0 @ model.weight.detach())
+
+
+class _DropPath(torch.nn.Module):
+    """Stochastic depth as timm and Hugging Face write it: a float `drop_prob`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop_prob = 0.1
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.training or self.drop_prob == 0.0:
+            return x
+        keep = torch.rand(x.shape[0], 1, device=x.device) >= self.drop_prob
+        return x * keep / (1 - self.drop_prob)
+
+
+class _Head(torch.nn.Module):
+    """A classifier head with a functional dropout rate, as timm's."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.drop_rate = 0.2
+        self.linear = torch.nn.Linear(8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.linear(torch.nn.functional.dropout(x, self.drop_rate, self.training))
+
+
+def test_training_switches_dropout_and_drop_path_off() -> None:
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.Dropout(0.5), _DropPath(), _Head())
+    attention = torch.nn.MultiheadAttention(8, 2, dropout=0.3)
+    Training().prepare(model, (torch.randn(4, 8),))
+    assert model.training and model[1].p == 0.0 and model[2].drop_prob == 0.0 and model[3].drop_rate == 0.0
+    x = torch.randn(4, 8)
+    assert torch.equal(model(x), model(x)), "a training-mode forward is deterministic"
+    without_dropout(attention)
+    assert attention.dropout == 0.0

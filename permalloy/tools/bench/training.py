@@ -6,6 +6,10 @@ fixed random tensor, as any loss would give), then the backward pass to the
 parameters and to the floating inputs. The loss is part of the compiled module,
 so the backward graph starts from it.
 
+Dropout and stochastic depth are switched off (`without_dropout`): their
+random draws differ between compilers, so gradients computed with them could
+not be compared with eager's.
+
 Gradients are reset to None at the start of every step, inside the timed call
 and alike for every backend, as `optimizer.zero_grad()` does.
 """
@@ -27,6 +31,10 @@ from permalloy.tools.bench.workload import InputSet
 
 SEED = 20240917
 """The seed of the generator that draws the loss's seeds."""
+DROP_RATES = ("drop_prob", "drop_rate", "dropout", "attention_dropout", "activation_dropout")
+"""Float attributes through which modules pass a drop probability to
+functional dropout or drop path (timm's `DropPath` and heads, Hugging Face's
+attention and feed-forward layers)."""
 
 
 class SeededLoss(torch.nn.Module):
@@ -54,7 +62,9 @@ class Training:
     measures_bandwidth = False
 
     def prepare(self, model: torch.nn.Module, inputs: InputSet) -> torch.nn.Module:
-        """`model` in train mode under a `SeededLoss` with seeds shaped like its outputs."""
+        """`model` in train mode, dropout off, under a `SeededLoss` with seeds
+        shaped like its outputs."""
+        without_dropout(model)
         model.train()
         with torch.no_grad():
             outputs = _floating(flatten_tensors(model(*inputs)))
@@ -99,6 +109,17 @@ class Training:
 
     def compare(self, results: Sequence[Any], references: Sequence[Any]) -> Accuracy:
         return compare_gradients(results, references)
+
+
+def without_dropout(model: torch.nn.Module) -> None:
+    """Set every drop probability of `model`'s modules to zero, in place:
+    dropout modules' `p` and the float attributes named in `DROP_RATES`."""
+    for module in model.modules():
+        if isinstance(module, torch.nn.modules.dropout._DropoutNd):
+            module.p = 0.0
+        for name in DROP_RATES:
+            if isinstance(getattr(module, name, None), float):
+                setattr(module, name, 0.0)
 
 
 def named_gradients(model: torch.nn.Module, inputs: InputSet) -> dict[str, torch.Tensor | None]:

@@ -123,6 +123,12 @@ def _plan_layouts() -> type[ModulePass]:
     return PlanLayoutsPass
 
 
+def _choose_depthwise_weight_gradients() -> type[ModulePass]:
+    from permalloy.passes.choose_depthwise_weight_gradients import ChooseDepthwiseWeightGradientsPass
+
+    return ChooseDepthwiseWeightGradientsPass
+
+
 def _choose_depthwise_kernels() -> type[ModulePass]:
     from permalloy.passes.choose_depthwise_kernels import ChooseDepthwiseKernelsPass
 
@@ -182,6 +188,7 @@ def all_passes() -> dict[str, PassFactory]:
         "plan-layouts": _plan_layouts,
         "convolutions-as-products": _convolutions_as_products,
         "choose-depthwise-kernels": _choose_depthwise_kernels,
+        "choose-depthwise-weight-gradients": _choose_depthwise_weight_gradients,
         "write-input-updates": _write_input_updates,
         "plan-memory": _plan_memory,
     }

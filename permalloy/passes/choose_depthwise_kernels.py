@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import astuple, dataclass
 from typing import NamedTuple
 
@@ -10,6 +11,7 @@ import torch
 from xdsl.context import Context
 from xdsl.dialects import func
 from xdsl.dialects.builtin import ModuleOp
+from xdsl.ir import SSAValue
 from xdsl.passes import ModulePass
 
 from permalloy.dialects import buffer as buf
@@ -25,29 +27,20 @@ DEVICES = ("cuda",)
 """Where the kernel is timed against the library: the values of `device`."""
 
 Layouts = tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
-"""Sizes and strides of a convolution's input, weight and result."""
+"""Sizes and strides of buffers: a convolution's input, weight and result."""
 
 
-def _static_layouts(op: buf.ExternOp) -> Layouts | None:
-    """The sizes and strides of the input, weight and result of the
-    convolution `op` holds; None where one is symbolic."""
-    layouts = [buf.buffer_type(v) for v in (op.inputs[0], op.inputs[1], op.results[0])]
-    parts = [part for layout in layouts for part in (layout.sizes, layout.strides.data)]
-    if not all(e.is_Integer for part in parts for e in part):
-        return None
-    ints = [tuple(int(e) for e in part) for part in parts]
-    return tuple((ints[i], ints[i + 1]) for i in range(0, 6, 2))
-
-
-def _is_depthwise_2d(convolution: pt.ConvolutionOp) -> bool:
-    """One filter per channel, over two spatial dimensions, not transposed."""
-    source, weight = pt.tensor_type(convolution.input), pt.tensor_type(convolution.weight)
-    return (
-        convolution.transposed is None
-        and len(source.sizes) == 4
-        and convolution.groups.value.data == source.sizes[1] == weight.sizes[0]
-        and weight.sizes[1] == 1
-    )
+def static_layouts(values: Sequence[SSAValue]) -> Layouts | None:
+    """The sizes and strides of the buffers `values`; None where one is
+    symbolic."""
+    layouts = []
+    for value in values:
+        layout = buf.buffer_type(value)
+        parts = (layout.sizes, layout.strides.data)
+        if not all(e.is_Integer for part in parts for e in part):
+            return None
+        layouts.append(tuple(tuple(int(e) for e in part) for part in parts))
+    return tuple(layouts)
 
 
 class Candidate(NamedTuple):
@@ -65,9 +58,9 @@ def kernel_candidate(op: buf.ExternOp) -> Candidate | None:
     type the kernel takes, whose planned result has the layout the kernel
     writes for its input (`result_strides`, torch's own)."""
     convolution = op.library_op
-    if not isinstance(convolution, pt.ConvolutionOp) or not _is_depthwise_2d(convolution):
+    if not isinstance(convolution, pt.ConvolutionOp) or not convolution.is_depthwise_2d():
         return None
-    layouts = _static_layouts(op)
+    layouts = static_layouts([op.inputs[0], op.inputs[1], op.results[0]])
     if layouts is None:
         return None
     from permalloy.targets.triton import depthwise_convolution as kernel

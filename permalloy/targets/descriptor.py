@@ -37,6 +37,10 @@ class TargetOption:
 
     description: str
     check: Callable[[Any], str | None]
+    default: Any = None
+    """The value a compile that does not give the option has, where the
+    value chooses passes (`optional_passes`, `optional_buffer_passes`);
+    None: no value, no pass."""
 
 
 def one_of(*values: Any) -> Callable[[Any], str | None]:
@@ -70,12 +74,13 @@ def _no_errors() -> tuple[type[Exception], ...]:
     return ()
 
 
-def _turned_on(optional: Mapping[str, Mapping[Any, str]], options: Mapping[str, Any]) -> tuple[str, ...]:
+def _turned_on(
+    optional: Mapping[str, Mapping[Any, str]], options: Mapping[str, Any], known: Mapping[str, TargetOption]
+) -> tuple[str, ...]:
     """The passes of `optional` (by option name and value) that the values in
-    `options` add."""
-    return tuple(
-        by_value[options[option]] for option, by_value in optional.items() if option in options and options[option] in by_value
-    )
+    `options`, or the `known` options' defaults, add."""
+    values = {name: options.get(name, known[name].default if name in known else None) for name in optional}
+    return tuple(by_value[values[name]] for name, by_value in optional.items() if values[name] in by_value)
 
 
 @dataclass(frozen=True)
@@ -193,11 +198,11 @@ class TargetDescriptor:
 
     def passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The passes of `optional_passes` that the values in `options` add."""
-        return _turned_on(self.optional_passes, options)
+        return _turned_on(self.optional_passes, options, self.options)
 
     def buffer_passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
         """The passes of `optional_buffer_passes` that the values in `options` add."""
-        return _turned_on(self.optional_buffer_passes, options)
+        return _turned_on(self.optional_buffer_passes, options, self.options)
 
     def pass_options(self) -> set[str]:
         """The options that only choose passes: the pipeline's, not the code

@@ -139,19 +139,47 @@ def test_an_option_value_adds_its_pass_after_the_targets_buffer_passes(value, ad
     the buffer-level pass it adds (none for the default), after the target's
     own buffer-level passes, with or without fusion."""
     triton = registry.target_descriptor("triton")
-    optional = triton.buffer_passes_turned_on({"depthwise_convolutions": value, "attention": "torch"})
+    library = {"depthwise_weight_gradients": "library"}
+    optional = triton.buffer_passes_turned_on({"depthwise_convolutions": value, "attention": "torch", **library})
     assert list(optional) == added
-    assert triton.buffer_passes_turned_on({}) == ()
+    assert triton.buffer_passes_turned_on(library) == ()
     for fusion in (True, False):
         plain = default_pipeline(fusion, "triton")
         after = plain.index("convolutions-as-products{choose=measured device=cuda}") + 1
         assert default_pipeline(fusion, "triton", optional_buffer_passes=optional) == [*plain[:after], *added, *plain[after:]]
 
 
+@pytest.mark.parametrize(
+    ("options", "added"),
+    [
+        ({}, ["choose-depthwise-weight-gradients{choose=measured device=cuda}"]),
+        ({"depthwise_weight_gradients": "measured"}, ["choose-depthwise-weight-gradients{choose=measured device=cuda}"]),
+        ({"depthwise_weight_gradients": "library"}, []),
+        ({"depthwise_weight_gradients": "triton"}, ["choose-depthwise-weight-gradients{choose=always}"]),
+        (
+            {"depthwise_convolutions": "triton"},
+            ["choose-depthwise-kernels{choose=always}", "choose-depthwise-weight-gradients{choose=measured device=cuda}"],
+        ),
+    ],
+    ids=["default", "measured", "library", "triton", "with_depthwise_convolutions"],
+)
+def test_an_option_default_adds_its_pass(options, added):
+    """The Triton target's `depthwise_weight_gradients` option has a default,
+    `measured`, whose pass a compile that gives no value gets; `library`
+    adds none."""
+    triton = registry.target_descriptor("triton")
+    assert triton.options["depthwise_weight_gradients"].default == "measured"
+    assert list(triton.buffer_passes_turned_on(options)) == added
+    assert registry.target_descriptor("llvm").buffer_passes_turned_on(options) == ()
+
+
 def test_pipeline_options_do_not_reach_the_code_generator():
-    """The `attention` and `depthwise_convolutions` options choose passes: the
-    code generator is made without them (it takes no such argument)."""
-    target = registry.kernel_target("triton", attention="torch", depthwise_convolutions="measured", autotune=False)
+    """The `attention`, `depthwise_convolutions` and
+    `depthwise_weight_gradients` options choose passes: the code generator is
+    made without them (it takes no such argument)."""
+    target = registry.kernel_target(
+        "triton", attention="torch", depthwise_convolutions="measured", depthwise_weight_gradients="library", autotune=False
+    )
     assert target.name == "triton"
 
 

@@ -206,6 +206,16 @@ class _ConvolutionGeometryOp(IRDLOperation):
             else None,
         }
 
+    def is_depthwise_2d(self) -> bool:
+        """One filter per channel, over two spatial dimensions, not transposed."""
+        source, weight = tensor_type(self.input), tensor_type(self.weight)  # both ops define them
+        return (
+            self.transposed is None
+            and source.rank == 4
+            and self.groups.value.data == source.sizes[1] == weight.sizes[0]
+            and weight.sizes[1] == 1
+        )
+
     def verify_geometry(self, source: TensorType, weight: TensorType) -> int:
         """Check the ranks and the per-dimension lists; give the number of
         spatial dimensions."""
@@ -321,7 +331,7 @@ class ConvolutionOp(_ConvolutionGeometryOp):
                 lambda: f"ptensor.convolution: {self.TILE} must be four positive integers, got {tile}",
             )
             require(
-                spatial == 2 and self.groups.value.data == source.sizes[1] == weight.sizes[0] and weight.sizes[1] == 1,
+                self.is_depthwise_2d(),
                 lambda: f"ptensor.convolution: {self.TILE} is given only to a 2-d depthwise convolution",
             )
 
@@ -339,6 +349,14 @@ class ConvolutionBackwardOp(_ConvolutionGeometryOp):
     """
 
     name = "ptensor.convolution_backward"
+
+    WEIGHT_BLOCK: ClassVar[str] = "depthwise_weight_block"
+    """An optional attribute on the backward of a 2-d depthwise convolution
+    whose weight gradient is asked for, `[block_c, num_warps]`: that
+    gradient is computed by permalloy's depthwise weight-gradient kernel with
+    that block of channels where Triton runs (GPU tensors, or Triton's
+    interpreter), the others by the library
+    (`choose-depthwise-weight-gradients`)."""
 
     grad_output = operand_def(TensorType)
     input = operand_def(TensorType)
@@ -399,6 +417,17 @@ class ConvolutionBackwardOp(_ConvolutionGeometryOp):
         wanted = [shape for shape, m in zip(expected, mask) if m]
         for gradient, shape in zip(self.gradients, wanted):
             check_shape(self.name, tensor_type(gradient), list(shape))
+        block = self.attributes.get(self.WEIGHT_BLOCK)
+        if block is not None:
+            require(
+                isinstance(block, IntListAttr) and len(block.data) == 2 and min(block.data) >= 1,
+                lambda: f"{self.name}: {self.WEIGHT_BLOCK} must be two positive integers, got {block}",
+            )
+            require(
+                mask[1] == 1 and self.is_depthwise_2d(),
+                lambda: f"{self.name}: {self.WEIGHT_BLOCK} is given only to a 2-d depthwise convolution's "
+                "backward that computes the weight's gradient",
+            )
 
 
 @irdl_op_definition

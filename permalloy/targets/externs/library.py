@@ -98,11 +98,45 @@ def _depthwise_convolution(geometry: tuple, tile: tuple[int, ...]) -> ExternCall
 def _convolution_backward(op: pt.ConvolutionBackwardOp) -> ExternCall:
     geometry = pt.convolution_geometry(op)
     mask = [bool(m) for m in op.output_mask.data]
+    block = op.attributes.get(pt.ConvolutionBackwardOp.WEIGHT_BLOCK)
+    if isinstance(block, IntListAttr):
+        return _depthwise_convolution_backward(geometry, mask, block.data)
     backward = torch.ops.aten.convolution_backward.default
 
     def call(tensors: Tensors, symbols: Symbols) -> tuple:
         grad_output, x, weight = tensors
         gradients = backward(grad_output, x, weight, None, *geometry, mask)
+        return tuple(g for g, wanted in zip(gradients, mask) if wanted)
+
+    return call
+
+
+def _depthwise_convolution_backward(geometry: list, mask: list[bool], block: tuple[int, ...]) -> ExternCall:
+    """A depthwise convolution's gradients: the weight's by permalloy's
+    weight-gradient kernel with the chosen channel block where Triton runs (GPU
+    tensors, or Triton's interpreter) and it takes the tensors, the others
+    (and otherwise all) by torch's convolution backward."""
+    from permalloy.targets.triton import interpreter_enabled
+    from permalloy.targets.triton.depthwise_convolution import Geometry
+    from permalloy.targets.triton.depthwise_weight_gradient import WeightGradientConfig, depthwise_weight_gradient
+
+    config = WeightGradientConfig(*block)
+    window = Geometry(*geometry[:3])
+    backward = torch.ops.aten.convolution_backward.default
+    others = [mask[0], False, mask[2]]
+
+    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+        grad_output, x, weight = tensors
+        weight_gradient = None
+        if x.is_cuda or interpreter_enabled():
+            weight_gradient = depthwise_weight_gradient(grad_output, x, weight, window, config)
+        if weight_gradient is None:
+            gradients = backward(grad_output, x, weight, None, *geometry, mask)
+        elif any(others):
+            gradients = backward(grad_output, x, weight, None, *geometry, others)
+            gradients = (gradients[0], weight_gradient, gradients[2])
+        else:
+            gradients = (None, weight_gradient, None)
         return tuple(g for g, wanted in zip(gradients, mask) if wanted)
 
     return call

@@ -748,10 +748,13 @@ class NativeHostEmitter:
     def _emit_convolution_backward(self, op: buf.ExternOp) -> bool:
         """A convolution's gradients through the shim: the masked-in ones
         become the results, each given its planned layout; False for other ops
-        (and where this process's libtorch has no such shim function, which
+        (and where this process's libtorch has no such shim function, or
+        permalloy's depthwise kernel computes the weight's gradient, which
         leaves the op to a callback)."""
         name = f"aoti_torch_{self.device}_convolution_backward"
         if not isinstance(op.library_op, pt.ConvolutionBackwardOp) or name not in self.shim.addresses:
+            return False
+        if pt.ConvolutionBackwardOp.WEIGHT_BLOCK in op.library_op.attributes:
             return False
         b = self.cg.builder
         grad_output, x, weight = self._library_operands(op)

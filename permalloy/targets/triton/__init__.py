@@ -87,7 +87,11 @@ TARGET = TargetDescriptor(
         "depthwise_convolutions": {
             "measured": "choose-depthwise-kernels{choose=measured device=cuda}",
             "triton": "choose-depthwise-kernels{choose=always}",
-        }
+        },
+        "depthwise_weight_gradients": {
+            "measured": "choose-depthwise-weight-gradients{choose=measured device=cuda}",
+            "triton": "choose-depthwise-weight-gradients{choose=always}",
+        },
     },
     fusion_options="instruction-math=true",
     atomic_scatters=True,
@@ -120,6 +124,14 @@ TARGET = TargetDescriptor(
             "the library in the program's layouts (timed when compiling); 'triton', permalloy's kernel "
             "for every one it takes",
             one_of("library", "measured", "triton"),
+        ),
+        "depthwise_weight_gradients": TargetOption(
+            "how the weight gradients of 2-d depthwise convolutions are computed in training: "
+            "'measured' (default), permalloy's weight-gradient kernel where its best tile times faster "
+            "than the library in the program's layouts (timed when compiling); 'library', cuDNN's "
+            "kernels; 'triton', permalloy's kernel for every one it takes",
+            one_of("measured", "library", "triton"),
+            default="measured",
         ),
     },
     check_inputs=_input_problem,

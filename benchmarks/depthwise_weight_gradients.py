@@ -1,0 +1,125 @@
+"""
+permalloy's depthwise weight-gradient kernel
+(`targets/triton/depthwise_weight_gradient.py`) against cuDNN on the
+depthwise layers of ConvNeXt-atto, ConvNeXt-tiny, EfficientNet-B0 and
+MobileNetV2 at 32 images: each channel block of a sweep (the candidates and more),
+checked against cuDNN's gradient (TF32 off), and the best beside cuDNN's time for the
+weight gradient alone and the bandwidth floor (the output gradient's and
+the input's bytes over the measured copy rate).
+
+    python benchmarks/depthwise_weight_gradients.py --json out.jsonl [--layouts channels_last,nchw] [--dtypes float32]
+
+Medians of `triton.testing.do_bench`; one JSON line per layer, layout and
+type, printed as a table as it goes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import torch
+from triton.testing import do_bench
+
+from permalloy.targets.triton.depthwise_convolution import Geometry
+from permalloy.targets.triton.depthwise_weight_gradient import (
+    WeightGradientConfig,
+    candidate_configs,
+    depthwise_weight_gradient,
+    library_weight_gradient,
+)
+
+IMAGES = 32
+LAYERS = [  # model, channels, image size, window, stride
+    ("convnext_atto", 40, 56, 7, 1),
+    ("convnext_atto", 80, 28, 7, 1),
+    ("convnext_atto", 160, 14, 7, 1),
+    ("convnext_atto", 320, 7, 7, 1),
+    ("convnext_tiny", 96, 56, 7, 1),
+    ("convnext_tiny", 768, 7, 7, 1),
+    ("efficientnet_b0", 32, 112, 3, 1),
+    ("efficientnet_b0", 96, 112, 3, 2),
+    ("efficientnet_b0", 144, 56, 3, 1),
+    ("efficientnet_b0", 144, 56, 5, 2),
+    ("efficientnet_b0", 240, 28, 5, 1),
+    ("efficientnet_b0", 480, 14, 3, 1),
+    ("efficientnet_b0", 672, 14, 5, 2),
+    ("efficientnet_b0", 1152, 7, 5, 1),
+    ("mobilenet_v2", 960, 7, 3, 1),
+]
+SWEEP = {
+    "channels_last": tuple(WeightGradientConfig(c, w) for c, w in ((16, 2), (32, 2), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8))),
+    "nchw": tuple(WeightGradientConfig(c, w) for c, w in ((16, 2), (32, 4), (64, 4))),
+}
+"""Channel blocks and warps timed per layout: the candidates and their neighbours."""
+
+
+def _copy_rate() -> float:
+    """Bytes per second of a large device-to-device copy (read and written)."""
+    source = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    target = torch.empty_like(source)
+    ms = do_bench(lambda: target.copy_(source), warmup=10, rep=50, return_mode="median")
+    return 2 * source.numel() / (ms * 1e-3)
+
+
+def _layer(layer: tuple, layout: str, dtype: torch.dtype, rate: float) -> dict:
+    model, channels, size, window, stride = layer
+    padding = window // 2
+    memory = torch.channels_last if layout == "channels_last" else torch.contiguous_format
+    x = torch.randn(IMAGES, channels, size, size, device="cuda", dtype=dtype).contiguous(memory_format=memory)
+    weight = torch.randn(channels, 1, window, window, device="cuda", dtype=dtype).contiguous(memory_format=memory)
+    geometry = Geometry([stride] * 2, [padding] * 2, [1, 1])
+    out_size = geometry.output_size(0, size, window)
+    grad = torch.randn(IMAGES, channels, out_size, out_size, device="cuda", dtype=dtype).contiguous(memory_format=memory)
+    expected = library_weight_gradient(grad, x, weight, geometry)
+    library = do_bench(lambda: library_weight_gradient(grad, x, weight, geometry), warmup=5, rep=25, return_mode="median")
+    row = {
+        "model": model, "channels": channels, "size": size, "window": window, "stride": stride,
+        "layout": layout, "dtype": str(dtype).removeprefix("torch."), "cudnn_ms": library,
+        "floor_ms": (x.numel() + grad.numel()) * x.element_size() / rate * 1e3, "blocks": [],
+        "candidates": [[c.block_c, c.num_warps] for c in candidate_configs(x)],
+    }  # fmt: skip
+    for config in SWEEP[layout]:
+        out = depthwise_weight_gradient(grad, x, weight, geometry, config)
+        error = ((out.float() - expected.float()).norm() / expected.float().norm()).item()
+        row.setdefault("strides", {"kernel": list(out.stride()), "cudnn": list(expected.stride())})
+        ms = do_bench(lambda config=config: depthwise_weight_gradient(grad, x, weight, geometry, config), warmup=5, rep=25, return_mode="median")
+        row["blocks"].append({"block": [config.block_c, config.num_warps], "ms": ms, "error": error})
+    best = min(row["blocks"], key=lambda t: t["ms"])
+    row.update(best_ms=best["ms"], best_block=best["block"], speedup=library / best["ms"])
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", default=None, help="write one JSON line per layer here")
+    parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16, bfloat16")
+    parser.add_argument("--layouts", default="channels_last,nchw", help="comma-separated: channels_last, nchw")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("depthwise_weight_gradients: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    torch.backends.cudnn.allow_tf32 = False  # float32 sums as float32, as the bench runs them
+    rate = _copy_rate()
+    print(f"{torch.cuda.get_device_name()}: copy {rate / 1e9:.0f} GB/s")
+    out = open(args.json, "w") if args.json else None
+    for dtype in (getattr(torch, name) for name in args.dtypes.split(",")):
+        for layout in args.layouts.split(","):
+            for layer in LAYERS:
+                row = _layer(layer, layout, dtype, rate)
+                errors = max(t["error"] for t in row["blocks"])
+                print(
+                    f"{row['model']:16s} {row['channels']:5d} x {row['size']:3d}^2 k{row['window']} s{row['stride']} "
+                    f"{layout:13s} {row['dtype']:8s} cuDNN {row['cudnn_ms']:.4f} kernel {row['best_ms']:.4f} "
+                    f"({row['speedup']:.2f}x) floor {row['floor_ms']:.4f} block {row['best_block']} error {errors:.1e}",
+                    flush=True,
+                )
+                if out is not None:
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -84,7 +84,10 @@ def convolution(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
 def convolution_backward(ctx: ImportContext, node: fx.Node):
     """aten.convolution_backward(grad_output, input, weight, bias_sizes, stride,
     padding, dilation, transposed, output_padding, groups, output_mask): the
-    masked-in gradients, None for the others."""
+    masked-in gradients, None for the others. The bias's gradient is the sum
+    of the output gradient over its images and positions, a `ptensor.reduce`
+    that fusion can join to the kernel computing the output gradient; the
+    library computes the input's and the weight's."""
     grad_output, source, weight = node.args[:3]
     if not ptensor.is_float(ctx.type_of(ctx.meta(grad_output)).element_type):
         return ctx.decline("unsupported dtype: library calls take floats")
@@ -93,7 +96,17 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
         return None
     stride, padding, dilation, groups, transposed, output_padding = geometry
     mask = [bool(m) for m in node.args[10]]
-    types = [ctx.result_type(node, i) for i in range(3) if mask[i]]
+    bias_gradient = None
+    if mask[2]:
+        rank = ctx.meta(grad_output).dim()
+        reduce = ptensor.ReduceOp(
+            ptensor.ReduceKind.SUM, ctx.tensor(grad_output), [0, *range(2, rank)], False, ctx.result_type(node, 2)
+        )
+        bias_gradient = ctx.emit(reduce)
+    library_mask = [mask[0], mask[1], False]
+    if not any(library_mask):
+        return None, None, bias_gradient
+    types = [ctx.result_type(node, i) for i in range(2) if library_mask[i]]
     op = ptensor.ConvolutionBackwardOp(
         ctx.tensor(grad_output),
         ctx.tensor(source),
@@ -102,14 +115,14 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
         padding,
         dilation,
         groups,
-        mask,
+        library_mask,
         types,
         transposed=transposed,
         output_padding=output_padding,
     )
     ctx.emit(op)
     gradients = iter(op.gradients)
-    return tuple(next(gradients) if wanted else None for wanted in mask)
+    return *(next(gradients) if wanted else None for wanted in library_mask[:2]), bias_gradient
 
 
 def _geometry(ctx: ImportContext, source, stride, padding, dilation, transposed, output_padding, groups):

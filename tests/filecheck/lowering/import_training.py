@@ -5,7 +5,8 @@
 The forward and backward graphs of training steps, as the backend imports
 them: the min-cut partitioner saves the input, mean and rstd of a layer norm
 (not its normalized values, which the backward graph recomputes); a
-convolution's gradients are one library op; attention is torch's fused
+convolution's input and weight gradients are one library op, its bias's a
+sum over the output gradient's images and pixels; attention is torch's fused
 kernel, forward and backward, each called whole (`ptensor.fallback` is the op
 that calls an ATen op through torch; the importer records these as library
 calls, not fallbacks).
@@ -44,8 +45,9 @@ for name in ("layer_norm", "conv_bn_relu", "causal_attention"):
 # CHECK:       ptensor.convolution
 # CHECK:       ptensor.compare le
 # CHECK-LABEL: // conv_bn_relu: backward
-# CHECK:       ptensor.where
-# CHECK:       %{{.*}}, %{{.*}}, %{{.*}} = ptensor.convolution_backward %{{.*}} stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 1]
+# CHECK:       %[[DCONV:.*]] = ptensor.where
+# CHECK:       ptensor.reduce sum %[[DCONV]] dims [0, 2, 3] : !ptensor.tensor<[{{.*}}], f32> -> !ptensor.tensor<[{{[0-9]+}}], f32>
+# CHECK:       %{{.*}}, %{{.*}} = ptensor.convolution_backward %{{.*}} stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 output_mask [1, 1, 0]
 
 # The forward returns the log-sum-exp that the backward reads.
 # CHECK-LABEL: // causal_attention: forward

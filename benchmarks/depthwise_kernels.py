@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +45,7 @@ LAYERS = [  # model, channels, image size, window, stride
 ]
 
 
-def _copy_rate() -> float:
+def copy_rate() -> float:
     """Bytes per second of a large device-to-device copy (read and written)."""
     source = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     target = torch.empty_like(source)
@@ -52,8 +53,42 @@ def _copy_rate() -> float:
     return 2 * source.numel() / (ms * 1e-3)
 
 
-def _layer(layer: tuple, channels_last: bool, dtype: torch.dtype, rate: float) -> dict:
+def run_layers(name: str, layers: list, measure: Callable[[tuple, str, torch.dtype, float], tuple[dict, str]], argv: list[str] | None) -> int:
+    """The command line of a layer benchmark: `measure(layer, layout, dtype,
+    copy rate)` gives each layer's JSON row (with `model`, `channels`, `size`,
+    `window`, `stride`, `dtype`, `cudnn_ms`, `best_ms`, `speedup` and
+    `floor_ms`) and the end of its printed line."""
+    module = sys.modules["__main__"]
+    parser = argparse.ArgumentParser(description=(module.__doc__ or name).split("\n\n")[0])
+    parser.add_argument("--json", default=None, help="write one JSON line per layer here")
+    parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16, bfloat16")
+    parser.add_argument("--layouts", default="channels_last,nchw", help="comma-separated: channels_last, nchw")
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print(f"{name}: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    rate = copy_rate()
+    print(f"{torch.cuda.get_device_name()}: copy {rate / 1e9:.0f} GB/s")
+    out = open(args.json, "w") if args.json else None
+    for dtype in (getattr(torch, name) for name in args.dtypes.split(",")):
+        for layout in args.layouts.split(","):
+            for layer in layers:
+                row, note = measure(layer, layout, dtype, rate)
+                print(
+                    f"{row['model']:16s} {row['channels']:5d} x {row['size']:3d}^2 k{row['window']} s{row['stride']} "
+                    f"{layout:13s} {row['dtype']:8s} cuDNN {row['cudnn_ms']:.4f} kernel {row['best_ms']:.4f} "
+                    f"({row['speedup']:.2f}x) floor {row['floor_ms']:.4f} {note}",
+                    flush=True,
+                )
+                if out is not None:
+                    out.write(json.dumps(row) + "\n")
+                    out.flush()
+    return 0
+
+
+def _layer(layer: tuple, layout: str, dtype: torch.dtype, rate: float) -> tuple[dict, str]:
     model, channels, size, window, stride = layer
+    channels_last = layout == "channels_last"
     padding = window // 2
     memory = torch.channels_last if channels_last else torch.contiguous_format
     x = torch.randn(IMAGES, channels, size, size, device="cuda", dtype=dtype).contiguous(memory_format=memory)
@@ -75,35 +110,11 @@ def _layer(layer: tuple, channels_last: bool, dtype: torch.dtype, rate: float) -
         assert out.stride() == expected.stride(), (out.stride(), expected.stride())
     best = min(row["tiles"], key=lambda t: t["ms"])
     row.update(best_ms=best["ms"], best_tile=best["tile"], speedup=library / best["ms"])
-    return row
+    return row, f"tile {row['best_tile']}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", default=None, help="write one JSON line per layer here")
-    parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16, bfloat16")
-    parser.add_argument("--layouts", default="channels_last,nchw", help="comma-separated: channels_last, nchw")
-    args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("depthwise_kernels: needs a CUDA GPU", file=sys.stderr)
-        return 2
-    rate = _copy_rate()
-    print(f"{torch.cuda.get_device_name()}: copy {rate / 1e9:.0f} GB/s")
-    out = open(args.json, "w") if args.json else None
-    for dtype in (getattr(torch, name) for name in args.dtypes.split(",")):
-        for layout in args.layouts.split(","):
-            for layer in LAYERS:
-                row = _layer(layer, layout == "channels_last", dtype, rate)
-                print(
-                    f"{row['model']:16s} {row['channels']:5d} x {row['size']:3d}^2 k{row['window']} s{row['stride']} "
-                    f"{layout:13s} {row['dtype']:8s} cuDNN {row['cudnn_ms']:.4f} kernel {row['best_ms']:.4f} "
-                    f"({row['speedup']:.2f}x) floor {row['floor_ms']:.4f} tile {row['best_tile']}",
-                    flush=True,
-                )
-                if out is not None:
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-    return 0
+    return run_layers("depthwise_kernels", LAYERS, _layer, argv)
 
 
 if __name__ == "__main__":

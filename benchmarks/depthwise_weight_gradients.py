@@ -15,11 +15,10 @@ type, printed as a table as it goes.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 
 import torch
+from depthwise_kernels import run_layers
 from triton.testing import do_bench
 
 from permalloy.targets.triton.depthwise_convolution import Geometry
@@ -55,15 +54,7 @@ SWEEP = {
 """Channel blocks and warps timed per layout: the candidates and their neighbours."""
 
 
-def _copy_rate() -> float:
-    """Bytes per second of a large device-to-device copy (read and written)."""
-    source = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-    target = torch.empty_like(source)
-    ms = do_bench(lambda: target.copy_(source), warmup=10, rep=50, return_mode="median")
-    return 2 * source.numel() / (ms * 1e-3)
-
-
-def _layer(layer: tuple, layout: str, dtype: torch.dtype, rate: float) -> dict:
+def _layer(layer: tuple, layout: str, dtype: torch.dtype, rate: float) -> tuple[dict, str]:
     model, channels, size, window, stride = layer
     padding = window // 2
     memory = torch.channels_last if layout == "channels_last" else torch.contiguous_format
@@ -88,37 +79,13 @@ def _layer(layer: tuple, layout: str, dtype: torch.dtype, rate: float) -> dict:
         row["blocks"].append({"block": [config.block_c, config.num_warps], "ms": ms, "error": error})
     best = min(row["blocks"], key=lambda t: t["ms"])
     row.update(best_ms=best["ms"], best_block=best["block"], speedup=library / best["ms"])
-    return row
+    errors = max(b["error"] for b in row["blocks"])
+    return row, f"block {row['best_block']} error {errors:.1e}"
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--json", default=None, help="write one JSON line per layer here")
-    parser.add_argument("--dtypes", default="float32", help="comma-separated: float32, float16, bfloat16")
-    parser.add_argument("--layouts", default="channels_last,nchw", help="comma-separated: channels_last, nchw")
-    args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("depthwise_weight_gradients: needs a CUDA GPU", file=sys.stderr)
-        return 2
     torch.backends.cudnn.allow_tf32 = False  # float32 sums as float32, as the bench runs them
-    rate = _copy_rate()
-    print(f"{torch.cuda.get_device_name()}: copy {rate / 1e9:.0f} GB/s")
-    out = open(args.json, "w") if args.json else None
-    for dtype in (getattr(torch, name) for name in args.dtypes.split(",")):
-        for layout in args.layouts.split(","):
-            for layer in LAYERS:
-                row = _layer(layer, layout, dtype, rate)
-                errors = max(t["error"] for t in row["blocks"])
-                print(
-                    f"{row['model']:16s} {row['channels']:5d} x {row['size']:3d}^2 k{row['window']} s{row['stride']} "
-                    f"{layout:13s} {row['dtype']:8s} cuDNN {row['cudnn_ms']:.4f} kernel {row['best_ms']:.4f} "
-                    f"({row['speedup']:.2f}x) floor {row['floor_ms']:.4f} block {row['best_block']} error {errors:.1e}",
-                    flush=True,
-                )
-                if out is not None:
-                    out.write(json.dumps(row) + "\n")
-                    out.flush()
-    return 0
+    return run_layers("depthwise_weight_gradients", LAYERS, _layer, argv)
 
 
 if __name__ == "__main__":

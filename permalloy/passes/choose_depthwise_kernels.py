@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 from dataclasses import astuple, dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import torch
 from xdsl.context import Context
@@ -121,7 +121,38 @@ def first_tile(op: buf.ExternOp) -> tuple[int, ...] | None:
 
 
 @dataclass(frozen=True)
-class ChooseDepthwiseKernelsPass(ModulePass):
+class KernelChoicePass(ModulePass):
+    """The options and the walk of a pass that marks library ops that one of
+    permalloy's kernels computes instead: `choose` (`always`, or `measured`
+    on `device`) and, for each library op of the module's functions, the
+    choice a subclass makes (`chosen`), set as its attribute `ATTRIBUTE`."""
+
+    ATTRIBUTE: ClassVar[str]
+
+    choose: str = "always"
+    device: str = "cuda"
+
+    def __post_init__(self) -> None:
+        check_option("choose", self.choose, CHOICES)
+        check_option("device", self.device, DEVICES)
+
+    def chosen(self, extern: buf.ExternOp) -> tuple[int, ...] | None:
+        """The kernel's parameters for the library op `extern` holds; None
+        where the library keeps it."""
+        raise NotImplementedError
+
+    def apply(self, ctx: Context, op: ModuleOp) -> None:
+        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
+            if not function.body.blocks:
+                continue
+            for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
+                chosen = self.chosen(extern)
+                if chosen is not None:
+                    extern.library_op.attributes[self.ATTRIBUTE] = IntListAttr(chosen)
+
+
+@dataclass(frozen=True)
+class ChooseDepthwiseKernelsPass(KernelChoicePass):
     """
     Runs 2-d depthwise convolutions (one filter per channel) with permalloy's
     depthwise Triton kernel (`targets/triton/depthwise_convolution.py`)
@@ -153,18 +184,7 @@ class ChooseDepthwiseKernelsPass(ModulePass):
 
     name = "choose-depthwise-kernels"
 
-    choose: str = "always"
-    device: str = "cuda"
+    ATTRIBUTE: ClassVar[str] = pt.ConvolutionOp.TILE
 
-    def __post_init__(self) -> None:
-        check_option("choose", self.choose, CHOICES)
-        check_option("device", self.device, DEVICES)
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if not function.body.blocks:
-                continue
-            for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
-                tile = first_tile(extern) if self.choose == "always" else measured_tile(extern, self.device)
-                if tile is not None:
-                    extern.library_op.attributes[pt.ConvolutionOp.TILE] = IntListAttr(tile)
+    def chosen(self, extern: buf.ExternOp) -> tuple[int, ...] | None:
+        return first_tile(extern) if self.choose == "always" else measured_tile(extern, self.device)

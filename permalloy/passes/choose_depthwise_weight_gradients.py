@@ -4,20 +4,14 @@ from __future__ import annotations
 
 import functools
 from dataclasses import astuple, dataclass
-from typing import NamedTuple
+from typing import ClassVar, NamedTuple
 
 import torch
-from xdsl.context import Context
-from xdsl.dialects import func
-from xdsl.dialects.builtin import ModuleOp
-from xdsl.passes import ModulePass
 
 from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
-from permalloy.dialects.ptensor.types import IntListAttr
 from permalloy.dtypes import torch_dtype
-from permalloy.passes import check_option
-from permalloy.passes.choose_depthwise_kernels import CHOICES, DEVICES, Layouts, static_layouts
+from permalloy.passes.choose_depthwise_kernels import KernelChoicePass, Layouts, static_layouts
 from permalloy.passes.convolution_layouts import device_identity, random_strided
 
 
@@ -91,7 +85,7 @@ def first_block(op: buf.ExternOp) -> tuple[int, ...] | None:
 
 
 @dataclass(frozen=True)
-class ChooseDepthwiseWeightGradientsPass(ModulePass):
+class ChooseDepthwiseWeightGradientsPass(KernelChoicePass):
     """
     Computes the weight gradients of 2-d depthwise convolutions (one filter
     per channel) with permalloy's depthwise weight-gradient Triton kernel
@@ -124,18 +118,7 @@ class ChooseDepthwiseWeightGradientsPass(ModulePass):
 
     name = "choose-depthwise-weight-gradients"
 
-    choose: str = "always"
-    device: str = "cuda"
+    ATTRIBUTE: ClassVar[str] = pt.ConvolutionBackwardOp.WEIGHT_BLOCK
 
-    def __post_init__(self) -> None:
-        check_option("choose", self.choose, CHOICES)
-        check_option("device", self.device, DEVICES)
-
-    def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if not function.body.blocks:
-                continue
-            for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
-                block = first_block(extern) if self.choose == "always" else measured_block(extern, self.device)
-                if block is not None:
-                    extern.library_op.attributes[pt.ConvolutionBackwardOp.WEIGHT_BLOCK] = IntListAttr(block)
+    def chosen(self, extern: buf.ExternOp) -> tuple[int, ...] | None:
+        return first_block(extern) if self.choose == "always" else measured_block(extern, self.device)

@@ -141,20 +141,23 @@ def _plan(monkeypatch, channels_last: bool) -> None:
     monkeypatch.setattr(choose_depthwise_kernels, "measured_tile", lambda op, device: choose_depthwise_kernels.first_tile(op))
 
 
-def _spy(monkeypatch) -> list[bool]:
-    kernel = _kernel()
-    ran, original = [], kernel.depthwise_convolution
+def spy(monkeypatch, module=None, name: str = "depthwise_convolution") -> list[bool]:
+    """Whether each call of the kernel function `module.name` (by default
+    the depthwise convolution's) computed its result, in order."""
+    module = module or _kernel()
+    ran, original = [], getattr(module, name)
 
     def spied(*args, **kwargs):
         out = original(*args, **kwargs)
         ran.append(out is not None)
         return out
 
-    monkeypatch.setattr(kernel, "depthwise_convolution", spied)
+    monkeypatch.setattr(module, name, spied)
     return ran
 
 
-def _programs(tmp_path) -> str:
+def programs(tmp_path) -> str:
+    """The programs a compile dumped after memory planning."""
     return "\n".join(open(p).read() for p in glob.glob(str(tmp_path / "*" / "*after_plan-memory.mlir")))
 
 
@@ -162,7 +165,7 @@ def _programs(tmp_path) -> str:
 @pytest.mark.parametrize("block", [ConvNeXtBlock, InvertedResidual], ids=lambda b: b.__name__)
 def test_compiled_blocks_run_the_kernel_and_match_eager(fresh_backend, triton_device, monkeypatch, tmp_path, block, channels_last):
     _plan(monkeypatch, channels_last)
-    ran = _spy(monkeypatch)
+    ran = spy(monkeypatch)
     torch.manual_seed(1)
     model = block().eval().to(triton_device)
     x = torch.randn(2, model.depthwise.in_channels // (2 if block is InvertedResidual else 1), 9, 9, device=triton_device)
@@ -173,7 +176,7 @@ def test_compiled_blocks_run_the_kernel_and_match_eager(fresh_backend, triton_de
     with torch.no_grad():
         torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
     assert ran == [True]
-    assert "depthwise_tile" in _programs(tmp_path)
+    assert "depthwise_tile" in programs(tmp_path)
 
 
 def test_training_through_the_kernel_matches_eager(fresh_backend, triton_device, monkeypatch, tmp_path):
@@ -181,7 +184,7 @@ def test_training_through_the_kernel_matches_eager(fresh_backend, triton_device,
     backward graph's gradients stay the library's; gradients and batch-norm
     statistics match eager."""
     _plan(monkeypatch, channels_last=True)
-    ran = _spy(monkeypatch)
+    ran = spy(monkeypatch)
     torch.manual_seed(2)
     x = torch.randn(2, 6, 8, 8, device=triton_device).contiguous(memory_format=torch.channels_last)
     options = {"target": "triton", "dump_dir": str(tmp_path), "depthwise_convolutions": "triton"}
@@ -201,22 +204,22 @@ def _compile_block(tmp_path, device: str, **options):
 
 @pytest.mark.parametrize("options", [{}, {"depthwise_convolutions": "library"}], ids=["default", "library"])
 def test_the_library_runs_them_by_default(fresh_backend, triton_device, monkeypatch, tmp_path, options):
-    ran = _spy(monkeypatch)
+    ran = spy(monkeypatch)
     _compile_block(tmp_path, triton_device, **options)
-    assert ran == [] and "depthwise_tile" not in _programs(tmp_path)
+    assert ran == [] and "depthwise_tile" not in programs(tmp_path)
 
 
 def test_the_triton_option_runs_every_one_the_kernel_takes(fresh_backend, triton_device, monkeypatch, tmp_path):
-    ran = _spy(monkeypatch)
+    ran = spy(monkeypatch)
     _compile_block(tmp_path, triton_device, depthwise_convolutions="triton")
-    assert ran == [True] and "depthwise_tile" in _programs(tmp_path)
+    assert ran == [True] and "depthwise_tile" in programs(tmp_path)
 
 
 @pytest.mark.skipif(TEST_DEVICE == "cuda", reason="on a GPU the choice is timed")
 def test_measured_choice_keeps_the_library_without_a_gpu(fresh_backend, triton_device, monkeypatch, tmp_path):
-    ran = _spy(monkeypatch)
+    ran = spy(monkeypatch)
     _compile_block(tmp_path, triton_device, depthwise_convolutions="measured")
-    assert ran == [] and "depthwise_tile" not in _programs(tmp_path)
+    assert ran == [] and "depthwise_tile" not in programs(tmp_path)
 
 
 def test_a_bad_value_lists_the_valid_ones(fresh_backend, triton_device, tmp_path):

@@ -12,12 +12,10 @@ default measured choice keeps the library without a GPU to time on, and
 
 from __future__ import annotations
 
-import glob
-
 import pytest
 import torch
 from conftest import TEST_DEVICE, assert_training_step_matches
-from test_depthwise_kernels import GEOMETRIES, ConvNeXtBlock, InvertedResidual
+from test_depthwise_kernels import GEOMETRIES, ConvNeXtBlock, InvertedResidual, programs, spy
 
 from permalloy.tools.backend import permalloy_backend
 
@@ -89,20 +87,7 @@ def test_fastest_config_keeps_the_library_unless_a_block_beats_it(triton_device)
 
 
 def _spy(monkeypatch) -> list[bool]:
-    kernel = _kernel()
-    ran, original = [], kernel.depthwise_weight_gradient
-
-    def spied(*args, **kwargs):
-        out = original(*args, **kwargs)
-        ran.append(out is not None)
-        return out
-
-    monkeypatch.setattr(kernel, "depthwise_weight_gradient", spied)
-    return ran
-
-
-def _programs(tmp_path) -> str:
-    return "\n".join(open(p).read() for p in glob.glob(str(tmp_path / "*" / "*after_plan-memory.mlir")))
+    return spy(monkeypatch, _kernel(), "depthwise_weight_gradient")
 
 
 @pytest.mark.parametrize("channels_last", [False, True], ids=["nchw", "channels_last"])
@@ -120,7 +105,7 @@ def test_training_through_the_kernel_matches_eager(fresh_backend, triton_device,
     options = {"target": "triton", "dump_dir": str(tmp_path), "depthwise_weight_gradients": "triton"}
     assert_training_step_matches(lambda: block().to(triton_device), x, options)
     assert ran == [True]
-    assert "depthwise_weight_block" in _programs(tmp_path)
+    assert "depthwise_weight_block" in programs(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -136,7 +121,7 @@ def test_the_library_keeps_them(fresh_backend, triton_device, monkeypatch, tmp_p
     x = torch.randn(2, 8, 9, 9, device=triton_device)
     options = {"target": "triton", "dump_dir": str(tmp_path), **options}
     assert_training_step_matches(lambda: ConvNeXtBlock().to(triton_device), x, options)
-    assert ran == [] and "depthwise_weight_block" not in _programs(tmp_path)
+    assert ran == [] and "depthwise_weight_block" not in programs(tmp_path)
 
 
 def test_a_bad_value_lists_the_valid_ones(fresh_backend, triton_device, tmp_path):

@@ -216,6 +216,21 @@ class _ConvolutionGeometryOp(IRDLOperation):
             and weight.sizes[1] == 1
         )
 
+    def verify_kernel_parameters(self, name: str, count: str) -> bool:
+        """Check that the optional attribute `name`, where given, is `count`
+        ("two", "four") positive integers: the parameters of the kernel of
+        permalloy's that runs the op instead of the library; whether it is
+        given."""
+        value = self.attributes.get(name)
+        if value is None:
+            return False
+        length = {"two": 2, "four": 4}[count]
+        require(
+            isinstance(value, IntListAttr) and len(value.data) == length and min(value.data) >= 1,
+            lambda: f"{self.name}: {name} must be {count} positive integers, got {value}",
+        )
+        return True
+
     def verify_geometry(self, source: TensorType, weight: TensorType) -> int:
         """Check the ranks and the per-dimension lists; give the number of
         spatial dimensions."""
@@ -324,12 +339,7 @@ class ConvolutionOp(_ConvolutionGeometryOp):
                 + 1
             )
         check_shape(self.name, result, expected)
-        tile = self.attributes.get(self.TILE)
-        if tile is not None:
-            require(
-                isinstance(tile, IntListAttr) and len(tile.data) == 4 and min(tile.data) >= 1,
-                lambda: f"ptensor.convolution: {self.TILE} must be four positive integers, got {tile}",
-            )
+        if self.verify_kernel_parameters(self.TILE, "four"):
             require(
                 self.is_depthwise_2d(),
                 lambda: f"ptensor.convolution: {self.TILE} is given only to a 2-d depthwise convolution",
@@ -417,12 +427,7 @@ class ConvolutionBackwardOp(_ConvolutionGeometryOp):
         wanted = [shape for shape, m in zip(expected, mask) if m]
         for gradient, shape in zip(self.gradients, wanted):
             check_shape(self.name, tensor_type(gradient), list(shape))
-        block = self.attributes.get(self.WEIGHT_BLOCK)
-        if block is not None:
-            require(
-                isinstance(block, IntListAttr) and len(block.data) == 2 and min(block.data) >= 1,
-                lambda: f"{self.name}: {self.WEIGHT_BLOCK} must be two positive integers, got {block}",
-            )
+        if self.verify_kernel_parameters(self.WEIGHT_BLOCK, "two"):
             require(
                 mask[1] == 1 and self.is_depthwise_2d(),
                 lambda: f"{self.name}: {self.WEIGHT_BLOCK} is given only to a 2-d depthwise convolution's "

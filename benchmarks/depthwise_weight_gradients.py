@@ -2,10 +2,11 @@
 permalloy's depthwise weight-gradient kernel
 (`targets/triton/depthwise_weight_gradient.py`) against cuDNN on the
 depthwise layers of ConvNeXt-atto, ConvNeXt-tiny, EfficientNet-B0 and
-MobileNetV2 at 32 images: each channel block of a sweep (the candidates and more),
-checked against cuDNN's gradient (TF32 off), and the best beside cuDNN's time for the
-weight gradient alone and the bandwidth floor (the output gradient's and
-the input's bytes over the measured copy rate).
+MobileNetV2 at 32 images (ConvNeXt-atto's and those of
+`depthwise_kernels.py`): each channel block of a sweep (the candidates and
+more), checked against cuDNN's gradient (TF32 off), and the best beside
+cuDNN's time for the weight gradient alone and the bandwidth floor (the
+output gradient's and the input's bytes over the measured copy rate).
 
     python benchmarks/depthwise_weight_gradients.py --json out.jsonl [--layouts channels_last,nchw] [--dtypes float32]
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 import sys
 
 import torch
+from depthwise_kernels import LAYERS as FORWARD_LAYERS
 from depthwise_kernels import run_layers
 from triton.testing import do_bench
 
@@ -30,22 +32,12 @@ from permalloy.targets.triton.depthwise_weight_gradient import (
 )
 
 IMAGES = 32
-LAYERS = [  # model, channels, image size, window, stride
+LAYERS = [  # model, channels, image size, window, stride: ConvNeXt-atto's, then the forward benchmark's
     ("convnext_atto", 40, 56, 7, 1),
     ("convnext_atto", 80, 28, 7, 1),
     ("convnext_atto", 160, 14, 7, 1),
     ("convnext_atto", 320, 7, 7, 1),
-    ("convnext_tiny", 96, 56, 7, 1),
-    ("convnext_tiny", 768, 7, 7, 1),
-    ("efficientnet_b0", 32, 112, 3, 1),
-    ("efficientnet_b0", 96, 112, 3, 2),
-    ("efficientnet_b0", 144, 56, 3, 1),
-    ("efficientnet_b0", 144, 56, 5, 2),
-    ("efficientnet_b0", 240, 28, 5, 1),
-    ("efficientnet_b0", 480, 14, 3, 1),
-    ("efficientnet_b0", 672, 14, 5, 2),
-    ("efficientnet_b0", 1152, 7, 5, 1),
-    ("mobilenet_v2", 960, 7, 3, 1),
+    *FORWARD_LAYERS,
 ]
 SWEEP = {
     "channels_last": tuple(WeightGradientConfig(c, w) for c, w in ((16, 2), (32, 2), (32, 4), (64, 4), (64, 8), (128, 4), (128, 8))),

@@ -132,3 +132,16 @@ def test_training_switches_dropout_and_drop_path_off() -> None:
     assert torch.equal(model(x), model(x)), "a training-mode forward is deterministic"
     without_dropout(attention)
     assert attention.dropout == 0.0
+
+
+def test_float64_reference_of_a_training_step(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """With `--train --float64-reference` each backend, eager float32
+    included, has the error of its gradients against a float64 training
+    step's, measured as the gradient error against eager is: rounding-sized."""
+    path = tmp_path / "train.json"
+    assert cli.main([*QUICK_TRAIN, "--cases", "conv_bn_relu", "--float64-reference", "--json", str(path)]) == 0
+    assert "rel err against the model run in float64" in capsys.readouterr().out
+    (case,) = json.loads(path.read_text())["cases"]
+    for backend in ("eager", "permalloy"):
+        error = case["results"][backend]["float64_error"]
+        assert 0 < error < 1e-4, (backend, error)

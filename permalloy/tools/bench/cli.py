@@ -112,8 +112,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--float64-reference",
         action="store_true",
-        help="also run each case's model in float64 (inference) and report each backend's relative error "
-        "against it, eager float32's included: which of two backends that differ is the closer to the exact result",
+        help="also run each case's model in float64 and report each backend's relative error against it "
+        "(outputs; with --train, gradients), eager float32's included: which of two backends that differ is "
+        "the closer to the exact result",
     )
     parser.add_argument(
         "--warm-compile",

@@ -45,9 +45,9 @@ class BenchConfig:
     compiles (`--warm-compile`)."""
     float64_reference: bool = False
     """Also run each case's model in float64 and report every backend's
-    relative error against it, eager float32's included (inference only,
-    `--float64-reference`): which of two backends that differ is the closer
-    to the exact result."""
+    relative error against it (outputs, or a training step's gradients),
+    eager float32's included (`--float64-reference`): which of two backends
+    that differ is the closer to the exact result."""
     target_options: tuple[tuple[str, Any], ...] = ()
     """Options of permalloy's kernel target, by name (`--target-option
     NAME=VALUE`): the `permalloy` backend compiles with them."""
@@ -79,8 +79,8 @@ class BackendResult:
     bandwidth_gb_per_s: float | None = None
     bandwidth_fraction_of_copy: float | None = None
     float64_error: float | None = None
-    """With `--float64-reference`: the relative error of its outputs against
-    the model run in float64."""
+    """With `--float64-reference`: the relative error of its outputs (with
+    `--train`, its gradients) against the model run in float64."""
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from permalloy.tools.bench.accuracy import compare, flatten_tensors
+from permalloy.tools.bench.accuracy import flatten_tensors
 from permalloy.tools.bench.backends import BenchError, add_host_times, make_backend
 from permalloy.tools.bench.compile_times import add_first_call_remainder, warm_compile
 from permalloy.tools.bench.explained import explanation, print_explanation, why_explain
@@ -227,27 +227,29 @@ def _prepare_inputs(
     sets = workload.prepare_inputs([_on(config.device, s) for s in sets])
     references = workload.results(model, model, sets[: accuracy_sets(sets)])
     exact = None
-    if config.float64_reference and not config.train:
+    if config.float64_reference:
         exact = _float64_results(model, sets[: len(references)], workload)
     return _Inputs(sets, references, exact)
 
 
 def _float64_results(model: torch.nn.Module, sets: list[InputSet], workload: Workload) -> list[Any] | None:
-    """The outputs of a float64 copy of `model` on the sets' floating inputs
-    widened to float64; None where the model does not run so (an op without
-    a float64 kernel on the device)."""
+    """What the workload compares (outputs, or a training step's gradients)
+    from a float64 copy of `model` on the sets' floating inputs widened to
+    float64; None where the model does not run so (an op without a float64
+    kernel on the device)."""
     try:
         widened = deepcopy(model).double()
-        wide_sets = [tuple(t.double() if t.is_floating_point() else t for t in s) for s in sets]
+        wide_sets = workload.prepare_inputs([tuple(t.detach().double() if t.is_floating_point() else t for t in s) for s in sets])
         return workload.results(widened, widened, wide_sets)
     except Exception:  # noqa: BLE001 - the errors are then reported as not available
         return None
 
 
 def _float64_error(results: list[Any], run: _CaseRun) -> float | None:
-    """The relative error of `results` against the case's float64 outputs."""
+    """The relative error of `results` against the case's float64 results,
+    measured as the workload measures it against eager's."""
     exact = run.inputs.float64_references
-    return None if exact is None else compare(results, exact).relative_error
+    return None if exact is None else run.workload.compare(results, exact).relative_error
 
 
 def _on(device: str, tensors: InputSet) -> InputSet:

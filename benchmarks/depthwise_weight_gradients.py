@@ -4,7 +4,7 @@ permalloy's depthwise weight-gradient kernel
 depthwise layers of ConvNeXt-atto, ConvNeXt-tiny, EfficientNet-B0 and
 MobileNetV2 at 32 images (ConvNeXt-atto's and those of
 `depthwise_kernels.py`): each channel block of a sweep (the candidates and
-more), checked against cuDNN's gradient (TF32 off), and the best beside
+more), its relative error against cuDNN's gradient (TF32 off) recorded, and the best beside
 cuDNN's time for the weight gradient alone and the bandwidth floor (the
 output gradient's and the input's bytes over the measured copy rate).
 

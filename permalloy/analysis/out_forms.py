@@ -30,12 +30,18 @@ def writes_into_layout(op: Operation, sizes: Sequence, strides: Sequence) -> boo
     sizes and strides as it is, with no copy: a dense row-major one, or for
     a product of two matrices a dense column-major one (BLAS then multiplies
     the transposed factors in swapped order: the product `[S, C] @ [C, O]`
-    of one NCHW image lands in NCHW memory). A result of any other layout
-    would be computed aside and copied."""
+    of one NCHW image lands in NCHW memory), and for a batch of products
+    dense batches of column-major matrices (`[B, M, N]` with strides `[M * N,
+    1, M]`: the products `[C, K] @ [K, S]` of a batch of images land in
+    channels-last memory). A result of any other layout would be computed
+    aside and copied."""
     if not isinstance(op, OUT_FORM_OPS):
         return False
     if shapes_equal(strides, contiguous_strides(sizes)):
         return True
+    if isinstance(op, pt.BatchMatmulOp) and len(sizes) == 3:
+        rows, columns = sizes[1], sizes[2]
+        return shapes_equal(strides, (rows * columns, 1, rows))
     return isinstance(op, MATRIX_PRODUCTS) and len(sizes) == 2 and shapes_equal(strides, (1, sizes[0]))
 
 

@@ -497,6 +497,12 @@ class ExternOp(IRDLOperation):
         assert first is not None
         return first
 
+    def library_inputs(self) -> list[SSAValue]:
+        """The input each operand of the library op reads, in the op's order
+        (an extern takes a value its op reads twice once)."""
+        arguments = list(self.body.block.args)
+        return [self.inputs[arguments.index(operand)] for operand in self.library_op.operands]
+
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")
         print_ins(printer, self.body.block, self.inputs)

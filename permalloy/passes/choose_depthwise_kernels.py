@@ -60,13 +60,14 @@ def kernel_candidate(op: buf.ExternOp) -> Candidate | None:
     convolution = op.library_op
     if not isinstance(convolution, pt.ConvolutionOp) or not convolution.is_depthwise_2d():
         return None
-    layouts = static_layouts([op.inputs[0], op.inputs[1], op.results[0]])
+    source, weight = op.library_inputs()[:2]
+    layouts = static_layouts([source, weight, op.results[0]])
     if layouts is None:
         return None
     from permalloy.targets.triton import depthwise_convolution as kernel
 
     (sizes, strides), (weight_sizes, weight_strides), (result_sizes, result_strides) = layouts
-    x = torch.empty_strided(sizes, strides, dtype=torch_dtype(buf.buffer_type(op.inputs[0]).element_type), device="meta")
+    x = torch.empty_strided(sizes, strides, dtype=torch_dtype(buf.buffer_type(source).element_type), device="meta")
     weight = torch.empty_strided(weight_sizes, weight_strides, dtype=x.dtype, device="meta")
     bias = torch.empty(sizes[1], dtype=x.dtype, device="meta") if convolution.bias is not None else None
     if not kernel.supported(x, weight, bias, kernel.Geometry(*pt.convolution_geometry(convolution)[:3])):

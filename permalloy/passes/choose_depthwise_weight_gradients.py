@@ -35,12 +35,13 @@ def kernel_candidate(op: buf.ExternOp) -> Candidate | None:
         return None
     if not backward.output_mask.data[1]:
         return None
-    layouts = static_layouts(op.inputs)
+    operands = op.library_inputs()  # the output gradient, the input, the weight
+    layouts = static_layouts(operands)
     if layouts is None:
         return None
     from permalloy.targets.triton import depthwise_weight_gradient as kernel
 
-    dtype = torch_dtype(buf.buffer_type(op.inputs[1]).element_type)
+    dtype = torch_dtype(buf.buffer_type(operands[1]).element_type)
     grad, x, weight = (torch.empty_strided(sizes, strides, dtype=dtype, device="meta") for sizes, strides in layouts)
     if not kernel.supported(grad, x, weight, kernel.Geometry(*pt.convolution_geometry(backward)[:3])):
         return None

@@ -197,11 +197,13 @@ class TargetDescriptor:
         ]
 
     def passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
-        """The passes of `optional_passes` that the values in `options` add."""
+        """The passes of `optional_passes` that the values in `options`, or
+        the options' defaults, add."""
         return _turned_on(self.optional_passes, options, self.options)
 
     def buffer_passes_turned_on(self, options: Mapping[str, Any]) -> tuple[str, ...]:
-        """The passes of `optional_buffer_passes` that the values in `options` add."""
+        """The passes of `optional_buffer_passes` that the values in
+        `options`, or the options' defaults, add."""
         return _turned_on(self.optional_buffer_passes, options, self.options)
 
     def pass_options(self) -> set[str]:

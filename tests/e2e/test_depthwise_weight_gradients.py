@@ -66,6 +66,17 @@ def test_kernel_matches_torch(triton_device, backend_check, geometry, channels_l
         backend_check.assert_tensor_matches(out.cpu().flatten(), expected.to(dtype).flatten(), str(config))
 
 
+def test_64_bit_pixel_indices_give_the_same_gradient(triton_device, backend_check, monkeypatch):
+    """Past `WIDE_PIXELS` pixels the kernel indexes them in 64 bits (here
+    from the first pixel): the same gradient."""
+    kernel = _kernel()
+    grad, x, weight, window = _tensors(GEOMETRIES[2], True, torch.float32, triton_device)
+    narrow = kernel.depthwise_weight_gradient(grad, x, weight, window)
+    monkeypatch.setattr(kernel, "WIDE_PIXELS", 0)
+    wide = kernel.depthwise_weight_gradient(grad, x, weight, window)
+    backend_check.assert_tensor_matches(wide.cpu().flatten(), narrow.cpu().flatten(), "64-bit pixels")
+
+
 def test_kernel_refuses_what_it_does_not_take():
     kernel = _kernel()
     same = kernel.Geometry([1, 1], [1, 1], [1, 1])
@@ -130,3 +141,19 @@ def test_a_bad_value_lists_the_valid_ones(fresh_backend, triton_device, tmp_path
     compiled = torch.compile(model, backend=permalloy_backend, options=options)
     with pytest.raises(Exception, match="measured.*library.*triton"):
         compiled(torch.randn(2, 8, 9, 9, device=triton_device))
+
+
+def test_an_output_gradient_that_is_the_input(fresh_backend, triton_device, monkeypatch):
+    """A backward whose output gradient is the input itself (one value the
+    library call takes once) is compiled, by the kernel, and matches torch."""
+    ran = _spy(monkeypatch)
+    backward = torch.ops.aten.convolution_backward.default
+
+    def weight_gradient(x, w):
+        return backward(x, x, w, None, [1, 1], [1, 1], [1, 1], False, [0, 0], 8, [False, True, False])[1]
+
+    x, w = torch.randn(2, 8, 6, 6, device=triton_device), torch.randn(8, 1, 3, 3, device=triton_device)
+    options = {"target": "triton", "fallback": "raise", "depthwise_weight_gradients": "triton"}
+    compiled = torch.compile(weight_gradient, backend=permalloy_backend, options=options, fullgraph=True)
+    torch.testing.assert_close(compiled(x, w), weight_gradient(x, w), rtol=1e-4, atol=1e-5)
+    assert ran == [True]

@@ -437,3 +437,26 @@ def test_memory_order_of_a_torch_call_result() -> None:
     assert tuple(int(s) for s in buf.dense_strides_in_order(one_head.shape, order)) == one_head.stride()
     assert memory_order(torch.empty(4, 1).expand(4, 3)) is None  # repeats elements
     assert memory_order(torch.empty(4, 6)[:, :3]) is None  # not dense
+
+
+@pytest.mark.parametrize(
+    ("dtype", "library_mask", "reduces"),
+    [(torch.float32, [1, 1, 0], 1), (torch.float16, [1, 1, 1], 0), (torch.bfloat16, [1, 1, 1], 0)],
+    ids=str,
+)
+def test_a_convolutions_bias_gradient_is_a_sum_in_float32(dtype, library_mask, reduces) -> None:
+    """A float32 bias's gradient is a `ptensor.reduce` sum over the output
+    gradient's images and positions, which fusion can join to its producer;
+    a half-precision one stays the library's (its sum would not split)."""
+    backward = torch.ops.aten.convolution_backward.default
+
+    def gradients(dy, x, w):
+        return backward(dy, x, w, [6], [1, 1], [1, 1], [1, 1], False, [0, 0], 1, [True, True, True])
+
+    dy, x, w = torch.randn(2, 6, 5, 5, dtype=dtype), torch.randn(2, 4, 5, 5, dtype=dtype), torch.randn(6, 4, 3, 3, dtype=dtype)
+    (gm,) = capture_aten_graphs(gradients, dy, x, w)
+    module = import_quietly(gm).module
+    (op,) = ops_named(module, ptensor.ConvolutionBackwardOp)
+    assert list(op.output_mask.data) == library_mask
+    sums = [r for r in ops_named(module, ptensor.ReduceOp) if list(r.dims.data) == [0, 2, 3]]
+    assert len(sums) == reduces and all(r.input is op.grad_output for r in sums)

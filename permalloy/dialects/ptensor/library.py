@@ -428,6 +428,12 @@ class ConvolutionBackwardOp(_ConvolutionGeometryOp):
         for gradient, shape in zip(self.gradients, wanted):
             check_shape(self.name, tensor_type(gradient), list(shape))
         if self.verify_kernel_parameters(self.WEIGHT_BLOCK, "two"):
+            block = self.attributes[self.WEIGHT_BLOCK]
+            assert isinstance(block, IntListAttr)
+            require(
+                all(v & (v - 1) == 0 for v in block.data),
+                lambda: f"{self.name}: {self.WEIGHT_BLOCK} takes powers of two (channels, warps), got {block}",
+            )
             require(
                 mask[1] == 1 and self.is_depthwise_2d(),
                 lambda: f"{self.name}: {self.WEIGHT_BLOCK} is given only to a 2-d depthwise convolution's "

@@ -84,10 +84,14 @@ def convolution(ctx: ImportContext, node: fx.Node) -> SSAValue | None:
 def convolution_backward(ctx: ImportContext, node: fx.Node):
     """aten.convolution_backward(grad_output, input, weight, bias_sizes, stride,
     padding, dilation, transposed, output_padding, groups, output_mask): the
-    masked-in gradients, None for the others. The bias's gradient is the sum
-    of the output gradient over its images and positions, a `ptensor.reduce`
-    that fusion can join to the kernel computing the output gradient; the
-    library computes the input's and the weight's."""
+    masked-in gradients, None for the others. A float32 or float64 bias's
+    gradient is the sum of the output gradient over its images and
+    positions, a `ptensor.reduce` that fusion can join to the kernel
+    computing the output gradient; the library computes the input's and the
+    weight's. A half-precision bias's stays the library's: `split-reductions`
+    keeps half-precision sums whole (their partial sums would round), and a
+    column sum over a batch of images as a few programs would be slower than
+    torch's."""
     grad_output, source, weight = node.args[:3]
     if not ptensor.is_float(ctx.type_of(ctx.meta(grad_output)).element_type):
         return ctx.decline("unsupported dtype: library calls take floats")
@@ -97,16 +101,16 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
     stride, padding, dilation, groups, transposed, output_padding = geometry
     mask = [bool(m) for m in node.args[10]]
     bias_gradient = None
-    if mask[2]:
+    if mask[2] and ctx.meta(grad_output).dtype in (torch.float32, torch.float64):
         rank = ctx.meta(grad_output).dim()
         reduce = ptensor.ReduceOp(
             ptensor.ReduceKind.SUM, ctx.tensor(grad_output), [0, *range(2, rank)], False, ctx.result_type(node, 2)
         )
         bias_gradient = ctx.emit(reduce)
-    library_mask = [mask[0], mask[1], False]
+    library_mask = [mask[0], mask[1], mask[2] and bias_gradient is None]
     if not any(library_mask):
         return None, None, bias_gradient
-    types = [ctx.result_type(node, i) for i in range(2) if library_mask[i]]
+    types = [ctx.result_type(node, i) for i in range(3) if library_mask[i]]
     op = ptensor.ConvolutionBackwardOp(
         ctx.tensor(grad_output),
         ctx.tensor(source),
@@ -122,7 +126,8 @@ def convolution_backward(ctx: ImportContext, node: fx.Node):
     )
     ctx.emit(op)
     gradients = iter(op.gradients)
-    return *(next(gradients) if wanted else None for wanted in library_mask[:2]), bias_gradient
+    library = tuple(next(gradients) if wanted else None for wanted in library_mask)
+    return library[0], library[1], library[2] if bias_gradient is None else bias_gradient
 
 
 def _geometry(ctx: ImportContext, source, stride, padding, dilation, transposed, output_padding, groups):

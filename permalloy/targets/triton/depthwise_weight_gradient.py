@@ -11,7 +11,7 @@ to a `[taps, BLOCK_C]` accumulator in float32: every tap has its own row, so
 nothing is reduced across threads until the end. The window's loads are
 those of the forward kernel, and neighbouring pixels' windows overlap, so
 most come from the cache. The programs' partial sums (`[programs, channels,
-taps]`) are then added in one reduction, in a fixed order, so results are
+taps]`, a row per run of pixels) are then added in one reduction, in a fixed order, so results are
 deterministic. Tensors are read through their strides: NCHW and
 channels-last memory alike, with channel blocks for each
 (`candidate_configs`).
@@ -46,6 +46,11 @@ PROGRAMS = 1024
 fill a GPU several times over, few enough that the partial sums stay small."""
 
 
+WIDE_PIXELS = 2**31
+"""From how many pixels (rounded up to whole runs) the kernel indexes them
+in 64 bits."""
+
+
 @dataclass(frozen=True)
 class WeightGradientConfig:
     """`block_c` channels per program, run by `num_warps` warps."""
@@ -78,7 +83,7 @@ def triton_depthwise_convolution_weight_gradient(
     STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
     PAD_H: tl.constexpr, PAD_W: tl.constexpr,
     DIL_H: tl.constexpr, DIL_W: tl.constexpr,
-    KH: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, BLOCK_C: tl.constexpr,
+    KH: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, BLOCK_C: tl.constexpr, WIDE: tl.constexpr,
 ):  # fmt: skip
     run = tl.program_id(0)  # a run of output pixels: the grid's first axis takes 2^31 - 1 programs
     c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
@@ -89,7 +94,10 @@ def triton_depthwise_convolution_weight_gradient(
     tap_ok = taps < KH * KW
     acc = tl.full([TAPS, BLOCK_C], 0.0, tl.float32)
     for step in range(pixels_per_program):
-        pixel = run * pixels_per_program + step
+        if WIDE:  # 2^31 pixels or more: 64-bit indices, whose divisions cost more
+            pixel = run.to(tl.int64) * pixels_per_program + step
+        else:
+            pixel = run * pixels_per_program + step
         n = (pixel // (out_height * out_width)).to(tl.int64)  # 64-bit offsets: a batch may pass 2^31 elements
         oh = (pixel // out_width) % out_height
         ow = pixel % out_width
@@ -150,7 +158,7 @@ def depthwise_weight_gradient(
         channels, height, width, out_h, out_w, pixels, pixels_per_program,
         STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
         DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=triton.next_power_of_2(kh * kw),
-        BLOCK_C=config.block_c, num_warps=config.num_warps,
+        BLOCK_C=config.block_c, WIDE=runs * pixels_per_program >= WIDE_PIXELS, num_warps=config.num_warps,
     )  # fmt: skip
     total = (partial.sum(0) if runs > 1 else partial[0]).to(weight.dtype)
     taps = kh * kw
@@ -174,8 +182,8 @@ def fastest_config(
     geometry: Geometry,
     timer: Callable[[Callable[[], Any]], float],
 ) -> WeightGradientConfig | None:
-    """The tile of `candidate_configs` that computes this weight gradient
-    fastest, where it beats torch's convolution backward by `timer` (median
+    """The channel block of `candidate_configs` that computes this weight
+    gradient fastest, where it beats torch's convolution backward by `timer` (median
     milliseconds of a callable); None where the library is as fast, or the
     kernel does not take these tensors."""
     if not supported(grad_output, x, weight, geometry):

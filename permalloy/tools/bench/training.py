@@ -6,9 +6,12 @@ fixed random tensor, as any loss would give), then the backward pass to the
 parameters and to the floating inputs. The loss is part of the compiled module,
 so the backward graph starts from it.
 
-Dropout and stochastic depth are switched off (`without_dropout`): their
-random draws differ between compilers, so gradients computed with them could
-not be compared with eager's.
+Dropout and stochastic depth are switched off where a module keeps their
+probability as `nn.Dropout`'s `p` or as a float attribute of a known name
+(`without_dropout`, `DROP_RATES`): their random draws differ between
+compilers, so gradients computed with them could not be compared with
+eager's. Models whose own configurations set other such rates are built with
+them at zero.
 
 Gradients are reset to None at the start of every step, inside the timed call
 and alike for every backend, as `optimizer.zero_grad()` does.

@@ -1147,6 +1147,14 @@ func.func @f(%dy: !ptensor.tensor<[2, 8, 5, 5], f32>, %x: !ptensor.tensor<[2, 8,
 // -----
 
 func.func @f(%dy: !ptensor.tensor<[2, 8, 5, 5], f32>, %x: !ptensor.tensor<[2, 8, 5, 5], f32>, %w: !ptensor.tensor<[8, 1, 3, 3], f32>) {
+  // CHECK: Operation does not verify: ptensor.convolution_backward: depthwise_weight_block takes powers of two (channels, warps), got #ptensor.ints[24, 4]
+  %0 = ptensor.convolution_backward %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 8 output_mask [0, 1, 0] {depthwise_weight_block = #ptensor.ints[24, 4]} : !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[8, 1, 3, 3], f32> -> !ptensor.tensor<[8, 1, 3, 3], f32>
+  func.return
+}
+
+// -----
+
+func.func @f(%dy: !ptensor.tensor<[2, 8, 5, 5], f32>, %x: !ptensor.tensor<[2, 8, 5, 5], f32>, %w: !ptensor.tensor<[8, 1, 3, 3], f32>) {
   // CHECK: Operation does not verify: ptensor.convolution_backward: depthwise_weight_block is given only to a 2-d depthwise convolution's backward that computes the weight's gradient
   %0 = ptensor.convolution_backward %dy, %x, %w stride [1, 1] padding [1, 1] dilation [1, 1] groups 8 output_mask [1, 0, 0] {depthwise_weight_block = #ptensor.ints[32, 4]} : !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[2, 8, 5, 5], f32>, !ptensor.tensor<[8, 1, 3, 3], f32> -> !ptensor.tensor<[2, 8, 5, 5], f32>
   func.return

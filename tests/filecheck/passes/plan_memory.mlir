@@ -455,4 +455,26 @@ func.func @product_results(%x: !buffer.buffer<[4, 4], f32>, %w: !buffer.buffer<[
   }
   func.return %q, %c : !buffer.buffer<[4, 4], f32>, !buffer.buffer<[1, 4, 1, 1], f32>
 }
+
+// A batch of products whose results are column-major matrices (a 1x1
+// convolution's input gradient as a product over channels-last images) is
+// written as it is; a batch whose matrices are neither row- nor
+// column-major gets a new tensor from the library.
+// CHECK-LABEL: func.func @batched_column_major(
+// CHECK:         %p = buffer.alloc : !buffer.buffer<[2, 3, 5], f32, strides [15, 1, 3]>
+// CHECK-NEXT:    buffer.extern ins({{.*}}, %{{.+}} = %p : {{.*}}) -> ({{.*}}) attributes {buffer.writes_last_input}
+// CHECK:         %r = buffer.extern
+// CHECK-NOT:     buffer.writes_last_input
+// CHECK:         func.return
+func.func @batched_column_major(%a: !buffer.buffer<[2, 3, 4], f32>, %b: !buffer.buffer<[2, 4, 5], f32>) -> (!buffer.buffer<[2, 3, 5], f32, strides [15, 1, 3]>, !buffer.buffer<[2, 3, 5], f32, strides [5, 10, 1]>) {
+  %p = buffer.extern ins(%0 = %a : !buffer.buffer<[2, 3, 4], f32>, %1 = %b : !buffer.buffer<[2, 4, 5], f32>) -> (!buffer.buffer<[2, 3, 5], f32, strides [15, 1, 3]>) {
+    %2 = ptensor.bmm %0, %1 : !ptensor.tensor<[2, 3, 4], f32>, !ptensor.tensor<[2, 4, 5], f32> -> !ptensor.tensor<[2, 3, 5], f32>
+    buffer.yield %2 : !ptensor.tensor<[2, 3, 5], f32>
+  }
+  %r = buffer.extern ins(%0 = %a : !buffer.buffer<[2, 3, 4], f32>, %1 = %b : !buffer.buffer<[2, 4, 5], f32>) -> (!buffer.buffer<[2, 3, 5], f32, strides [5, 10, 1]>) {
+    %2 = ptensor.bmm %0, %1 : !ptensor.tensor<[2, 3, 4], f32>, !ptensor.tensor<[2, 4, 5], f32> -> !ptensor.tensor<[2, 3, 5], f32>
+    buffer.yield %2 : !ptensor.tensor<[2, 3, 5], f32>
+  }
+  func.return %p, %r : !buffer.buffer<[2, 3, 5], f32, strides [15, 1, 3]>, !buffer.buffer<[2, 3, 5], f32, strides [5, 10, 1]>
+}
 }

@@ -110,6 +110,22 @@ class FloorDiv(sympy.Function):
         return None
 
 
+class IntegerMod(sympy.Mod):
+    """`a mod b` of index expressions: sympy's `Mod`, but for the product
+    of a factor and a `mod` by the same divisor, which sympy 1.14 evaluates
+    as the product itself (`Mod(2 * Mod(x, 7), 7)` as `2 * Mod(x, 7)`, 12 at
+    `x = 6` where the remainder is 5); here it is the remainder of the
+    factor times the inner value (`Mod(2 * x, 7)`). Every `mod` permalloy
+    builds is one, so that substituting into it evaluates it so too."""
+
+    @classmethod
+    def eval(cls, p: sympy.Expr, q: sympy.Expr):  # type: ignore[override]
+        if isinstance(p, sympy.Mul) and any(isinstance(a, sympy.Mod) and a.args[1] == q for a in p.args):
+            inner = sympy.Mul(*(a.args[0] if isinstance(a, sympy.Mod) and a.args[1] == q else a for a in p.args))
+            return cls(inner, q)
+        return super().eval(p, q)
+
+
 def _exact_quotient(base: sympy.Expr, divisor: int) -> sympy.Expr | None:
     """`base / divisor` where every term of `base` (index expressions are
     sums of integer-valued terms) has a coefficient `divisor` divides, else
@@ -182,7 +198,7 @@ def _parse_term(parser: AttrParser) -> sympy.Expr:
         elif parser.parse_optional_keyword("ceildiv") is not None:
             result = CeilDiv(result, _parse_factor(parser))
         elif parser.parse_optional_keyword("mod") is not None:
-            result = sympy.Mod(result, _parse_factor(parser))
+            result = IntegerMod(result, _parse_factor(parser))
         else:
             return result
 
@@ -259,9 +275,7 @@ def _format(expr: sympy.Expr) -> tuple[str, int]:
         base = _wrap(_format(expr.base), _ATOM)
         return " * ".join([base] * int(expr.exp)), _PRODUCT
     if isinstance(expr, FloorDiv | CeilDiv | sympy.Mod):
-        keyword = {FloorDiv: "floordiv", CeilDiv: "ceildiv", sympy.Mod: "mod"}[
-            type(expr)
-        ]
+        keyword = "mod" if isinstance(expr, sympy.Mod) else {FloorDiv: "floordiv", CeilDiv: "ceildiv"}[type(expr)]
         lhs = _wrap(_format(expr.args[0]), _PRODUCT)
         rhs = _wrap(_format(expr.args[1]), _ATOM)
         return f"{lhs} {keyword} {rhs}", _PRODUCT

@@ -18,7 +18,7 @@ import sympy
 import torch
 from xdsl.utils.exceptions import InterpretationError
 
-from permalloy.dialects.sym import CeilDiv, FloorDiv, format_expr, symbol_kind, symbol_number
+from permalloy.dialects.sym import CeilDiv, FloorDiv, IntegerMod, format_expr, symbol_kind, symbol_number
 from permalloy.interpreter.bindings import SizeBindings
 
 Tensor = torch.Tensor
@@ -145,6 +145,7 @@ _FUNCTIONS = {
     FloorDiv: _floordiv,
     CeilDiv: _ceildiv,
     sympy.Mod: _mod,
+    IntegerMod: _mod,
     sympy.Min: _min,
     sympy.Max: _max,
 }

@@ -27,7 +27,7 @@ from permalloy.dialects.ptensor import (
     TensorType,
     UnsqueezeOp,
 )
-from permalloy.dialects.sym import FloorDiv, symbol_kind
+from permalloy.dialects.sym import FloorDiv, IntegerMod, symbol_kind
 from xdsl.ir import Operation
 
 Index = tuple[sympy.Expr, ...]
@@ -67,12 +67,12 @@ def integer_mod(value: sympy.Expr, divisor: sympy.Expr) -> sympy.Expr:
     (`Mod(d0 * k**2, k)` as `k * Mod(d0 * k**2 / k, 1)`, with `k` a `floordiv`
     it cannot tell is an integer), it is `0` if `divisor` divides `value`
     and the Mod unevaluated otherwise."""
-    result = sympy.Mod(value, divisor)
+    result = IntegerMod(value, divisor)
     if _is_integer_expression(result):
         return result
     if _is_integral_polynomial(sympy.cancel(value / divisor)):
         return sympy.Integer(0)
-    return sympy.Mod(value, divisor, evaluate=False)
+    return IntegerMod(value, divisor, evaluate=False)
 
 
 def _is_integer_expression(expr: sympy.Expr) -> bool:

@@ -84,12 +84,17 @@ CASES: dict[str, tuple[Callable, list[torch.Tensor]]] = {
     ),
     "assignment_into_transposed_view_then_view": (_assign_into_transposed_view, [_input(2, 8, 4, 3)]),
     "filled_empty_permuted": (_filled_empty_permuted, [_input(2, 3, 4)]),
+    "strided_slice_of_flattened_dims_expanded": (
+        # the slice's positions 7 + 2k of the flattened [3, 7] rows: their column is (2k) mod 7
+        lambda x: (x.flatten(2, 3) * 2)[:, :, 7::2].expand(2, -1, -1, -1).reshape(-1, 126),
+        [_input(7, 9, 3, 7)],
+    ),
 }
 """Each case: the function and its inputs."""
 
 TRITON_CASES = [
     "unfold_last_dim_overlapping", "unfold_of_permute", "im2col", "col2im", "as_strided_of_expand", "as_strided_scatter",
-    "assignment_into_transposed_view_then_view", "filled_empty_permuted",
+    "assignment_into_transposed_view_then_view", "filled_empty_permuted", "strided_slice_of_flattened_dims_expanded",
 ]  # fmt: skip
 
 

@@ -83,3 +83,17 @@ def test_floordiv_by_an_integer_divides_exactly_divisible_sums_at_once():
     assert FloorDiv(6 * FloorDiv(d0, 3), 2) == 3 * FloorDiv(d0, 3)
     x = sympy.Symbol("x")  # not known to be an integer: the general path, which does not divide
     assert isinstance(FloorDiv(2 * x, 2), FloorDiv)
+
+
+def test_a_product_with_a_mod_by_the_same_divisor_keeps_its_mod() -> None:
+    """sympy 1.14 evaluates `Mod(2 * Mod(x, 7), 7)` as `2 * Mod(x, 7)`;
+    permalloy's `mod` gives the remainder, also when a substitution makes
+    that product."""
+    from permalloy.dialects.sym import IntegerMod, parallel_index
+
+    d0, d1 = parallel_index(0), parallel_index(1)
+    direct = IntegerMod(2 * IntegerMod(d1, 7), 7)
+    substituted = IntegerMod(d0, 7).subs(d0, 2 * IntegerMod(d1, 7) + 7)
+    for expr in (direct, substituted):
+        assert [int(expr.subs(d1, v)) for v in range(14)] == [(2 * v) % 7 for v in range(14)]
+    assert IntegerMod(d1 + 7, 7) == IntegerMod(d1, 7) and IntegerMod(14, 7) == 0

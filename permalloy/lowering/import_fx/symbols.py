@@ -129,9 +129,9 @@ class SymbolTable:
             return sym.CeilDiv(*args)
         if isinstance(expr, torch_functions.ModularIndexing):
             base, divisor, modulus = args
-            return sympy.Mod(sym.FloorDiv(base, divisor), modulus)
+            return sym.IntegerMod(sym.FloorDiv(base, divisor), modulus)
         if isinstance(expr, torch_functions.Mod | torch_functions.PythonMod | sympy.Mod):
-            return sympy.Mod(*args)
+            return sym.IntegerMod(*args)
         if isinstance(expr, torch_functions.Max | sympy.Max):
             return sympy.Max(*args)
         if isinstance(expr, torch_functions.Min | sympy.Min):

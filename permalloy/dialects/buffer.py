@@ -497,11 +497,15 @@ class ExternOp(IRDLOperation):
         assert first is not None
         return first
 
-    def library_inputs(self) -> list[SSAValue]:
-        """The input each operand of the library op reads, in the op's order
-        (an extern takes a value its op reads twice once)."""
+    def library_input_positions(self) -> tuple[int, ...]:
+        """The position among the inputs of each operand of the library op,
+        in the op's order (an extern takes a value its op reads twice once)."""
         arguments = list(self.body.block.args)
-        return [self.inputs[arguments.index(operand)] for operand in self.library_op.operands]
+        return tuple(arguments.index(operand) for operand in self.library_op.operands)
+
+    def library_inputs(self) -> list[SSAValue]:
+        """The input each operand of the library op reads, in the op's order."""
+        return [self.inputs[position] for position in self.library_input_positions()]
 
     def print(self, printer: Printer) -> None:
         printer.print_string(" ")

@@ -216,20 +216,21 @@ class _ConvolutionGeometryOp(IRDLOperation):
             and weight.sizes[1] == 1
         )
 
-    def verify_kernel_parameters(self, name: str, count: str) -> bool:
+    def verify_kernel_parameters(self, name: str, count: str) -> IntListAttr | None:
         """Check that the optional attribute `name`, where given, is `count`
         ("two", "four") positive integers: the parameters of the kernel of
-        permalloy's that runs the op instead of the library; whether it is
-        given."""
+        permalloy's that runs the op instead of the library; the attribute,
+        None where it is not given."""
         value = self.attributes.get(name)
         if value is None:
-            return False
+            return None
         length = {"two": 2, "four": 4}[count]
         require(
             isinstance(value, IntListAttr) and len(value.data) == length and min(value.data) >= 1,
             lambda: f"{self.name}: {name} must be {count} positive integers, got {value}",
         )
-        return True
+        assert isinstance(value, IntListAttr)
+        return value
 
     def verify_geometry(self, source: TensorType, weight: TensorType) -> int:
         """Check the ranks and the per-dimension lists; give the number of
@@ -339,7 +340,7 @@ class ConvolutionOp(_ConvolutionGeometryOp):
                 + 1
             )
         check_shape(self.name, result, expected)
-        if self.verify_kernel_parameters(self.TILE, "four"):
+        if self.verify_kernel_parameters(self.TILE, "four") is not None:
             require(
                 self.is_depthwise_2d(),
                 lambda: f"ptensor.convolution: {self.TILE} is given only to a 2-d depthwise convolution",
@@ -427,9 +428,8 @@ class ConvolutionBackwardOp(_ConvolutionGeometryOp):
         wanted = [shape for shape, m in zip(expected, mask) if m]
         for gradient, shape in zip(self.gradients, wanted):
             check_shape(self.name, tensor_type(gradient), list(shape))
-        if self.verify_kernel_parameters(self.WEIGHT_BLOCK, "two"):
-            block = self.attributes[self.WEIGHT_BLOCK]
-            assert isinstance(block, IntListAttr)
+        block = self.verify_kernel_parameters(self.WEIGHT_BLOCK, "two")
+        if block is not None:
             require(
                 all(v & (v - 1) == 0 for v in block.data),
                 lambda: f"{self.name}: {self.WEIGHT_BLOCK} takes powers of two (channels, warps), got {block}",

@@ -75,9 +75,8 @@ def extern_into_call(extern: ExternOp) -> ExternIntoCall | None:
 def _operand_positions(extern: ExternOp) -> tuple[int, ...] | None:
     """The position among the extern's inputs of each operand of its op, or
     None where they are the inputs in order."""
-    arguments = list(extern.body.block.args)
-    positions = tuple(arguments.index(operand) for operand in extern.library_op.operands)
-    return None if positions == tuple(range(len(arguments))) else positions
+    positions = extern.library_input_positions()
+    return None if positions == tuple(range(len(extern.inputs))) else positions
 
 
 def _on_operands(call: ExternCall, positions: tuple[int, ...]) -> ExternCall:

@@ -723,8 +723,7 @@ class NativeHostEmitter:
 
     def _library_operands(self, op: buf.ExternOp) -> list[ir.Value]:
         """The handles of the library op's operands, in its order."""
-        arguments = list(op.body.block.args)
-        return [self.handle(op.inputs[arguments.index(o)]) for o in op.library_op.operands]
+        return [self.handle(value) for value in op.library_inputs()]
 
     def _emit_convolution(self, op: buf.ExternOp) -> bool:
         """A convolution through the shim, its result given its planned layout

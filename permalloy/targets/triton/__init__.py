@@ -127,7 +127,7 @@ TARGET = TargetDescriptor(
         ),
         "depthwise_weight_gradients": TargetOption(
             "how the weight gradients of 2-d depthwise convolutions are computed in training: "
-            "'measured' (default), permalloy's weight-gradient kernel where its best tile times faster "
+            "'measured' (default), permalloy's weight-gradient kernel where its best channel block times faster "
             "than the library in the program's layouts (timed when compiling); 'library', cuDNN's "
             "kernels; 'triton', permalloy's kernel for every one it takes",
             one_of("measured", "library", "triton"),

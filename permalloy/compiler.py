@@ -40,7 +40,7 @@ from permalloy.cache import (
     split_module_images,
 )
 from permalloy.dialects import make_context
-from permalloy.dialects.buffer import BufferType, KernelOp, LaunchOp, buffer_type
+from permalloy.dialects.buffer import BufferType, ExternOp, KernelOp, LaunchOp, buffer_type
 from permalloy.dialects.sym import SymExprAttr, format_expr
 from permalloy.explain.details import GraphDetails
 from permalloy.passes import build_pipeline
@@ -175,6 +175,10 @@ class CompiledGraph:
     chose them (an output of free layout), else None (eager's)."""
     updated_inputs: tuple[int, ...] = ()
     """The positions of the graph inputs the program writes (`ptensor.updated`)."""
+    library_ops: frozenset[str] = frozenset()
+    """The names of the ptensor ops its library and fallback calls run
+    (`ptensor.convolution`), whose libraries' settings its calls take
+    (`TargetDescriptor.library_settings`)."""
 
 
 def compile_graph(
@@ -237,7 +241,8 @@ def compile_graph(
         descriptor = target_descriptor(options.target)
         optional = descriptor.passes_turned_on(options.target_options)
         optional_buffer = descriptor.buffer_passes_turned_on(options.target_options)
-        module = lower_module(
+        lower = descriptor.with_library_settings(lower_module, options.target_options, None)
+        module = lower(
             imported.module, dumper, options.fusion, options.target, times, decisions, templates, optional, optional_buffer
         )
         if dumper is not None:
@@ -274,8 +279,20 @@ def compile_graph(
     _record_host(program, stats)
     strides = _free_output_strides(module, imported.outputs, free)
     return CompiledGraph(
-        program, stats, outputs, list(imported.constants), _cpu_outputs(graph), strides, _updated_inputs(module)
+        program,
+        stats,
+        outputs,
+        list(imported.constants),
+        _cpu_outputs(graph),
+        strides,
+        _updated_inputs(module),
+        _library_ops(module),
     )
+
+
+def _library_ops(module: ModuleOp) -> frozenset[str]:
+    """The names of the ptensor ops the module's extern calls run."""
+    return frozenset(op.library_op.name for op in module.walk() if isinstance(op, ExternOp))
 
 
 def _updated_inputs(module: ModuleOp) -> tuple[int, ...]:

@@ -6,9 +6,10 @@ target: its name, the devices whose tensors its kernels run on (and for which
 it is the default), the passes it adds to the default pipeline, how to make
 its code generator for a torch.compile mode and the target's own options, the
 extension of the source it emits (kernel dumps and `permalloy-opt -t`), the
-errors it raises for a kernel it cannot translate, and how the host program of
+errors it raises for a kernel it cannot translate, how the host program of
 a compiled graph runs (a mode may wrap it, as `reduce-overhead` replays CUDA
-graphs on GPU targets).
+graphs on GPU targets), and the settings of the libraries its programs call
+(cuDNN's algorithm search on GPU targets).
 
 Each target package defines its descriptor (`permalloy.targets.llvm.TARGET`)
 without importing its code generator, and `permalloy.targets.registry` lists
@@ -72,6 +73,10 @@ def _unchanged(run: Callable[..., Any], mode: str, updated: tuple[int, ...] = ()
 
 def _no_errors() -> tuple[type[Exception], ...]:
     return ()
+
+
+def _no_library_settings(options: Mapping[str, Any], library_ops: Collection[str] | None) -> None:
+    return None
 
 
 def _turned_on(
@@ -144,6 +149,18 @@ class TargetDescriptor:
     host_runtime: Callable[[Callable[..., Any], str, tuple[int, ...]], Callable[..., Any]] = _unchanged
     """`host_runtime(run, mode, updated)`: how a compiled graph's runner runs
     in a mode (`updated`: the positions of the arguments it writes)."""
+    library_settings: Callable[
+        [Mapping[str, Any], Collection[str] | None], Callable[[Callable[..., Any]], Callable[..., Any]] | None
+    ] = _no_library_settings
+    """`library_settings(options, library_ops)`: for a compile's target
+    options and the ptensor ops its library calls run (None while compiling,
+    before they are known), a wrapper that runs a function under the settings
+    of the libraries those calls go to, or None where no setting applies. The
+    pipeline's passes run wrapped (their timings of library calls see the
+    settings), and so does every call of the compiled graph."""
+    library_options: tuple[str, ...] = ()
+    """Its options that only choose library settings: `library_settings`',
+    not the code generator's."""
 
     def pipeline(
         self,
@@ -210,6 +227,21 @@ class TargetDescriptor:
         """The options that only choose passes: the pipeline's, not the code
         generator's."""
         return {*self.optional_passes, *self.optional_buffer_passes}
+
+    def generator_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """Those of `options` that its code generator takes (`make`): not
+        the ones that choose passes or library settings."""
+        others = {*self.pass_options(), *self.library_options}
+        return {name: value for name, value in options.items() if name not in others}
+
+    def with_library_settings(
+        self, run: Callable[..., Any], options: Mapping[str, Any], library_ops: Collection[str] | None
+    ) -> Callable[..., Any]:
+        """`run` wrapped to run under the library settings that `options`
+        give for calls of `library_ops` (`library_settings`); `run` itself
+        where none apply."""
+        wrap = self.library_settings(options, library_ops)
+        return run if wrap is None else wrap(run)
 
     def checked_options(self, options: Mapping[str, Any]) -> dict[str, Any]:
         """`options` if the target takes each of them with its value; else a

@@ -63,5 +63,4 @@ def kernel_target(name: str, mode: str = "default", **options: Any) -> KernelTar
     `mode`, with the target's own `options` (checked)."""
     target = target_descriptor(name)
     checked = target.checked_options(options)
-    # options that only choose passes are the pipeline's, not the generator's
-    return target.make(mode, **{k: v for k, v in checked.items() if k not in target.pass_options()})
+    return target.make(mode, **target.generator_options(checked))

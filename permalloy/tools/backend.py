@@ -356,7 +356,9 @@ def _compile_one(
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     if compiled.cpu_outputs:
         runner = _moving_to_cpu(runner, compiled.cpu_outputs)
-    runner = registry.target_descriptor(resolved.target).host_runtime(runner, resolved.mode, compiled.updated_inputs)
+    descriptor = registry.target_descriptor(resolved.target)
+    runner = descriptor.with_library_settings(runner, resolved.target_options, compiled.library_ops)
+    runner = descriptor.host_runtime(runner, resolved.mode, compiled.updated_inputs)
     runner = _timing_host_calls(runner, compiled.stats)
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)

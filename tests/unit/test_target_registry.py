@@ -292,3 +292,53 @@ def test_a_registered_target_is_seen_by_every_tool(toy_registered, tmp_path: Pat
     files = [p.name for p in sorted((dumps / "graph_000").iterdir())]
     assert any(name.endswith("after_split-reductions.mlir") for name in files)
     assert any(name.endswith(".toy") for name in files)
+
+
+def test_library_options_do_not_reach_the_code_generator():
+    """`convolution_algorithms` chooses cuDNN's setting, not code: the code
+    generator is made without it; a bad value lists the valid ones."""
+    assert registry.kernel_target("triton", convolution_algorithms="torch", autotune=False).name == "triton"
+    with pytest.raises(TargetOptionError, match="takes one of 'measured', 'torch', got 'fast'"):
+        registry.kernel_target("triton", convolution_algorithms="fast")
+
+
+@pytest.mark.parametrize(
+    ("options", "library_ops", "wrapped"),
+    [
+        ({}, None, True),
+        ({}, {"ptensor.convolution", "ptensor.mm"}, True),
+        ({}, {"ptensor.convolution_backward"}, True),
+        ({}, {"ptensor.mm"}, False),
+        ({}, set(), False),
+        ({"convolution_algorithms": "measured"}, {"ptensor.convolution"}, True),
+        ({"convolution_algorithms": "torch"}, {"ptensor.convolution"}, False),
+        ({"convolution_algorithms": "torch"}, None, False),
+    ],
+)
+def test_the_gpu_target_searches_algorithms_for_graphs_with_convolutions(options, library_ops, wrapped):
+    """The Triton target wraps a compile (library ops not known yet, None) and
+    the calls of a graph that runs convolutions in cuDNN's algorithm search,
+    unless the option leaves it to torch; the LLVM target wraps nothing."""
+
+    def run():
+        return torch.backends.cudnn.benchmark
+
+    triton = registry.target_descriptor("triton")
+    assert (triton.with_library_settings(run, options, library_ops) is not run) is wrapped
+    assert registry.target_descriptor("llvm").with_library_settings(run, options, library_ops) is run
+
+
+@pytest.mark.parametrize("user_setting", [False, True])
+def test_the_search_is_on_during_a_call_and_the_users_setting_back_after(monkeypatch, user_setting):
+    from permalloy.targets.triton.convolution_algorithms import searching_algorithms
+
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", user_setting)
+    assert searching_algorithms(lambda: torch.backends.cudnn.benchmark)() is True
+    assert torch.backends.cudnn.benchmark is user_setting
+
+    def failing():
+        raise ValueError("in the call")
+
+    with pytest.raises(ValueError, match="in the call"):
+        searching_algorithms(failing)()
+    assert torch.backends.cudnn.benchmark is user_setting

@@ -54,6 +54,14 @@ def _input_problem(devices: set[str]) -> str | None:
     return None
 
 
+def _library_settings(options, library_ops):
+    """cuDNN's algorithm search, by the `convolution_algorithms` option
+    (`convolution_algorithms`, which imports torch, imported when called)."""
+    from permalloy.targets.triton.convolution_algorithms import convolution_settings
+
+    return convolution_settings(options, library_ops)
+
+
 def _host_runtime(run, mode: str, updated: tuple[int, ...] = ()):
     """`reduce-overhead` replays the graph as a CUDA graph after a warm-up
     (`updated`: the arguments the graph writes)."""
@@ -133,9 +141,19 @@ TARGET = TargetDescriptor(
             one_of("measured", "library", "triton"),
             default="measured",
         ),
+        "convolution_algorithms": TargetOption(
+            "how cuDNN picks each convolution's algorithm: 'measured' (default), cuDNN times its "
+            "algorithms on a convolution's first call at each size (its search, on while compiling and "
+            "during each call of a graph with convolutions) and keeps the fastest; 'torch', by "
+            "torch.backends.cudnn.benchmark (off: cuDNN's heuristics)",
+            one_of("measured", "torch"),
+            default="measured",
+        ),
     },
     check_inputs=_input_problem,
     host_runtime=_host_runtime,
+    library_settings=_library_settings,
+    library_options=("convolution_algorithms",),
 )
 """The `triton` target, as the registry lists it. On GPUs, products with a bias
 that elementwise ops read become plain products (`unfuse-bias-add`),
@@ -153,7 +171,9 @@ as its math as torch's fused attention or as permalloy's flash kernel
 measured on an H200 (ARCHITECTURE.md); the `depthwise_convolutions` option
 runs 2-d depthwise convolutions with permalloy's depthwise kernel where it
 times faster than cuDNN, or always (`choose-depthwise-kernels`), which made
-no model measured on an H200 faster (ARCHITECTURE.md)."""
+no model measured on an H200 faster (ARCHITECTURE.md); with the
+`convolution_algorithms` option at its default, cuDNN times its algorithms
+for each convolution a graph runs (`convolution_algorithms`)."""
 
 
 def __getattr__(name: str) -> Any:

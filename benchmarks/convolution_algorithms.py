@@ -1,0 +1,163 @@
+"""
+cuDNN's algorithm search against its heuristics, for eager, Inductor and
+permalloy, on the models suite's convolutional networks: each backend and
+setting runs in a process of its own, since torch keeps the algorithm it
+first picked for a convolution's sizes, whichever way it picked it, for the
+rest of the process (a backend timed after another would inherit its
+choices). Per model and configuration: the median time of an inference call
+and of a training step (forward, a fixed loss, backward; dropout off), the
+first calls' seconds, and the compiled outputs' and gradients' largest
+relative error against eager's (computed after the timing, in the same
+process, so that eager's convolutions do not pick the algorithms first).
+
+    python benchmarks/convolution_algorithms.py --cases small_cnn,regnet --json out.jsonl
+
+Configurations: `eager`, `eager-search` (torch.backends.cudnn.benchmark on),
+`inductor`, `inductor-search`, `permalloy` (its default: the search on for
+its convolutions) and `permalloy-heuristics` (its `convolution_algorithms`
+option set to "torch", the benchmark setting off). Float32 with TF32 off,
+at the GPU sizes (`--size`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+
+import torch
+
+CONFIGS = ("eager", "eager-search", "inductor", "inductor-search", "permalloy", "permalloy-heuristics")
+"""Backend and setting of each process; a configuration may add `-limitN`,
+trying cuDNN's N first algorithms only (`torch.backends.cudnn.benchmark_limit`,
+10 by default)."""
+
+
+def _first(value):
+    while isinstance(value, tuple | list):
+        value = value[0]
+    for field in ("logits", "last_hidden_state"):
+        value = getattr(value, field, value)
+    return value
+
+
+def _compiled(model: torch.nn.Module, config: str):
+    if config.startswith("eager"):
+        return model
+    if config.startswith("inductor"):
+        return torch.compile(model)
+    from permalloy.tools.backend import permalloy_backend
+
+    options = {"convolution_algorithms": "torch"} if config == "permalloy-heuristics" else {}
+    return torch.compile(model, backend=permalloy_backend, options=options)
+
+
+def _relative_error(got: torch.Tensor, expected: torch.Tensor) -> float:
+    return float((got.double() - expected.double()).norm() / expected.double().norm().clamp_min(1e-30))
+
+
+def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
+    """Time one model under one configuration in this process."""
+    from permalloy.tools.bench.timing import back_to_back_ms, synchronizer
+    from permalloy.tools.bench.training import without_dropout
+    from permalloy.tools.models import make_model
+
+    config, _, limit = config.partition("-limit")
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.benchmark = config.endswith("-search")
+    if limit:
+        torch.backends.cudnn.benchmark_limit = int(limit)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    sync = synchronizer(device)
+    case = make_model(case_name, size)
+    model = case.model.to(device)
+    without_dropout(model)
+    inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in case.inputs]
+    initial = {name: value.clone() for name, value in model.state_dict().items()}
+    record: dict = {"case": case_name, "config": config + (f"-limit{limit}" if limit else ""), "device": torch.cuda.get_device_name() if device == "cuda" else "cpu"}
+
+    model.eval()
+    compiled = _compiled(model, config)
+    with torch.no_grad():
+        started = time.perf_counter()
+        out = _first(compiled(*inputs))
+        sync()
+        record["first_inference_s"] = time.perf_counter() - started
+        record["inference_ms"] = back_to_back_ms({"call": lambda: compiled(*inputs)}, rounds, 5, sync)["call"]
+
+    model.train()
+    compiled_train = _compiled(model, config)
+
+    def step(module) -> None:
+        model.zero_grad(set_to_none=True)
+        _first(module(*inputs)).float().square().mean().backward()
+
+    started = time.perf_counter()
+    step(compiled_train)
+    sync()
+    record["first_step_s"] = time.perf_counter() - started
+    record["train_ms"] = back_to_back_ms({"step": lambda: step(compiled_train)}, rounds, 2, sync)["step"]
+    gradients = [p.grad.clone() for p in model.parameters() if p.grad is not None]
+
+    if config.startswith("permalloy"):
+        import permalloy
+
+        graphs = permalloy.stats()
+        record["graphs"] = len(graphs)
+        record["graphs_run_eagerly"] = [g["reason"] for g in graphs if not g["compiled"]]
+    if not config.startswith("eager"):  # eager's results last, after every timing
+        model.load_state_dict(initial)  # the batch norms' statistics the compiled inference saw
+        model.eval()
+        with torch.no_grad():
+            record["inference_error"] = _relative_error(out, _first(model(*inputs)))
+        model.train()
+        step(model)
+        expected = [p.grad for p in model.parameters() if p.grad is not None]
+        record["gradient_error"] = max(_relative_error(g, e) for g, e in zip(gradients, expected, strict=True))
+    return record
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default="small_cnn,regnet,unet,resnet")
+    parser.add_argument("--configs", default=",".join(CONFIGS), help=f"among {', '.join(CONFIGS)}")
+    parser.add_argument("--size", default="cuda")
+    parser.add_argument("--rounds", type=int, default=10)
+    parser.add_argument("--json", help="append each record to this JSON-lines file")
+    parser.add_argument("--one", nargs=2, metavar=("CASE", "CONFIG"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(*args.one, args.size, args.rounds)))
+        return 0
+    unknown = sorted({c.partition("-limit")[0] for c in args.configs.split(",")} - set(CONFIGS))
+    if unknown:
+        parser.error(f"unknown configurations {', '.join(unknown)}; valid: {', '.join(CONFIGS)}")
+    print(f"{'case':<14} {'config':<22} {'infer ms':>9} {'train ms':>9} {'first s':>8} {'err infer':>9} {'err grad':>9}")
+    for case in args.cases.split(","):
+        for config in args.configs.split(","):
+            command = [sys.executable, __file__, "--one", case, config, "--size", args.size, "--rounds", str(args.rounds)]
+            done = subprocess.run(command, capture_output=True, text=True, check=False)
+            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+            if done.returncode != 0 or not lines:
+                record = {"case": case, "config": config, "error": done.stderr.strip().splitlines()[-1:]}
+                print(f"{case:<14} {config:<22} failed: {record['error']}")
+            else:
+                record = json.loads(lines[-1])
+                first = record["first_inference_s"] + record["first_step_s"]
+                errors = [f"{record[k]:9.1e}" if k in record else f"{'-':>9}" for k in ("inference_error", "gradient_error")]
+                eagerly = " (graphs run eagerly!)" if record.get("graphs_run_eagerly") else ""
+                print(
+                    f"{case:<14} {config:<22} {record['inference_ms']:9.3f} {record['train_ms']:9.3f} "
+                    f"{first:8.1f} {' '.join(errors)}{eagerly}"
+                )
+            if args.json:
+                with open(args.json, "a") as out:
+                    out.write(json.dumps(record) + "\n")
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -54,6 +54,10 @@ def _input_problem(devices: set[str]) -> str | None:
     return None
 
 
+CONVOLUTION_ALGORITHMS = ("measured", "torch")
+"""The values of the `convolution_algorithms` option; the first is its default."""
+
+
 def _library_settings(options, library_ops):
     """cuDNN's algorithm search, by the `convolution_algorithms` option
     (`convolution_algorithms`, which imports torch, imported when called)."""
@@ -146,8 +150,8 @@ TARGET = TargetDescriptor(
             "algorithms on a convolution's first call at each size (its search, on while compiling and "
             "during each call of a graph with convolutions) and keeps the fastest; 'torch', by "
             "torch.backends.cudnn.benchmark (off: cuDNN's heuristics)",
-            one_of("measured", "torch"),
-            default="measured",
+            one_of(*CONVOLUTION_ALGORITHMS),
+            default=CONVOLUTION_ALGORITHMS[0],
         ),
     },
     check_inputs=_input_problem,
@@ -184,4 +188,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__ = ["TARGET", "TritonTarget", "interpreter_enabled"]
+__all__ = ["CONVOLUTION_ALGORITHMS", "TARGET", "TritonTarget", "interpreter_enabled"]

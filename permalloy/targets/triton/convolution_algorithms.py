@@ -31,11 +31,7 @@ from typing import Any
 
 import torch
 
-OPTION = "convolution_algorithms"
-"""The Triton target's option that chooses how cuDNN's algorithms are picked."""
-
-CHOICES = ("measured", "torch")
-"""Its values: the first is the default."""
+from permalloy.targets.triton import CONVOLUTION_ALGORITHMS
 
 CONVOLUTION_OPS = frozenset({"ptensor.convolution", "ptensor.convolution_backward"})
 """The library ops that run cuDNN convolutions on a GPU."""
@@ -63,7 +59,7 @@ def convolution_settings(
     """The Triton target's library settings (`TargetDescriptor.library_settings`):
     the algorithm search where the options measure algorithms and the graph
     calls convolutions (or may: `library_ops` None, while compiling)."""
-    if options.get(OPTION, CHOICES[0]) != "measured":
+    if options.get("convolution_algorithms", CONVOLUTION_ALGORITHMS[0]) != "measured":
         return None
     if library_ops is not None and not CONVOLUTION_OPS.intersection(library_ops):
         return None

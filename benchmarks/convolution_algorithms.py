@@ -35,14 +35,6 @@ trying cuDNN's N first algorithms only (`torch.backends.cudnn.benchmark_limit`,
 10 by default)."""
 
 
-def _first(value):
-    while isinstance(value, tuple | list):
-        value = value[0]
-    for field in ("logits", "last_hidden_state"):
-        value = getattr(value, field, value)
-    return value
-
-
 def _compiled(model: torch.nn.Module, config: str):
     if config.startswith("eager"):
         return model
@@ -62,7 +54,7 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
     """Time one model under one configuration in this process."""
     from permalloy.tools.bench.timing import back_to_back_ms, synchronizer
     from permalloy.tools.bench.training import without_dropout
-    from permalloy.tools.models import make_model
+    from permalloy.tools.models import first_output, make_model
 
     config, _, limit = config.partition("-limit")
     torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
@@ -82,7 +74,7 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
     compiled = _compiled(model, config)
     with torch.no_grad():
         started = time.perf_counter()
-        out = _first(compiled(*inputs))
+        out = first_output(compiled(*inputs))
         sync()
         record["first_inference_s"] = time.perf_counter() - started
         record["inference_ms"] = back_to_back_ms({"call": lambda: compiled(*inputs)}, rounds, 5, sync)["call"]
@@ -92,7 +84,7 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
 
     def step(module) -> None:
         model.zero_grad(set_to_none=True)
-        _first(module(*inputs)).float().square().mean().backward()
+        first_output(module(*inputs)).float().square().mean().backward()
 
     started = time.perf_counter()
     step(compiled_train)
@@ -111,7 +103,7 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
         model.load_state_dict(initial)  # the batch norms' statistics the compiled inference saw
         model.eval()
         with torch.no_grad():
-            record["inference_error"] = _relative_error(out, _first(model(*inputs)))
+            record["inference_error"] = _relative_error(out, first_output(model(*inputs)))
         model.train()
         step(model)
         expected = [p.grad for p in model.parameters() if p.grad is not None]

@@ -26,7 +26,7 @@ import torch
 import permalloy
 from permalloy.tools.bench.kernel_profile import ProfileSettings, profile_backend
 from permalloy.tools.bench.timing import back_to_back_ms
-from permalloy.tools.models import make_model
+from permalloy.tools.models import first_output, make_model
 
 BACKENDS = (
     "eager",
@@ -47,14 +47,6 @@ PERMALLOY_OPTIONS = {
 """The options of each permalloy backend."""
 GRAPH_FACTS = ("host", "kernels", "extern_calls", "host_callbacks")
 """What each permalloy graph's stats record is reduced to here."""
-
-
-def _first(value):
-    while isinstance(value, tuple | list):
-        value = value[0]
-    for field in ("logits", "last_hidden_state"):
-        value = getattr(value, field, value)
-    return value
 
 
 def _compiled(model, backend: str):
@@ -80,14 +72,14 @@ def _case(
     row: dict = {"case": name, "results": {}}
     runs = {}
     with torch.no_grad():
-        expected = _first(model(*inputs)).float()
+        expected = first_output(model(*inputs)).float()
         for backend in backends:
             torch._dynamo.reset()  # noqa: SLF001
             permalloy.reset_stats()
             run = _compiled(model, backend)
             begin = time.perf_counter()
             try:
-                actual = _first(run(*inputs)).float()
+                actual = first_output(run(*inputs)).float()
             except Exception as error:  # noqa: BLE001 - reported in the row
                 row["results"][backend] = {"error": f"{type(error).__name__}: {error}"[:500]}
                 continue

@@ -14,6 +14,7 @@ a tuple of tensors.
 from __future__ import annotations
 
 import importlib.util
+from typing import Any
 
 from permalloy.tools.models import (
     audio,
@@ -28,7 +29,7 @@ from permalloy.tools.models import (
 from permalloy.tools.models.spec import FAMILIES, SIZES, MissingPackage, ModelSpec, check_size
 from permalloy.tools.zoo import Case
 
-__all__ = ["FAMILIES", "MODELS", "SIZES", "Case", "MissingPackage", "ModelSpec", "make_model"]
+__all__ = ["FAMILIES", "MODELS", "SIZES", "Case", "MissingPackage", "ModelSpec", "first_output", "make_model"]
 
 
 def _by_family(*spec_groups: tuple[ModelSpec, ...]) -> dict[str, ModelSpec]:
@@ -65,3 +66,13 @@ def make_model(name: str, size: str, seed: int = 0) -> Case:
         if importlib.util.find_spec(package) is None:
             raise MissingPackage(package)
     return spec.build(size, seed)
+
+
+def first_output(value: Any) -> Any:
+    """A model's main output tensor: the first element of nested tuples and
+    lists, and a Hugging Face output's logits or last hidden state."""
+    while isinstance(value, tuple | list):
+        value = value[0]
+    for field in ("logits", "last_hidden_state"):
+        value = getattr(value, field, value)
+    return value

@@ -9,6 +9,9 @@ and of a training step (forward, a fixed loss, backward; dropout off), the
 first calls' seconds, and the compiled outputs' and gradients' largest
 relative error against eager's (computed after the timing, in the same
 process, so that eager's convolutions do not pick the algorithms first).
+Each process starts with empty on-disk caches (permalloy's compiled graphs,
+Inductor's, Triton's), so that its first calls are a cold compile
+(`--warm-caches` keeps them).
 
     python benchmarks/convolution_algorithms.py --cases small_cnn,regnet --json out.jsonl
 
@@ -23,8 +26,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
+import tempfile
 import time
 
 import torch
@@ -68,7 +73,11 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
     without_dropout(model)
     inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in case.inputs]
     initial = {name: value.clone() for name, value in model.state_dict().items()}
-    record: dict = {"case": case_name, "config": config + (f"-limit{limit}" if limit else ""), "device": torch.cuda.get_device_name() if device == "cuda" else "cpu"}
+    record: dict = {
+        "case": case_name,
+        "config": config + (f"-limit{limit}" if limit else ""),
+        "device": torch.cuda.get_device_name() if device == "cuda" else "cpu",
+    }
 
     model.eval()
     compiled = _compiled(model, config)
@@ -99,6 +108,7 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
         graphs = permalloy.stats()
         record["graphs"] = len(graphs)
         record["graphs_run_eagerly"] = [g["reason"] for g in graphs if not g["compiled"]]
+        record["graph_cache"] = [g.get("cache") for g in graphs]
     if not config.startswith("eager"):  # eager's results last, after every timing
         model.load_state_dict(initial)  # the batch norms' statistics the compiled inference saw
         model.eval()
@@ -111,6 +121,42 @@ def run_one(case_name: str, config: str, size: str, rounds: int) -> dict:
     return record
 
 
+def _cold_caches(warm: bool, directory: str) -> dict[str, str]:
+    """The environment of one configuration's process: empty caches of
+    permalloy, Inductor and Triton under `directory` (so that its first calls
+    compile everything, the search included), unless `warm`."""
+    environment = dict(os.environ)
+    if not warm:
+        for variable in ("PERMALLOY_CACHE_DIR", "TORCHINDUCTOR_CACHE_DIR", "TRITON_CACHE_DIR"):
+            environment[variable] = os.path.join(directory, variable.lower())
+    return environment
+
+
+def _in_own_process(case: str, config: str, args: argparse.Namespace) -> dict:
+    """`run_one` in a new process: its record, or the error it ended with."""
+    command = [sys.executable, __file__, "--one", case, config, "--size", args.size, "--rounds", str(args.rounds)]
+    with tempfile.TemporaryDirectory() as caches:
+        environment = _cold_caches(args.warm_caches, caches)
+        done = subprocess.run(command, capture_output=True, text=True, check=False, env=environment)
+    lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
+    if done.returncode != 0 or not lines:
+        return {"case": case, "config": config, "error": done.stderr.strip().splitlines()[-1:]}
+    return json.loads(lines[-1])
+
+
+def _row(record: dict) -> str:
+    """One record as a line of the table."""
+    case, config = record["case"], record["config"]
+    if "error" in record:
+        return f"{case:<14} {config:<22} failed: {record['error']}"
+    first = record["first_inference_s"] + record["first_step_s"]
+    errors = " ".join(
+        f"{record[k]:9.1e}" if k in record else f"{'-':>9}" for k in ("inference_error", "gradient_error")
+    )
+    eagerly = " (graphs run eagerly!)" if record.get("graphs_run_eagerly") else ""
+    return f"{case:<14} {config:<22} {record['inference_ms']:9.3f} {record['train_ms']:9.3f} {first:8.1f} {errors}{eagerly}"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default="small_cnn,regnet,unet,resnet")
@@ -118,6 +164,9 @@ def main() -> int:
     parser.add_argument("--size", default="cuda")
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--json", help="append each record to this JSON-lines file")
+    parser.add_argument(
+        "--warm-caches", action="store_true", help="keep the compilers' on-disk caches between processes"
+    )
     parser.add_argument("--one", nargs=2, metavar=("CASE", "CONFIG"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -129,21 +178,8 @@ def main() -> int:
     print(f"{'case':<14} {'config':<22} {'infer ms':>9} {'train ms':>9} {'first s':>8} {'err infer':>9} {'err grad':>9}")
     for case in args.cases.split(","):
         for config in args.configs.split(","):
-            command = [sys.executable, __file__, "--one", case, config, "--size", args.size, "--rounds", str(args.rounds)]
-            done = subprocess.run(command, capture_output=True, text=True, check=False)
-            lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
-            if done.returncode != 0 or not lines:
-                record = {"case": case, "config": config, "error": done.stderr.strip().splitlines()[-1:]}
-                print(f"{case:<14} {config:<22} failed: {record['error']}")
-            else:
-                record = json.loads(lines[-1])
-                first = record["first_inference_s"] + record["first_step_s"]
-                errors = [f"{record[k]:9.1e}" if k in record else f"{'-':>9}" for k in ("inference_error", "gradient_error")]
-                eagerly = " (graphs run eagerly!)" if record.get("graphs_run_eagerly") else ""
-                print(
-                    f"{case:<14} {config:<22} {record['inference_ms']:9.3f} {record['train_ms']:9.3f} "
-                    f"{first:8.1f} {' '.join(errors)}{eagerly}"
-                )
+            record = _in_own_process(case, config, args)
+            print(_row(record))
             if args.json:
                 with open(args.json, "a") as out:
                     out.write(json.dumps(record) + "\n")

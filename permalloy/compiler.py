@@ -176,8 +176,9 @@ class CompiledGraph:
     updated_inputs: tuple[int, ...] = ()
     """The positions of the graph inputs the program writes (`ptensor.updated`)."""
     library_ops: frozenset[str] = frozenset()
-    """The names of the ptensor ops its library and fallback calls run
-    (`ptensor.convolution`), whose libraries' settings its calls take
+    """The names of the ptensor ops its extern calls run (`ptensor.convolution`;
+    an op run through torch's fallback is `ptensor.fallback`), whose
+    libraries' settings the backend's calls of it take
     (`TargetDescriptor.library_settings`)."""
 
 

@@ -155,9 +155,11 @@ class TargetDescriptor:
     """`library_settings(options, library_ops)`: for a compile's target
     options and the ptensor ops its library calls run (None while compiling,
     before they are known), a wrapper that runs a function under the settings
-    of the libraries those calls go to, or None where no setting applies. The
-    pipeline's passes run wrapped (their timings of library calls see the
-    settings), and so does every call of the compiled graph."""
+    of the libraries those calls go to, or None where no setting applies.
+    `compile_graph` runs the pipeline's passes wrapped (their timings of
+    library calls see the settings), and the torch.compile backend wraps its
+    calls of the compiled graph; a caller running `CompiledGraph.program`
+    itself wraps it with `with_library_settings`."""
     library_options: tuple[str, ...] = ()
     """Its options that only choose library settings: `library_settings`',
     not the code generator's."""

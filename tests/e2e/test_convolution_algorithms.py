@@ -20,8 +20,8 @@ from permalloy.tools.backend import permalloy_backend
 class SettingSpy:
     """Records each write of torch's `cudnn.benchmark` setting, and the
     setting at each call of torch's convolution (the forward's library call),
-    while `on`: install it before compiling, as the compiled code binds both
-    functions then."""
+    while `on`: install it before compiling, as the host program binds
+    torch's convolution when it is built."""
 
     def __init__(self, monkeypatch) -> None:
         self.on = False
@@ -85,6 +85,22 @@ def test_inference_convolutions_run_with_the_search(
     if TEST_DEVICE == "cpu":
         assert spy.at_convolutions == [user_setting if searched is None else True] * 2
     assert torch.backends.cudnn.benchmark is user_setting
+
+
+@pytest.mark.parametrize(("option", "writes"), [({}, [True, False]), ({"convolution_algorithms": "torch"}, [])])
+def test_the_passes_run_with_the_search(fresh_backend, triton_device, monkeypatch, option, writes):
+    """The compile's passes (whose timings on a GPU call the library) run with
+    the search on, then the first call: one setting and one restore each."""
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    monkeypatch.setenv("PERMALLOY_CACHE", "0")  # a compile that runs the passes
+    spy = SettingSpy(monkeypatch)
+    model, compiled, x = _compiled({"target": "triton", **option}, triton_device)
+    model.eval()
+    spy.on = True
+    with torch.no_grad():
+        compiled(x)
+    assert spy.writes == writes * 2
+    assert torch.backends.cudnn.benchmark is False
 
 
 def test_training_convolutions_and_their_gradients_run_with_the_search(fresh_backend, triton_device, monkeypatch):

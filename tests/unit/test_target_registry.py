@@ -342,3 +342,38 @@ def test_the_search_is_on_during_a_call_and_the_users_setting_back_after(monkeyp
     with pytest.raises(ValueError, match="in the call"):
         searching_algorithms(failing)()
     assert torch.backends.cudnn.benchmark is user_setting
+
+
+def test_the_users_setting_comes_back_after_the_last_of_overlapping_calls(monkeypatch):
+    """Calls that search may overlap (nested, or in other threads): the
+    setting stays on until the last one leaves, then is the user's again."""
+    import threading
+
+    from permalloy.targets.triton.convolution_algorithms import searching_algorithms
+
+    monkeypatch.setattr(torch.backends.cudnn, "benchmark", False)
+    nested = searching_algorithms(lambda: (searching_algorithms(lambda: None)(), torch.backends.cudnn.benchmark)[1])
+    assert nested() is True
+    assert torch.backends.cudnn.benchmark is False
+
+    first_inside, second_inside, first_left = threading.Event(), threading.Event(), threading.Event()
+    seen = {}
+
+    def first():
+        first_inside.set()
+        second_inside.wait()
+
+    def second():
+        second_inside.set()
+        first_left.wait()
+        seen["after the first left"] = torch.backends.cudnn.benchmark
+
+    runs = [threading.Thread(target=searching_algorithms(f)) for f in (first, second)]
+    runs[0].start()
+    first_inside.wait()
+    runs[1].start()
+    runs[0].join()
+    first_left.set()
+    runs[1].join()
+    assert seen == {"after the first left": True}
+    assert torch.backends.cudnn.benchmark is False

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from permalloy.targets.descriptor import TargetDescriptor, TargetOption, boolean, one_of
@@ -55,10 +56,13 @@ def _input_problem(devices: set[str]) -> str | None:
 
 
 CONVOLUTION_ALGORITHMS = ("measured", "torch")
-"""The values of the `convolution_algorithms` option; the first is its default."""
+"""The values of the `convolution_algorithms` option: the search (the
+default) and torch's setting."""
 
 
-def _library_settings(options, library_ops):
+def _library_settings(
+    options: Mapping[str, Any], library_ops: Collection[str] | None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]] | None:
     """cuDNN's algorithm search, by the `convolution_algorithms` option
     (`convolution_algorithms`, which imports torch, imported when called)."""
     from permalloy.targets.triton.convolution_algorithms import convolution_settings

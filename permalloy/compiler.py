@@ -50,6 +50,7 @@ from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
 from permalloy.targets.host import UPDATED_ATTR, HostProgram, WrappedProgram, argument_attribute, build_host_program, python_expr
+from permalloy.targets.native.image import NativeHostImage
 from permalloy.targets.registry import kernel_target, target_descriptor
 
 if TYPE_CHECKING:
@@ -252,7 +253,7 @@ def compile_graph(
         program = _host_program(module, recording, times, hints, options.host == "native")
         if cache is not None:
             with times.measure("cache_store"):
-                cache.store(key, _cache_entry(key, module, recording))
+                cache.store(key, _cache_entry(key, module, recording, program))
     if dumper is not None:
         dumper.write("host.py", program.source)
         if program.native_source is not None:
@@ -396,13 +397,15 @@ def _cache_key(
     )
 
 
-def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget) -> CacheEntry:
-    """The cache entry of a compiled module whose kernels `recording` compiled."""
+def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget, program: HostProgram) -> CacheEntry:
+    """The cache entry of a compiled module whose kernels `recording`
+    compiled, with its host program's native image where it has one."""
     host, kernels = split_module(module)
     host_image, kernel_image = split_module_images(module)
     records = list(recording.records.values())
+    native = program.native_image.to_json() if program.native_image is not None else None
     return CacheEntry(
-        key.digest, software_versions(), host, kernels, host_image, kernel_image, records, recording.complete
+        key.digest, software_versions(), host, kernels, host_image, kernel_image, records, recording.complete, native
     )
 
 
@@ -418,20 +421,27 @@ def _load_entry(
             module = load_module(entry.host, entry.host_image)
             if not (entry.complete and hasattr(target, "load_kernel")):
                 module = join_modules(module, load_module(entry.kernel_module, entry.kernel_image))
-        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native)
+            image = NativeHostImage.from_json(entry.native_host) if native and entry.native_host is not None else None
+        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native, image)
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
         GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
         return None
 
 
 def _host_program(
-    module: ModuleOp, target: KernelTarget, times: CompileTimes, hints: dict[str, int], native: bool
+    module: ModuleOp,
+    target: KernelTarget,
+    times: CompileTimes,
+    hints: dict[str, int],
+    native: bool,
+    native_image: NativeHostImage | None = None,
 ) -> HostProgram:
-    """The module's host program, `native` where asked and possible; its time
-    less the kernels' goes to `host_program`."""
+    """The module's host program, `native` where asked and possible (loaded
+    from `native_image`, a cache entry's, where given); its time less the
+    kernels' goes to `host_program`."""
     kernels = times.kernel_seconds()
     started = time.perf_counter()
-    program = build_host_program(module, target, symbol_hints=hints, native=native)
+    program = build_host_program(module, target, symbol_hints=hints, native=native, native_image=native_image)
     elapsed = time.perf_counter() - started
     times.add("host_program", elapsed - (times.kernel_seconds() - kernels))
     return program

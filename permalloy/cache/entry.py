@@ -74,6 +74,9 @@ class CacheEntry:
     kernels: list[KernelRecord] = field(default_factory=list)
     complete: bool = False
     """Whether `kernels` holds every launch of the host function."""
+    native_host: dict[str, Any] | None = None
+    """The CPU native host program's image (`targets.native.image`, as
+    JSON); None where it has none."""
 
 
 def encode_entry(entry: CacheEntry) -> bytes:
@@ -86,6 +89,7 @@ def encode_entry(entry: CacheEntry) -> bytes:
         "host_image": _encode_bytes(entry.host_image),
         "kernel_image": _encode_bytes(entry.kernel_image),
         "complete": entry.complete,
+        "native_host": entry.native_host,
         "kernels": [
             {
                 "kernel": k.kernel,
@@ -131,6 +135,7 @@ def decode_entry(data: bytes, key: str, versions: dict[str, str]) -> CacheEntry:
                 for k in payload["kernels"]
             ],
             complete=payload["complete"] is True,
+            native_host=_native_host(payload.get("native_host")),
         )
     except (ValueError, KeyError, TypeError) as error:
         raise InvalidEntryError(f"unreadable ({type(error).__name__}: {error})") from None
@@ -141,6 +146,13 @@ def decode_entry(data: bytes, key: str, versions: dict[str, str]) -> CacheEntry:
     if entry.key != key:
         raise InvalidEntryError("written for another key")
     return entry
+
+
+def _native_host(value: Any) -> dict[str, Any] | None:
+    """A stored native host image: a dict, or None; TypeError otherwise."""
+    if value is None or isinstance(value, dict):
+        return value
+    raise TypeError(f"a native host image of type {type(value).__name__}")
 
 
 def _encode_bytes(value: bytes | None) -> str | None:

@@ -146,6 +146,9 @@ class HostProgram:
     """The Python host program's function (`function` too where no native one runs)."""
     on_native: Any = None
     """Called with the program once a native host program runs its calls."""
+    native_image: Any = None
+    """What the compiled-graph cache keeps of the native host program
+    running its calls (`targets.native.image`), where it can keep it (CPU)."""
 
     def __call__(self, *args: Any) -> tuple[torch.Tensor, ...]:
         return self.function(*args)
@@ -155,6 +158,7 @@ class HostProgram:
         self.function = hosted.function
         self.native_source = hosted.source.source
         self.callback_count = hosted.callback_count
+        self.native_image = getattr(hosted, "image", None)
         if self.on_native is not None:
             self.on_native(self)
 
@@ -524,10 +528,13 @@ def build_host_program(
     function_name: str | None = None,
     symbol_hints: dict[str, int] | None = None,
     native: bool = True,
+    native_image: Any = None,
 ) -> HostProgram:
     """Generate and compile the host program of a buffer-level module; with
     `native`, calls run a native host program where one applies
-    (`targets.native`), the Python one staying its readable form.
+    (`targets.native`), the Python one staying its readable form; a CPU
+    native program is loaded from `native_image` where the compiled-graph
+    cache kept one.
 
     With `symbol_hints`, the size symbols' values at the first call, kernels
     whose target can compile ahead (`precompile(symbol values)`, as the Triton
@@ -543,5 +550,5 @@ def build_host_program(
     if native:
         from permalloy.targets.native import attach_native_host
 
-        attach_native_host(program, functions[0], emitter.launched, target, emitter.workspace)
+        attach_native_host(program, functions[0], emitter.launched, target, emitter.workspace, native_image)
     return program

@@ -216,6 +216,67 @@ def test_a_damaged_image_loads_the_text_instead(cache: Path) -> None:
     assert not [w for w in caught if "compiled-graph cache" in str(w.message)]
 
 
+def _spectrum(x, y):
+    """A graph with an op the native host program runs in Python (an FFT,
+    torch's), beside kernels and a product."""
+    return torch.fft.rfft(x * 2 + y).abs().sum(0) + (x @ y.t()).mean()
+
+
+def _compile_spectrum() -> dict:
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    compiled = torch.compile(_spectrum, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+    x, y = _inputs()
+    torch.testing.assert_close(compiled(x, y), _spectrum(x, y))
+    torch.testing.assert_close(compiled(y, x), _spectrum(y, x))
+    (record,) = permalloy.stats()
+    return record
+
+
+def test_a_hit_loads_the_native_host_program_without_emitting_it(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CPU graph's native host program is kept as object code with its
+    kernel table and callbacks by position: a hit runs it natively, calling
+    back for the FFT, without emitting or compiling it again."""
+    from permalloy.targets.native.emitter import NativeHostEmitter
+
+    miss = _compile_spectrum()
+    (path,) = _entries(cache)
+    entry = decode_entry(path.read_bytes(), path.stem, software_versions())
+    assert entry.native_host is not None and entry.native_host["callbacks"]
+
+    def no_emission(self):
+        raise AssertionError("a hit emitted its native host program")
+
+    monkeypatch.setattr(NativeHostEmitter, "emit", no_emission)
+    hit = _compile_spectrum()
+    assert (miss["cache"], hit["cache"]) == ("miss", "hit")
+    assert hit["host"] == miss["host"] == "native"
+    assert hit["host_callbacks"] == miss["host_callbacks"] >= 1
+
+
+@pytest.mark.parametrize("damage", ["other ops", "a table entry past the ops", "not an image"])
+def test_a_native_host_image_that_does_not_fit_compiles_again(cache: Path, damage: str) -> None:
+    """A stored native host program that does not fit its module (its ops
+    renamed, a kernel table entry naming no launch, a malformed image) is
+    reported once, compiled again and replaced, never run."""
+    _compile_spectrum()
+    (path,) = _entries(cache)
+    entry = decode_entry(path.read_bytes(), path.stem, software_versions())
+    image = dict(entry.native_host)
+    if damage == "other ops":
+        image["operations"] = [*image["operations"][:-1], "buffer.nothing"]
+    elif damage == "a table entry past the ops":
+        image["table"] = [len(image["operations"]) + 5, *image["table"]]
+    else:
+        image = {"code": "not base64 !"}
+    path.write_bytes(encode_entry(type(entry)(**{**entry.__dict__, "native_host": image})))
+    with pytest.warns(RuntimeWarning, match="compiled-graph cache entry .* not loadable"):
+        assert _compile_spectrum()["cache"] == "miss"
+    assert _compile_spectrum()["cache"] == "hit"
+
+
 def test_a_target_prepares_to_compile_on_a_miss_and_not_on_a_hit(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -28,6 +28,7 @@ from xdsl.ir import Operation
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.targets.llvm.jit import JIT, HostMachine
 from permalloy.targets.native.emitter import NativeHostEmitter, NativeHostSource, NativeHostUnsupported
+from permalloy.targets.native.image import NativeHostImage, NativeImageMismatch, native_host_image, native_host_source
 from permalloy.targets.native.program import NativeHost
 from permalloy.targets.native.shim import load_shim
 from permalloy.targets.workspace import KeptWorkspace
@@ -40,17 +41,28 @@ def native_host(
     python: Callable[..., tuple],
     device: torch.device,
     workspace: KeptWorkspace | None = None,
+    image: NativeHostImage | None = None,
 ) -> NativeHost | None:
     """The native host program of a buffer-level function whose launches
     `launches` compiled, for `target`, computing on `device`; None where it
     does not apply. `python` is the function's Python host program, which
     runs a call again where the native one fails in torch's shim (to raise
     torch's error). `workspace` is what the program keeps between calls on
-    the CPU (`targets.workspace`), shared with the Python program."""
+    the CPU (`targets.workspace`), shared with the Python program. With
+    `image` (a CPU program the compiled-graph cache kept), its object code
+    is loaded instead of emitting and compiling the program
+    (`NativeImageMismatch` where it does not fit the function); a CPU
+    program emitted here carries its image."""
     shim = load_shim()
     if shim is None:
         return None
     jit = getattr(target, "jit", None) or JIT(HostMachine())
+    for name, address in shim.addresses.items():
+        llvm.add_symbol(name, address)
+    if image is not None:
+        source = native_host_source(image, function, launches, workspace)
+        address = jit.load_object(image.code, image.entry)
+        return NativeHost(source, address, device, owner=jit, python=python, image=image)
     entry = jit.fresh_name("permalloy_host")
     emitter = NativeHostEmitter(
         function, launches, shim, entry=entry, device=device.type, triple=jit.host.triple, workspace=workspace
@@ -59,10 +71,9 @@ def native_host(
         emitted = emitter.emit()
     except NativeHostUnsupported:
         return None
-    for name, address in shim.addresses.items():
-        llvm.add_symbol(name, address)
-    address, _ = jit.load(emitted.source, entry, optimize=False)
-    return NativeHost(emitted, address, device, owner=jit, python=python)
+    address, code = jit.load(emitted.source, entry, optimize=False)
+    kept = native_host_image(emitted, function, launches, code, entry) if device.type == "cpu" else None
+    return NativeHost(emitted, address, device, owner=jit, python=python, image=kept)
 
 
 def attach_native_host(
@@ -71,9 +82,11 @@ def attach_native_host(
     launches: dict[Operation, tuple[Any, list[str]]],
     target: Any,
     workspace: KeptWorkspace | None = None,
+    image: NativeHostImage | None = None,
 ) -> None:
     """Have the calls of `program` (a `HostProgram`) run a native host program
-    where one applies: on the CPU at once; on a GPU from the second call, once
+    where one applies: on the CPU at once (loaded from `image`, the one the
+    compiled-graph cache kept, where given); on a GPU from the second call, once
     the first has chosen and compiled each kernel's launch, whose binaries the
     native program launches (under Triton's interpreter, never)."""
     device = getattr(target, "device", "cpu")
@@ -81,7 +94,7 @@ def attach_native_host(
     if getattr(target, "interpret", False):
         return
     if device == "cpu":
-        hosted = native_host(function, launches, target, python, torch.device("cpu"), workspace)
+        hosted = native_host(function, launches, target, python, torch.device("cpu"), workspace, image)
         if hosted is not None:
             program.use_native(hosted)
         return
@@ -109,4 +122,12 @@ def attach_native_host(
     program.function = first_call
 
 
-__all__ = ["NativeHost", "NativeHostSource", "NativeHostUnsupported", "attach_native_host", "native_host"]
+__all__ = [
+    "NativeHost",
+    "NativeHostImage",
+    "NativeHostSource",
+    "NativeHostUnsupported",
+    "NativeImageMismatch",
+    "attach_native_host",
+    "native_host",
+]

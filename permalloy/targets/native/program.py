@@ -127,9 +127,17 @@ class NativeHost:
     """A loaded native host program: `function(*args)` runs one call."""
 
     def __init__(
-        self, source: NativeHostSource, address: int, device: Any, owner: Any, python: Callable[..., tuple]
+        self,
+        source: NativeHostSource,
+        address: int,
+        device: Any,
+        owner: Any,
+        python: Callable[..., tuple],
+        image: Any = None,
     ):
         self.source = source
+        self.image = image
+        """What the compiled-graph cache keeps of it (`image.NativeHostImage`), where it can."""
         self._python = python
         """The Python host program of the same function."""
         self._owner = owner  # holds the machine code at `address`

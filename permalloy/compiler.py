@@ -50,11 +50,11 @@ from permalloy.pipeline import default_pipeline, pipeline_text
 from permalloy.stats import CompileTimes, GraphStats
 from permalloy.targets import KernelTarget
 from permalloy.targets.host import UPDATED_ATTR, HostProgram, WrappedProgram, argument_attribute, build_host_program, python_expr
-from permalloy.targets.native.image import NativeHostImage
 from permalloy.targets.registry import kernel_target, target_descriptor
 
 if TYPE_CHECKING:
     from permalloy.lowering.complex_as_real import ComplexProgram
+    from permalloy.targets.native.image import NativeHostImage
 
 
 @dataclass(frozen=True)
@@ -293,8 +293,9 @@ def compile_graph(
 
 
 def _library_ops(module: ModuleOp) -> frozenset[str]:
-    """The names of the ptensor ops the module's extern calls run."""
-    return frozenset(op.library_op.name for op in module.walk() if isinstance(op, ExternOp))
+    """The names of the ptensor ops the host function's extern calls run."""
+    host = next(op for op in module.ops if isinstance(op, func.FuncOp))
+    return frozenset(op.library_op.name for op in host.walk() if isinstance(op, ExternOp))
 
 
 def _updated_inputs(module: ModuleOp) -> tuple[int, ...]:
@@ -421,7 +422,11 @@ def _load_entry(
             module = load_module(entry.host, entry.host_image)
             if not (entry.complete and hasattr(target, "load_kernel")):
                 module = join_modules(module, load_module(entry.kernel_module, entry.kernel_image))
-            image = NativeHostImage.from_json(entry.native_host) if native and entry.native_host is not None else None
+            image = None
+            if native and entry.native_host is not None:
+                from permalloy.targets.native.image import NativeHostImage  # the native host's modules, on use
+
+                image = NativeHostImage.from_json(entry.native_host)
         return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native, image)
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
         GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")

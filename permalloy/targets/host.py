@@ -158,7 +158,7 @@ class HostProgram:
         self.function = hosted.function
         self.native_source = hosted.source.source
         self.callback_count = hosted.callback_count
-        self.native_image = getattr(hosted, "image", None)
+        self.native_image = hosted.image
         if self.on_native is not None:
             self.on_native(self)
 

@@ -72,8 +72,8 @@ def native_host(
     except NativeHostUnsupported:
         return None
     address, code = jit.load(emitted.source, entry, optimize=False)
-    kept = native_host_image(emitted, function, launches, code, entry) if device.type == "cpu" else None
-    return NativeHost(emitted, address, device, owner=jit, python=python, image=kept)
+    stored = native_host_image(emitted, function, launches, code, entry) if device.type == "cpu" else None
+    return NativeHost(emitted, address, device, owner=jit, python=python, image=stored)
 
 
 def attach_native_host(

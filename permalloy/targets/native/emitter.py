@@ -101,6 +101,12 @@ class Callback:
     on tensors of other alignments than the first call's)."""
 
 
+def result_stride_symbols(op: buf.ExternOp) -> set[sympy.Symbol]:
+    """The symbols of the strides of an extern's results (its results'
+    layout fixes read them)."""
+    return {s for r in op.results for e in buf.buffer_type(r).strides.data for s in e.free_symbols}
+
+
 @dataclass
 class NativeHostSource:
     """A native host program's LLVM IR and what calling it needs."""
@@ -681,9 +687,7 @@ class NativeHostEmitter:
     def _callback_symbols(self, op: buf.ExternOp) -> list[tuple[sympy.Symbol, int]]:
         """The symbols of the extern's sizes (its call's) and of its results'
         strides (its results' layout fixes'), with their positions."""
-        strides = {
-            s for r in op.results for e in buf.buffer_type(r).strides.data for s in e.free_symbols if s.name in self.symbols
-        }
+        strides = {s for s in result_stride_symbols(op) if s.name in self.symbols}
         symbols = sorted(set(extern_symbols(op)) | strides, key=lambda s: s.name)
         return [(s, self.symbol_positions[s.name]) for s in symbols]
 

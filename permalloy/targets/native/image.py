@@ -27,7 +27,7 @@ from xdsl.ir import Operation
 
 from permalloy.dialects import buffer as buf
 from permalloy.targets.host import extern_symbols
-from permalloy.targets.native.emitter import Callback, NativeHostSource
+from permalloy.targets.native.emitter import Callback, NativeHostSource, result_stride_symbols
 from permalloy.targets.workspace import KeptWorkspace
 
 
@@ -128,10 +128,7 @@ def _symbols(op: Operation, named: Sequence[tuple[str, int]]) -> list[tuple[symp
     up), else plain symbols of the names."""
     found: dict[str, sympy.Symbol] = {}
     if isinstance(op, buf.ExternOp):
-        found.update((s.name, s) for s in extern_symbols(op))
-        for result in op.results:
-            for stride in buf.buffer_type(result).strides.data:
-                found.update((s.name, s) for s in stride.free_symbols)
+        found.update((s.name, s) for s in (*extern_symbols(op), *result_stride_symbols(op)))
     return [(found.get(name, sympy.Symbol(name)), position) for name, position in named]
 
 

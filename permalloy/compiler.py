@@ -94,8 +94,13 @@ class StageDumper:
         self.stage += 1
 
 
+def _dumper_root(options: CompileOptions) -> str | None:
+    """The folder the stages of each graph are dumped into, if any."""
+    return options.dump_dir or os.environ.get("PERMALLOY_DUMP_DIR") or None
+
+
 def _dumper(options: CompileOptions) -> StageDumper | None:
-    root = options.dump_dir or os.environ.get("PERMALLOY_DUMP_DIR")
+    root = _dumper_root(options)
     return StageDumper(root) if root else None
 
 
@@ -181,6 +186,8 @@ class CompiledGraph:
     an op run through torch's fallback is `ptensor.fallback`), whose
     libraries' settings the backend's calls of it take
     (`TargetDescriptor.library_settings`)."""
+    cache_digest: str | None = None
+    """The digest of its compiled-graph cache entry (None with the cache off)."""
 
 
 def compile_graph(
@@ -263,21 +270,10 @@ def compile_graph(
     outputs, program = size_outputs(list(imported.outputs), module, program)
     if real is not None:
         program = real.boundary.wrap(program, [outputs[i].result for i in real.boundary.outputs])
-    peak = planned_peak_expr(module)
-    stats = GraphStats(
-        peak_intermediate_bytes=_planned_peak(module),
-        peak_intermediate_expr=None if peak is None else format_expr(peak),
-        peak_intermediate_bytes_first_call=_evaluate(peak, hints),
-        size_symbols=hints,
-        target=options.target,
-        kernels=program.kernel_count,
-        extern_calls=program.extern_count,
-        fallback_ops=list(imported.fallback_ops),
-        fallback_reasons=list(imported.fallback_reasons),
-        compile_seconds=time.perf_counter() - start,
-        compile_times=times,
-        cache="off" if cache is None else "hit" if loaded is not None else "miss",
-    )
+    stats = _graph_stats(module, program, options, hints, imported.fallback_ops, imported.fallback_reasons)
+    stats.compile_seconds = time.perf_counter() - start
+    stats.compile_times = times
+    stats.cache = "off" if cache is None else "hit" if loaded is not None else "miss"
     _record_host(program, stats)
     strides = _free_output_strides(module, imported.outputs, free)
     return CompiledGraph(
@@ -289,6 +285,78 @@ def compile_graph(
         strides,
         _updated_inputs(module),
         _library_ops(module),
+        None if cache is None else key.digest,
+    )
+
+
+def load_compiled_graph(
+    digest: str,
+    outputs: Sequence[Any],
+    cpu_outputs: tuple[int, ...],
+    fallback_ops: Sequence[str],
+    fallback_reasons: Sequence[str],
+    options: CompileOptions,
+) -> CompiledGraph | None:
+    """The graph of static sizes and no large constants whose compiled-graph
+    cache entry is `digest`, loaded without its ATen graph: `outputs` are
+    what its import made of its outputs (`TensorOutput`, `ValueOutput`),
+    `cpu_outputs`, `fallback_ops` and `fallback_reasons` the rest of what the
+    import said. None when the entry is missing or cannot be loaded (after a
+    warning for one that is damaged)."""
+    start = time.perf_counter()
+    times = CompileTimes()
+    cache = _graph_cache(options)
+    if cache is None or _dumper_root(options) is not None:
+        return None
+    target = _make_target(options, times)
+    key = CacheKey(digest, {})
+    with times.measure("cache_lookup"):
+        entry = cache.load(key, report=False)
+    if entry is None:
+        return None
+    loaded = _load_entry(entry, target, times, cache.path(key), {}, options.host == "native", report=False)
+    if loaded is None:
+        return None
+    module, program = loaded
+    results, program = size_outputs(list(outputs), module, program)
+    stats = _graph_stats(module, program, options, {}, fallback_ops, fallback_reasons)
+    stats.compile_seconds = time.perf_counter() - start
+    stats.compile_times = times
+    stats.cache = "hit"
+    _record_host(program, stats)
+    return CompiledGraph(
+        program,
+        stats,
+        results,
+        [],
+        cpu_outputs,
+        [None] * len(results),
+        _updated_inputs(module),
+        _library_ops(module),
+        digest,
+    )
+
+
+def _graph_stats(
+    module: ModuleOp,
+    program: Any,
+    options: CompileOptions,
+    hints: dict[str, int],
+    fallback_ops: Sequence[str],
+    fallback_reasons: Sequence[str],
+) -> GraphStats:
+    """The record of a compiled graph, its times aside."""
+    peak = planned_peak_expr(module)
+    return GraphStats(
+        peak_intermediate_bytes=_planned_peak(module),
+        peak_intermediate_expr=None if peak is None else format_expr(peak),
+        peak_intermediate_bytes_first_call=_evaluate(peak, hints),
+        size_symbols=hints,
+        target=options.target,
+        kernels=program.kernel_count,
+        extern_calls=program.extern_count,
+        fallback_ops=list(fallback_ops),
+        fallback_reasons=list(fallback_reasons),
     )
 
 
@@ -381,21 +449,36 @@ def _cache_key(
     imported: ModuleOp, graph: torch.fx.GraphModule, options: CompileOptions, target: KernelTarget
 ) -> CacheKey:
     """The cache key of an imported graph compiled with `options` for `target`."""
+    return graph_key(str(imported), _option_material(options), target.name, _target_identity(target), graph_devices(graph))
+
+
+def _option_material(options: CompileOptions) -> dict[str, Any]:
+    """What of `options` and of torch's settings a compiled graph depends on."""
+    return {
+        "mode": options.mode,
+        "fusion": options.fusion,
+        "target_options": options.target_options,
+        "deterministic": torch.are_deterministic_algorithms_enabled(),
+        # a template of a float32 product multiplies in TF32 where torch allows it then
+        "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+    }
+
+
+def _target_identity(target: KernelTarget) -> str:
+    """What `target` says of the machine it compiles for (`cache_identity`)."""
     identity = getattr(target, "cache_identity", None)
-    return graph_key(
-        str(imported),
-        {
-            "mode": options.mode,
-            "fusion": options.fusion,
-            "target_options": options.target_options,
-            "deterministic": torch.are_deterministic_algorithms_enabled(),
-            # a template of a float32 product multiplies in TF32 where torch allows it then
-            "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
-        },
-        target.name,
-        identity() if identity is not None else "",
-        graph_devices(graph),
-    )
+    return identity() if identity is not None else ""
+
+
+def compile_material(options: CompileOptions) -> dict[str, Any] | None:
+    """What a graph's compilation with `options` depends on besides the graph
+    and its devices (the options, torch's settings, the target and its
+    identity), for keys over graphs before their import; None when such a
+    graph would not be loaded from the cache (the cache off, stages dumped)."""
+    if _graph_cache(options) is None or _dumper_root(options) is not None:
+        return None
+    target = _make_target(options, CompileTimes())
+    return {"options": _option_material(options), "target": target.name, "target_identity": _target_identity(target)}
 
 
 def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget, program: HostProgram) -> CacheEntry:
@@ -411,12 +494,18 @@ def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget, pr
 
 
 def _load_entry(
-    entry: CacheEntry, target: KernelTarget, times: CompileTimes, path: Path, hints: dict[str, int], native: bool
+    entry: CacheEntry,
+    target: KernelTarget,
+    times: CompileTimes,
+    path: Path,
+    hints: dict[str, int],
+    native: bool,
+    report: bool = True,
 ) -> tuple[ModuleOp, HostProgram] | None:
     """The buffer-level module of a cache entry and its host program, with the
     entry's kernels loaded (the kernels' IR is loaded only for a target that
-    compiles some of them again); None (after a warning) when it cannot be
-    loaded."""
+    compiles some of them again); None (after a warning, where `report`)
+    when it cannot be loaded."""
     try:
         with times.measure("cache_lookup"):
             module = load_module(entry.host, entry.host_image)
@@ -429,7 +518,8 @@ def _load_entry(
                 image = NativeHostImage.from_json(entry.native_host)
         return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native, image)
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
-        GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
+        if report:
+            GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
         return None
 
 

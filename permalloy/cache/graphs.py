@@ -53,21 +53,23 @@ class GraphCache:
     def path(self, key: CacheKey) -> Path:
         return self.directory / f"{key.digest}.graph"
 
-    def load(self, key: CacheKey) -> CacheEntry | None:
+    def load(self, key: CacheKey, report: bool = True) -> CacheEntry | None:
         """The entry of `key`, or None when there is none or it cannot be used
-        (after a warning saying why)."""
+        (after a warning saying why, where `report`)."""
         path = self.path(key)
         try:
             data = path.read_bytes()
         except (FileNotFoundError, NotADirectoryError):
             return None
         except OSError as error:
-            self.report_unusable(path, f"unreadable ({error})")
+            if report:
+                self.report_unusable(path, f"unreadable ({error})")
             return None
         try:
             return decode_entry(data, key.digest, software_versions())
         except InvalidEntryError as error:
-            self.report_unusable(path, str(error))
+            if report:
+                self.report_unusable(path, str(error))
             return None
 
     def store(self, key: CacheKey, entry: CacheEntry) -> None:

@@ -52,8 +52,8 @@ from torch._dynamo.exc import RestartAnalysis, SkipFrame
 from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy import logs
-from permalloy.cache import CacheSettingError, cache_enabled_by_environment
-from permalloy.compiler import CompileOptions, boxed, compile_graph
+from permalloy.cache import CacheKey, CacheSettingError, cache_enabled_by_environment
+from permalloy.compiler import CompiledGraph, CompileOptions, boxed, compile_graph
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
@@ -62,6 +62,7 @@ from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.stats import HOST_TIMED_CALLS, STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
+from permalloy.tools.traced_graphs import as_inference_wrapper, load_traced, record_traced, traced_key
 
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """The modes of `torch.compile` the backend takes."""
@@ -302,6 +303,11 @@ class CompileAttempt:
     to the user as it is."""
     explanation: ExplanationCollector | None = None
     """Where `permalloy.explain` collects each graph's details, when it runs."""
+    traced: CacheKey | None = None
+    """The traced-graph key of Dynamo's graph, where its inference graph's
+    compilation is to be recorded under it (`tools/traced_graphs.py`)."""
+    traced_inputs: int = 0
+    """The number of Dynamo's graph's inputs, where `traced` is set."""
 
     def details(self) -> GraphDetails | None:
         """What to record of a graph's compilation: what `permalloy.explain`
@@ -353,6 +359,19 @@ def _compile_one(
     with unset_fake_temporarily(), garbage_collection_paused():
         compiled = compile_graph(graph, resolved, details, free_layout_outputs=frozenset(saved))
     _report_output_strides(compiled.output_strides)
+    if attempt is not None and attempt.traced is not None:
+        record_traced(attempt.traced, graph, compiled, attempt.traced_inputs)
+    runner = _compiled_runner(compiled, resolved, aot_autograd_seconds, details)
+    if attempt is not None and attempt.explanation is not None:
+        attempt.explanation.add(compiled.stats, details)
+    return runner
+
+
+def _compiled_runner(
+    compiled: CompiledGraph, resolved: CompileOptions, aot_autograd_seconds: float | None, details: GraphDetails | None
+) -> Callable:
+    """The runner of a compiled graph, its record logged: the host program
+    given the graph's inputs, in the target's runtime and library settings."""
     runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
     if compiled.cpu_outputs:
         runner = _moving_to_cpu(runner, compiled.cpu_outputs)
@@ -363,9 +382,34 @@ def _compile_one(
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
     STATS_LOG.add(compiled.stats)
     logs.log_compiled_graph(compiled.stats, details)
-    if attempt is not None and attempt.explanation is not None:
-        attempt.explanation.add(compiled.stats, details)
     return runner
+
+
+def _warm_start(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], attempt: CompileAttempt) -> Callable | None:
+    """Dynamo's inference graph loaded through its traced-graph record,
+    without AOTAutograd's trace or the import (`tools/traced_graphs.py`);
+    None where it has none (then `attempt.traced` says where to write one
+    after the graph compiles)."""
+    if attempt.explanation is not None or attempt.details() is not None:
+        return None
+    try:
+        resolved = resolve_target(attempt.options, example_inputs)
+    except PermalloyOptionError:  # the graph's compilation reports it
+        return None
+    started = time.perf_counter()
+    key = traced_key(graph, example_inputs, resolved)
+    if key is None:
+        return None
+    attempt.traced, attempt.traced_inputs = key, len(example_inputs)
+    keyed = time.perf_counter() - started
+    with unset_fake_temporarily():
+        loaded = load_traced(key, resolved)
+    if loaded is None:
+        return None
+    compiled, updated = loaded
+    compiled.stats.compile_times.add("cache_lookup", keyed)
+    compiled.stats.compile_seconds += keyed
+    return as_inference_wrapper(_compiled_runner(compiled, resolved, 0.0, None), updated)
 
 
 def _report_output_strides(strides: list[tuple[int, ...] | None]) -> None:
@@ -481,6 +525,9 @@ def permalloy_backend(
     logs.log_recompile(graph)
     try:
         with garbage_collection_paused():
+            warm = _warm_start(graph, example_inputs, attempt)
+            if warm is not None:
+                return warm
             backend = aten_backend(graph_compiler(attempt), graph_compiler(attempt, training_forward=True))
             return backend(graph, example_inputs)
     except DYNAMO_CONTROL_FLOW:

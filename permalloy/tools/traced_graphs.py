@@ -1,0 +1,131 @@
+"""
+The backend's warm start for inference graphs: Dynamo's graph loaded from the
+compiled-graph cache through its traced-graph record (`permalloy.cache.traced`),
+without AOTAutograd's trace or permalloy's import.
+
+`traced_key` says whether a Dynamo graph can have a record, and under which
+key. After its inference graph compiles, `record_traced` writes the record
+where AOTAutograd's wrapper around that graph only calls it with gradients
+off (`plain_inference`). A later process's first call finds the record and
+loads the entry (`load_traced`); the backend then runs it as that wrapper
+would (`as_inference_wrapper`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import torch
+
+from permalloy.cache import CacheKey
+from permalloy.cache.traced import TracedGraphRecord, TracedGraphs, traced_graph_key
+from permalloy.compiler import CompiledGraph, CompileOptions, compile_material, load_compiled_graph
+from permalloy.lowering.import_fx import TensorOutput, ValueOutput
+from permalloy.lowering.math_for_training import needs_gradients
+from permalloy.targets.host import HostProgram
+
+
+def traced_key(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], options: CompileOptions) -> CacheKey | None:
+    """The traced-graph key of Dynamo's `graph`, compiled with `options` (its
+    target resolved); None for a graph that needs gradients or cannot have a
+    record, or when the compiled-graph cache would not be used."""
+    if needs_gradients(example_inputs):
+        return None
+    material = compile_material(options)
+    if material is None:
+        return None
+    return traced_graph_key(graph, list(example_inputs), material)
+
+
+def load_traced(key: CacheKey, options: CompileOptions) -> tuple[CompiledGraph, tuple[int, ...]] | None:
+    """The compiled graph of the record of `key`, and the positions of the
+    inputs it updates whose version counters each call bumps; None when
+    there is no record, or its entry is missing or does not load."""
+    record = TracedGraphs().load(key)
+    if record is None:
+        return None
+    outputs = [TensorOutput(o) if isinstance(o, int) else ValueOutput(o[0]) for o in record.outputs]
+    compiled = load_compiled_graph(
+        record.entry, outputs, record.cpu_outputs, record.fallback_ops, record.fallback_reasons, options
+    )
+    return None if compiled is None else (compiled, record.bumped_inputs)
+
+
+def record_traced(key: CacheKey, graph: torch.fx.GraphModule, compiled: CompiledGraph, input_count: int) -> None:
+    """Write the record of `key` for the inference graph `graph` AOTAutograd
+    made of a Dynamo graph of `input_count` inputs, compiled into
+    `compiled`, where AOTAutograd's wrapper adds nothing to it and the
+    compiled graph needs nothing a record does not hold."""
+    if compiled.cache_digest is None or compiled.constants or type(compiled.program) is not HostProgram:
+        return
+    updated = plain_inference(graph, input_count, len(compiled.outputs))
+    if updated is None:
+        return
+    outputs: list[int | tuple[None | bool | int | float]] = []
+    for output in compiled.outputs:
+        if isinstance(output, TensorOutput):
+            outputs.append(output.result)
+        elif isinstance(output.value, None | bool | int | float):
+            outputs.append((output.value,))
+        else:  # a size expression
+            return
+    record = TracedGraphRecord(
+        compiled.cache_digest,
+        tuple(outputs),
+        tuple(compiled.cpu_outputs),
+        tuple(compiled.stats.fallback_ops),
+        tuple(compiled.stats.fallback_reasons),
+        updated,
+    )
+    TracedGraphs().store(key, record)
+
+
+def plain_inference(graph: torch.fx.GraphModule, input_count: int, output_count: int) -> tuple[int, ...] | None:
+    """Where the inference graph AOTAutograd is compiling now (`graph`, of
+    `output_count` outputs, made of a Dynamo graph of `input_count` inputs)
+    takes Dynamo's inputs as they are and is wrapped only to run with
+    gradients off and to bump the version counters of the inputs it updates:
+    those inputs' positions. None where the wrapper does more: inputs lifted
+    or deduplicated, mutations, aliases or a gradient mode to replay, effect
+    tokens, functionalized randomness (`ViewAndMutationMeta`, in
+    AOTAutograd's tracing context)."""
+    context = torch._guards.TracingContext.try_get()  # noqa: SLF001
+    metadata = getattr(context, "fw_metadata", None)
+    if metadata is None:
+        return None
+    placeholders = sum(1 for node in graph.graph.nodes if node.op == "placeholder")
+    try:
+        plain = (
+            placeholders == input_count
+            and metadata.num_outputs == output_count
+            and metadata.num_mutated_inp_runtime_indices == 0
+            and metadata.num_outputs_aliased == 0
+            and metadata.num_intermediate_bases == 0
+            and not metadata.tokens
+            and not metadata.is_rng_op_functionalized
+            and not metadata.dynamic_outputs
+            and metadata.grad_enabled_mutation is None
+        )
+        return tuple(metadata.mutated_graph_handled_indices_seen_by_autograd) if plain else None
+    except AttributeError:  # another torch's metadata: no record
+        return None
+
+
+def as_inference_wrapper(runner: Callable[..., Any], updated: tuple[int, ...]) -> Callable[..., Any]:
+    """`runner` called as AOTAutograd calls an inference graph: the version
+    counters of the inputs at the positions of `updated` bumped, gradients off."""
+    increment_version = torch.autograd.graph.increment_version
+
+    def run(*args: Any) -> Any:
+        if updated:
+            increment_version(tuple(args[i] for i in updated))
+        if not torch.is_grad_enabled():
+            return runner(*args)
+        torch._C._set_grad_enabled(False)  # noqa: SLF001
+        try:
+            return runner(*args)
+        finally:
+            torch._C._set_grad_enabled(True)  # noqa: SLF001
+
+    return run

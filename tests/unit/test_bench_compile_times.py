@@ -70,6 +70,7 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process() -> None:
     assert warm["cache_hits"] == 1 and warm["cache_misses"] == 0, {k: warm.get(k) for k in keys}
     assert warm["passes"] == {} and warm["kernel_compilation"] == 0 and warm["kernel_loading"] > 0
     assert 0 < warm["permalloy_s"] < warm["first_call_s"]
+    assert warm["accurate"] and warm["relative_error"] < 1e-4  # checked against eager in the warm process
 
 
 def test_inductor_compiles_warm_beside_permalloy(tmp_path) -> None:
@@ -152,3 +153,13 @@ def test_a_warm_process_gets_the_starting_environment_and_the_session_s_caches(m
     assert environment["PERMALLOY_CACHE_DIR"] == "/tmp/session-cache"
     assert "TORCHINDUCTOR_CACHE_DIR" not in environment
     assert environment.get("PATH") == STARTING_ENVIRONMENT.get("PATH")
+
+
+def test_a_warm_compile_that_misses_eager_is_marked_in_the_table() -> None:
+    from permalloy.tools.bench.compile_times import _warm_cell
+
+    def first_call(warm):
+        return f"{warm['first_call_s']:.2f}"
+
+    assert _warm_cell({"first_call_s": 1.5, "accurate": False, "relative_error": 0.3}, first_call) == "1.50 FAIL"
+    assert _warm_cell({"first_call_s": 1.5, "accurate": True, "relative_error": 1e-7}, first_call) == "1.50"

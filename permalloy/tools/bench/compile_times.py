@@ -176,12 +176,16 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
         permalloy.reset_stats()
         compiled = adapter.compile(model)
         _, seconds = timed(lambda: workload.step(compiled, model)(inputs), sync)
+        records = permalloy.stats()
+        # what the warm compile runs is checked against eager, as the cold one is
+        accuracy = workload.compare(workload.results(compiled, model, [inputs]), workload.results(model, model, [inputs]))
+    checked = {"relative_error": accuracy.relative_error, "accurate": accuracy.passed}
     if args.backend == "inductor":
-        print(json.dumps({"first_call_s": seconds, **_inductor_cache_counts()}))
+        print(json.dumps({"first_call_s": seconds, **_inductor_cache_counts(), **checked}))
         return 0
-    times = summed_compile_times(permalloy.stats())
+    times = summed_compile_times(records)
     add_first_call_remainder(times, seconds)
-    print(json.dumps(times))
+    print(json.dumps({**times, **checked}))
     return 0
 
 
@@ -285,7 +289,7 @@ def _warm_cell(warm: dict[str, Any] | None, text: Callable[[dict[str, Any]], str
         return "-"
     if "error" in warm:
         return f"error: {warm['error'][:40]}"
-    return text(warm)
+    return text(warm) + (" FAIL" if warm.get("accurate") is False else "")
 
 
 def _seconds(value: float | None) -> str:

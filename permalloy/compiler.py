@@ -453,14 +453,20 @@ def _cache_key(
 
 
 def _option_material(options: CompileOptions) -> dict[str, Any]:
-    """What of `options` and of torch's settings a compiled graph depends on."""
+    """What of `options` (the target's own with their declared defaults) and
+    of torch's settings a compiled graph depends on."""
+    target_options = options.target_options
+    if options.target is not None:
+        target_options = target_descriptor(options.target).with_defaults(target_options)
     return {
         "mode": options.mode,
         "fusion": options.fusion,
-        "target_options": options.target_options,
+        "target_options": target_options,
         "deterministic": torch.are_deterministic_algorithms_enabled(),
         # a template of a float32 product multiplies in TF32 where torch allows it then
         "matmul_tf32": torch.backends.cuda.matmul.allow_tf32,
+        # the pipeline's timings of convolutions follow cuDNN's setting where the target leaves it to torch
+        "cudnn_benchmark": [torch.backends.cudnn.benchmark, torch.backends.cudnn.benchmark_limit],
     }
 
 

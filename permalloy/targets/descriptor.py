@@ -259,6 +259,12 @@ class TargetDescriptor:
                 raise TargetOptionError(f"option {key!r} of target '{self.name}' {problem}")
         return dict(options)
 
+    def with_defaults(self, options: Mapping[str, Any]) -> dict[str, Any]:
+        """`options` with the declared default of each option they do not
+        give: the same compile however it is asked for."""
+        defaults = {key: option.default for key, option in self.options.items() if option.default is not None}
+        return {**defaults, **options}
+
     def option_listing(self) -> str:
         """The options it takes, as a sentence."""
         if not self.options:

@@ -356,6 +356,24 @@ def test_keys_differ_with_torchs_tf32_setting_for_products(cache: Path) -> None:
         backends.allow_tf32 = previous
 
 
+def test_an_option_given_its_default_value_is_the_same_compile(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    assert _compile_and_check(target="triton")["cache"] == "miss"
+    assert _compile_and_check(target="triton", convolution_algorithms="measured")["cache"] == "hit"
+    assert _compile_and_check(target="triton", convolution_algorithms="torch")["cache"] == "miss"
+    assert len(_entries(cache)) == 2
+
+
+def test_keys_differ_with_torchs_cudnn_search_setting(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where the Triton target leaves cuDNN's algorithm choice to torch, the
+    pipeline's timings of convolutions follow torch's setting."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    for search in (False, True):
+        monkeypatch.setattr(torch.backends.cudnn, "benchmark", search)
+        assert _compile_and_check(target="triton", convolution_algorithms="torch")["cache"] == "miss", search
+    assert len(_entries(cache)) == 2
+
+
 def test_keys_differ_with_torchs_thread_count(cache: Path) -> None:
     """The CPU target's layouts are timed at torch's thread count: a graph
     compiled at one count is not reused at another."""

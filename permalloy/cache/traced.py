@@ -13,7 +13,8 @@ ATen graph:
   may change under the same name);
 - its inputs' types, sizes, strides, devices, gradient flags, and which of
   them share storage;
-- the grad and autocast modes and the default dtype;
+- the grad and autocast modes, the default dtype, and the settings of
+  torch's attention kernels and einsum, which the trace reads;
 - AOTAutograd's configuration;
 - the compile options, target and devices;
 - the software versions (those of the compiled-graph key).
@@ -87,7 +88,7 @@ class TracedGraphRecord:
         """The record `data` holds; ValueError (or KeyError, TypeError) when it
         is damaged or of another format."""
         fields = json.loads(data)
-        if fields.get("format") != TRACED_FORMAT:
+        if not isinstance(fields, dict) or fields.get("format") != TRACED_FORMAT:
             raise ValueError(f"format {fields.get('format')!r}, expected {TRACED_FORMAT}")
         outputs: list[int | tuple[Scalar]] = []
         for output in fields["outputs"]:
@@ -97,10 +98,13 @@ class TracedGraphRecord:
                 outputs.append((output["value"],))
             else:
                 raise ValueError(f"an output of unknown form {output!r}")
+        cpu_outputs = tuple(int(p) for p in fields["cpu_outputs"])
+        if not all(0 <= p < len(outputs) for p in cpu_outputs):
+            raise ValueError(f"CPU outputs {cpu_outputs} of {len(outputs)} outputs")
         return TracedGraphRecord(
             str(fields["entry"]),
             tuple(outputs),
-            tuple(int(p) for p in fields["cpu_outputs"]),
+            cpu_outputs,
             tuple(str(o) for o in fields["fallback_ops"]),
             tuple(str(r) for r in fields["fallback_reasons"]),
             tuple(int(p) for p in fields["bumped_inputs"]),
@@ -118,7 +122,7 @@ def traced_graph_key(
         return None
     if any(True for _ in graph.parameters()) or any(True for _ in graph.buffers()):
         return None
-    if not all(_keyed_by_name(node) for node in graph.graph.nodes):
+    if not all(_keyed_by_name(node) for node in graph.graph.nodes) or _returns_subclasses(graph):
         return None
     devices = {t.device for t in example_inputs}
     material = {
@@ -128,6 +132,7 @@ def traced_graph_key(
         "grad": torch.is_grad_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
         "aot_autograd": _aot_autograd_settings(),
+        "tracing_settings": _tracing_settings(),
         "compile": compile_material,
         "devices": sorted(device_identity(d) for d in devices),
         "versions": software_versions(),
@@ -159,14 +164,27 @@ def _keyed_by_name(node: torch.fx.Node) -> bool:
     return module.split(".")[0] in ("torch", "_operator", "operator", "math", "builtins")
 
 
+def _returns_subclasses(graph: torch.fx.GraphModule) -> bool:
+    """Whether an output of Dynamo's `graph` is a tensor subclass, which
+    AOTAutograd's wrapper would make of the compiled graph's outputs."""
+    values: list[Any] = []
+    for node in graph.graph.nodes:
+        if node.op == "output":
+            torch.fx.node.map_arg(node.args, lambda n: values.append(n.meta.get("example_value")))
+    return any(is_traceable_wrapper_subclass(v) for v in values if isinstance(v, torch.Tensor))
+
+
 def _input_signature(example_inputs: list[Any]) -> list[list[Any]] | None:
     """Per input: its type, dtype, sizes, strides, offset, device, gradient
     flag and the first input sharing its storage; None unless every input is
-    a plain tensor of static sizes and no two are the same tensor."""
+    a plain strided tensor (or parameter) of static sizes without a
+    conjugate or negative bit, and no two are the same tensor."""
     signature = []
     storages: list[StorageWeakRef] = []
     for position, value in enumerate(example_inputs):
-        if not isinstance(value, torch.Tensor) or is_traceable_wrapper_subclass(value):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter) or is_traceable_wrapper_subclass(value):
+            return None
+        if value.layout != torch.strided or value.is_neg() or value.is_conj():
             return None
         if any(value is other for other in example_inputs[:position]):
             return None
@@ -189,6 +207,24 @@ def _input_signature(example_inputs: list[Any]) -> list[list[Any]] | None:
             ]
         )
     return signature
+
+
+def _tracing_settings() -> list[Any]:
+    """torch's settings that AOTAutograd's trace reads and Dynamo's graph does
+    not show: which fused attention kernels `scaled_dot_product_attention`
+    may decompose to, and how `einsum` orders its contractions."""
+    cuda = torch.backends.cuda
+    flags = [
+        cuda.flash_sdp_enabled(),
+        cuda.mem_efficient_sdp_enabled(),
+        cuda.math_sdp_enabled(),
+        cuda.cudnn_sdp_enabled(),
+    ]
+    reduction = getattr(cuda, "fp16_bf16_reduction_math_sdp_allowed", None)
+    if reduction is not None:
+        flags.append(reduction())
+    einsum = torch.backends.opt_einsum
+    return [flags, einsum.enabled, str(einsum.strategy)]
 
 
 def _aot_autograd_settings() -> str:

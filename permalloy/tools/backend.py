@@ -397,13 +397,19 @@ def _warm_start(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], atte
     except PermalloyOptionError:  # the graph's compilation reports it
         return None
     started = time.perf_counter()
-    key = traced_key(graph, example_inputs, resolved)
+    try:
+        key = traced_key(graph, example_inputs, resolved)
+    except Exception:  # noqa: BLE001 - a graph that cannot be keyed compiles as usual
+        return None
     if key is None:
         return None
     attempt.traced, attempt.traced_inputs = key, len(example_inputs)
     keyed = time.perf_counter() - started
-    with unset_fake_temporarily():
-        loaded = load_traced(key, resolved)
+    try:
+        with unset_fake_temporarily():
+            loaded = load_traced(key, resolved, len(example_inputs))
+    except Exception:  # noqa: BLE001 - a record that does not load is a miss, written again
+        return None
     if loaded is None:
         return None
     compiled, updated = loaded
@@ -504,6 +510,26 @@ def _eager(
     return graph.forward
 
 
+def _with_bits_resolved(run: Callable, example_inputs: Sequence[Any]) -> Callable:
+    """`run`, given the inputs at the positions where the example inputs
+    carry a negative or conjugate bit (`z.conj().imag`) with the bit
+    applied to their values: compiled programs read a tensor's memory as it
+    is. Dynamo guards on the bits, so other positions never carry one."""
+    positions = [
+        i for i, v in enumerate(example_inputs) if isinstance(v, torch.Tensor) and (v.is_neg() or v.is_conj())
+    ]
+    if not positions:
+        return run
+
+    def call(*args: Any) -> Any:
+        values = list(args)
+        for position in positions:
+            values[position] = values[position].resolve_conj().resolve_neg()
+        return run(*values)
+
+    return call
+
+
 def permalloy_backend(
     graph: torch.fx.GraphModule,
     example_inputs: Sequence[Any],
@@ -529,7 +555,7 @@ def permalloy_backend(
             if warm is not None:
                 return warm
             backend = aten_backend(graph_compiler(attempt), graph_compiler(attempt, training_forward=True))
-            return backend(graph, example_inputs)
+            return _with_bits_resolved(backend(graph, example_inputs), example_inputs)
     except DYNAMO_CONTROL_FLOW:
         raise
     except Exception as error:  # noqa: BLE001 - any failure falls back to eager

@@ -38,12 +38,15 @@ def traced_key(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], optio
     return traced_graph_key(graph, list(example_inputs), material)
 
 
-def load_traced(key: CacheKey, options: CompileOptions) -> tuple[CompiledGraph, tuple[int, ...]] | None:
-    """The compiled graph of the record of `key`, and the positions of the
-    inputs it updates whose version counters each call bumps; None when
-    there is no record, or its entry is missing or does not load."""
+def load_traced(
+    key: CacheKey, options: CompileOptions, input_count: int
+) -> tuple[CompiledGraph, tuple[int, ...]] | None:
+    """The compiled graph of the record of `key` (for a Dynamo graph of
+    `input_count` inputs), and the positions of the inputs it updates whose
+    version counters each call bumps; None when there is no record, it does
+    not fit the inputs, or its entry is missing or does not load."""
     record = TracedGraphs().load(key)
-    if record is None:
+    if record is None or not all(0 <= p < input_count for p in record.bumped_inputs):
         return None
     outputs = [TensorOutput(o) if isinstance(o, int) else ValueOutput(o[0]) for o in record.outputs]
     compiled = load_compiled_graph(

@@ -168,3 +168,25 @@ def test_training_through_unfold_and_fold_matches_eager(target, request):
     records = permalloy.stats()
     assert len(records) == 2
     assert [op for record in records for op in record["fallback_ops"]] == []
+
+
+def test_inputs_with_a_negative_or_conjugate_bit_are_read_with_it(fresh_backend):
+    """`z.conj().imag` is a view with a negative bit, `z.conj()` one with a
+    conjugate bit: their memory holds the values before the bit applies."""
+    z = torch.randn(4, 5, dtype=torch.cfloat, generator=torch.Generator().manual_seed(5))
+    y = torch.randn(4, 5, generator=torch.Generator().manual_seed(6))
+    negative = z.conj().imag
+    assert negative.is_neg()
+
+    def real(x, y):
+        return x * 2 + y, x.sum(0)
+
+    compiled = torch.compile(real, backend="permalloy", options={"fallback": "raise"})
+    for got, want in zip(compiled(negative, y), real(negative, y)):
+        torch.testing.assert_close(got, want)
+
+    def doubled(w):
+        return w * 2
+
+    conjugated = torch.compile(doubled, backend="permalloy", options={"fallback": "raise"})
+    torch.testing.assert_close(conjugated(z.conj()), doubled(z.conj()))

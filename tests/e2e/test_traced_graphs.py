@@ -138,12 +138,16 @@ def test_a_record_whose_entry_is_gone_compiles_again(cache: Path) -> None:
     assert hit["cache"] == "hit" and hit["compile_times"]["aot_autograd"] == 0
 
 
-@pytest.mark.parametrize("damage", [b"", b"{not json", b'{"format": 999}', b'{"format": 1, "entry": "x"}'])
+@pytest.mark.parametrize(
+    "damage", [b"", b"{not json", b"[1]", b'{"format": 999}', b'{"format": 1, "entry": "x"}', b"bumped input 99"]
+)
 def test_a_damaged_record_is_a_miss_and_is_written_again(cache: Path, damage: bytes) -> None:
     x, y = _inputs()
     with torch.no_grad():
         _compile(_graph, x, y)
         (record,) = _records(cache)
+        if damage == b"bumped input 99":  # well formed, but not of this graph's inputs
+            damage = record.read_bytes().replace(b'"bumped_inputs": []', b'"bumped_inputs": [99]')
         record.write_bytes(damage)
         again, (stats,) = _compile(_graph, x, y)
     torch.testing.assert_close(again, _graph(x, y))
@@ -257,3 +261,31 @@ def test_graphs_the_wrapper_does_more_for_get_no_record(cache: Path, fn: Callabl
     with torch.autocast("cpu", enabled=how == "autocast"):
         expected = fn(x.clone() if how != "an input needing gradients" else x, y)
     torch.testing.assert_close(result, expected)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v) * 2
+
+
+def test_attention_kernel_settings_have_their_own_records(cache: Path) -> None:
+    """Which fused kernels torch's attention may use decides what AOTAutograd
+    traces it into, and Dynamo's graph does not show it."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    generator = torch.Generator().manual_seed(4)
+    q, k, v = (torch.randn(2, 3, 8, 16, generator=generator) for _ in range(3))
+    with torch.no_grad():
+        _compile(_attention, q, k, v)
+        with sdpa_kernel(SDPBackend.MATH):
+            math, (stats,) = _compile(_attention, q, k, v)
+    assert stats["compile_times"]["aot_autograd"] > 0 and len(_records(cache)) == 2
+    torch.testing.assert_close(math, _attention(q, k, v), rtol=1e-5, atol=1e-5)
+
+
+def test_an_input_with_a_negative_bit_gets_no_record(cache: Path) -> None:
+    z = torch.randn(16, 33, dtype=torch.cfloat, generator=torch.Generator().manual_seed(7))
+    x, y = _inputs()
+    with torch.no_grad():
+        result, _ = _compile(_graph, z.conj().imag, y)
+    assert _records(cache) == []
+    torch.testing.assert_close(result, _graph(z.conj().imag, y))

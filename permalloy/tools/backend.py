@@ -359,7 +359,7 @@ def _compile_one(
     with unset_fake_temporarily(), garbage_collection_paused():
         compiled = compile_graph(graph, resolved, details, free_layout_outputs=frozenset(saved))
     _report_output_strides(compiled.output_strides)
-    if attempt is not None and attempt.traced is not None:
+    if attempt is not None and attempt.traced is not None and attempt.active and not saved:
         record_traced(attempt.traced, graph, compiled, attempt.traced_inputs)
     runner = _compiled_runner(compiled, resolved, aot_autograd_seconds, details)
     if attempt is not None and attempt.explanation is not None:

@@ -243,6 +243,16 @@ def float32_without_tf32(monkeypatch):
 
 
 @pytest.fixture
+def cache(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
+    """A fresh, empty permalloy cache directory for the test, the cache on
+    (for tests of the compiled-graph cache; it stands in for pytest's own
+    `cache` fixture, which no test here uses)."""
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("PERMALLOY_CACHE", raising=False)
+    return tmp_path
+
+
+@pytest.fixture
 def fresh_backend():
     """A test that starts with no compiled code in Dynamo and an empty stats log."""
     torch._dynamo.reset()  # noqa: SLF001

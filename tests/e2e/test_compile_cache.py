@@ -41,14 +41,6 @@ def _inputs(rows: int = 16, dtype: torch.dtype = torch.float32) -> tuple[torch.T
     )
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh, empty cache directory for the test, the cache on."""
-    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("PERMALLOY_CACHE", raising=False)
-    return tmp_path
-
-
 def _entries(cache: Path) -> list[Path]:
     return sorted((cache / "graphs").glob("*.graph"))
 

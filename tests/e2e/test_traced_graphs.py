@@ -28,14 +28,6 @@ pytestmark = pytest.mark.usefixtures("fresh_backend")
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture
-def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A fresh, empty cache directory for the test, the cache on."""
-    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
-    monkeypatch.delenv("PERMALLOY_CACHE", raising=False)
-    return tmp_path
-
-
 def _records(cache: Path) -> list[Path]:
     return sorted((cache / "traced").glob("*.json"))
 

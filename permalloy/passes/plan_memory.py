@@ -131,9 +131,7 @@ def allocate_library_results(function: func.FuncOp) -> None:
 
 def buffer_bytes(layout: buf.BufferType) -> sympy.Expr:
     """The bytes a layout spans, from its offset to its last element."""
-    import torch
-
-    item = torch.empty((), dtype=torch_dtype(layout.element_type)).element_size()
+    item = torch_dtype(layout.element_type).itemsize
     extent: sympy.Expr = sympy.Integer(1)
     for size, stride in zip(layout.sizes, layout.strides.data):
         extent = extent + (size - 1) * stride
@@ -142,6 +140,8 @@ def buffer_bytes(layout: buf.BufferType) -> sympy.Expr:
 
 def _at_least(a: sympy.Expr, b: sympy.Expr) -> bool:
     """Whether `a >= b` for every positive value of the size symbols."""
+    if a.is_Integer and b.is_Integer:
+        return int(a) >= int(b)
     difference = sympy.expand(a - b)
     if difference.is_Integer:
         return int(difference) >= 0
@@ -188,20 +188,42 @@ class _Planner:
     in_place: bool
     last_use: dict[SSAValue, int] = field(default_factory=dict)
     free: list[SSAValue] = field(default_factory=list)
+    """Dead allocations that may be written over, in the order they died."""
+    sizes: dict[SSAValue, sympy.Expr] = field(default_factory=dict)
+    """The bytes of the buffers `_bytes_of` was asked for."""
+    dying: dict[int, list[SSAValue]] = field(default_factory=dict)
+    """By position, the roots whose last use was set there (an entry is
+    stale where the last use moved on since)."""
+    rank: dict[SSAValue, int] = field(default_factory=dict)
+    """Each root's place in `last_use`, the order in which roots that die
+    together become free."""
 
     def run(self) -> None:
         ops = list(self.function.body.block.ops)
         self._liveness(ops)
+        self.rank = {root: index for index, root in enumerate(self.last_use)}
+        for root, last in self.last_use.items():
+            self.dying.setdefault(last, []).append(root)
         for position, op in enumerate(ops):
             if isinstance(op, buf.AllocOp):
                 self._place(op, position, ops)
-            self.free.extend(
-                root
-                for root, last in self.last_use.items()
-                if last == position and self._writable(root) and root not in self.free
-            )
+            dead = {root for root in self.dying.pop(position, ()) if self.last_use.get(root) == position}
+            for root in sorted(dead, key=self.rank.__getitem__):
+                if self._writable(root) and root not in self.free:
+                    self.free.append(root)
         self._insert_frees(ops)
         self._record_peak()
+
+    def _bytes_of(self, root: SSAValue) -> sympy.Expr:
+        """The bytes of the buffer `root`, computed once."""
+        if root not in self.sizes:
+            self.sizes[root] = buffer_bytes(buf.buffer_type(root))
+        return self.sizes[root]
+
+    def _set_last_use(self, root: SSAValue, position: int) -> None:
+        """Move the last use of `root` (a root `last_use` has) to `position`."""
+        self.last_use[root] = position
+        self.dying.setdefault(position, []).append(root)
 
     def _return(self) -> func.ReturnOp:
         terminator = self.function.body.block.last_op
@@ -236,7 +258,8 @@ class _Planner:
         target = self._in_place_target(alloc, position, ops) if self.in_place else None
         if target is not None:
             result.replace_all_uses_with(target)
-            self.last_use[memory_root(target)] = max(self.last_use[memory_root(target)], self.last_use.pop(result))
+            root = memory_root(target)
+            self._set_last_use(root, max(self.last_use[root], self.last_use.pop(result)))
             alloc.detach()
             alloc.erase()
             return
@@ -247,7 +270,7 @@ class _Planner:
         alloc.parent_block().insert_op_before(view, alloc)  # type: ignore[union-attr]
         view.result.name_hint = result.name_hint
         result.replace_all_uses_with(view.result)
-        self.last_use[donor] = self.last_use.pop(result)
+        self._set_last_use(donor, self.last_use.pop(result))
         self.free.remove(donor)
         # the view stands where the allocation was (an unused allocation's
         # last use is there), so a free after it has a place to go
@@ -261,12 +284,11 @@ class _Planner:
         fitting = [
             d
             for d in self.free
-            if buf.buffer_type(d).element_type == layout.element_type
-            and _at_least(buffer_bytes(buf.buffer_type(d)), needed)
+            if buf.buffer_type(d).element_type == layout.element_type and _at_least(self._bytes_of(d), needed)
         ]
         if not fitting:
             return None
-        sizes = {d: buffer_bytes(buf.buffer_type(d)) for d in fitting}
+        sizes = {d: self._bytes_of(d) for d in fitting}
         for donor in fitting:
             if all(_at_least(sizes[other], sizes[donor]) for other in fitting):
                 return donor
@@ -312,15 +334,18 @@ class _Planner:
     def _record_peak(self) -> None:
         live: dict[SSAValue, sympy.Expr] = {}
         totals: list[sympy.Expr] = []
+        total: sympy.Expr = sympy.Integer(0)
         for op in self.function.body.block.ops:
             for result in op.results:
                 if memory_root(result) is not result:
                     continue  # a call writing into a buffer of the program's
                 if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
+                    total -= live.get(result, 0)
                     live[result] = buffer_bytes(buf.buffer_type(result))
-            if isinstance(op, buf.DeallocOp):
-                live.pop(op.buffer, None)
-            totals.append(sympy.expand(sum(live.values(), sympy.Integer(0))))
+                    total = sympy.expand(total + live[result])
+            if isinstance(op, buf.DeallocOp) and op.buffer in live:
+                total = sympy.expand(total - live.pop(op.buffer))
+            totals.append(total)
         peak = peak_of(totals)
         self.function.attributes[PEAK_ATTR] = (
             IntegerAttr(int(peak), 64) if peak.is_Integer else SymExprAttr(peak)

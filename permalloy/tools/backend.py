@@ -9,7 +9,10 @@ default pipeline and compiled for the target. Training graphs are split by
 torch's min-cut rematerialization partitioner, which saves few activations
 and recomputes cheap pointwise work in the backward graph, and their
 attention and grid sampling calls are written as math first
-(`lowering/math_for_training.py`) so that the backward is ours too. A graph that cannot be compiled runs eagerly
+(`lowering/math_for_training.py`) so that the backward is ours too. An
+inference graph compiled before, in this process or an earlier one, is
+loaded through its traced-graph record before AOTAutograd runs
+(`tools/traced_graphs.py`). A graph that cannot be compiled runs eagerly
 after one warning (`fallback="warn"`, the default) or raises
 (`fallback="raise"`).
 

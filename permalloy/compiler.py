@@ -301,8 +301,8 @@ def load_compiled_graph(
     cache entry is `digest`, loaded without its ATen graph: `outputs` are
     what its import made of its outputs (`TensorOutput`, `ValueOutput`),
     `cpu_outputs`, `fallback_ops` and `fallback_reasons` the rest of what the
-    import said. None when the entry is missing or cannot be loaded (after a
-    warning for one that is damaged)."""
+    import said. None, without a warning, when the entry is missing or
+    cannot be loaded: the ordinary lookup that follows reports a damaged one."""
     start = time.perf_counter()
     times = CompileTimes()
     cache = _graph_cache(options)

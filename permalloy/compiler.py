@@ -270,10 +270,10 @@ def compile_graph(
     outputs, program = size_outputs(list(imported.outputs), module, program)
     if real is not None:
         program = real.boundary.wrap(program, [outputs[i].result for i in real.boundary.outputs])
-    stats = _graph_stats(module, program, options, hints, imported.fallback_ops, imported.fallback_reasons)
-    stats.compile_seconds = time.perf_counter() - start
-    stats.compile_times = times
-    stats.cache = "off" if cache is None else "hit" if loaded is not None else "miss"
+    state = "off" if cache is None else "hit" if loaded is not None else "miss"
+    stats = _graph_stats(
+        module, program, options, hints, imported.fallback_ops, imported.fallback_reasons, start, times, state
+    )
     _record_host(program, stats)
     strides = _free_output_strides(module, imported.outputs, free)
     return CompiledGraph(
@@ -319,10 +319,7 @@ def load_compiled_graph(
         return None
     module, program = loaded
     results, program = size_outputs(list(outputs), module, program)
-    stats = _graph_stats(module, program, options, {}, fallback_ops, fallback_reasons)
-    stats.compile_seconds = time.perf_counter() - start
-    stats.compile_times = times
-    stats.cache = "hit"
+    stats = _graph_stats(module, program, options, {}, fallback_ops, fallback_reasons, start, times, "hit")
     _record_host(program, stats)
     return CompiledGraph(
         program,
@@ -344,8 +341,13 @@ def _graph_stats(
     hints: dict[str, int],
     fallback_ops: Sequence[str],
     fallback_reasons: Sequence[str],
+    started: float,
+    times: CompileTimes,
+    cache: str,
 ) -> GraphStats:
-    """The record of a compiled graph, its times aside."""
+    """The record of a compiled graph whose compilation started at `started`
+    (`time.perf_counter`) and took `times`; `cache` says how the
+    compiled-graph cache served it."""
     peak = planned_peak_expr(module)
     return GraphStats(
         peak_intermediate_bytes=_planned_peak(module),
@@ -357,6 +359,9 @@ def _graph_stats(
         extern_calls=program.extern_count,
         fallback_ops=list(fallback_ops),
         fallback_reasons=list(fallback_reasons),
+        compile_seconds=time.perf_counter() - started,
+        compile_times=times,
+        cache=cache,
     )
 
 

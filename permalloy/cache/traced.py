@@ -88,7 +88,9 @@ class TracedGraphRecord:
         """The record `data` holds; ValueError (or KeyError, TypeError) when it
         is damaged or of another format."""
         fields = json.loads(data)
-        if not isinstance(fields, dict) or fields.get("format") != TRACED_FORMAT:
+        if not isinstance(fields, dict):
+            raise ValueError(f"a {type(fields).__name__}, expected an object")
+        if fields.get("format") != TRACED_FORMAT:
             raise ValueError(f"format {fields.get('format')!r}, expected {TRACED_FORMAT}")
         outputs: list[int | tuple[Scalar]] = []
         for output in fields["outputs"]:
@@ -182,7 +184,7 @@ def _input_signature(example_inputs: list[Any]) -> list[list[Any]] | None:
     signature = []
     storages: list[StorageWeakRef] = []
     for position, value in enumerate(example_inputs):
-        if type(value) not in (torch.Tensor, torch.nn.Parameter) or is_traceable_wrapper_subclass(value):
+        if type(value) not in (torch.Tensor, torch.nn.Parameter):  # no subclass
             return None
         if value.layout != torch.strided or value.is_neg() or value.is_conj():
             return None

@@ -340,7 +340,6 @@ class _Planner:
                 if memory_root(result) is not result:
                     continue  # a call writing into a buffer of the program's
                 if isinstance(op, buf.AllocOp | buf.ExternOp) and isinstance(result.type, buf.BufferType):
-                    total -= live.get(result, 0)
                     live[result] = buffer_bytes(buf.buffer_type(result))
                     total = sympy.expand(total + live[result])
             if isinstance(op, buf.DeallocOp) and op.buffer in live:

@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from permalloy.cache import CacheKey
-from permalloy.cache.traced import TracedGraphRecord, TracedGraphs, traced_graph_key
+from permalloy.cache.traced import Scalar, TracedGraphRecord, TracedGraphs, traced_graph_key
 from permalloy.compiler import CompiledGraph, CompileOptions, compile_material, load_compiled_graph
 from permalloy.lowering.import_fx import TensorOutput, ValueOutput
 from permalloy.lowering.math_for_training import needs_gradients
@@ -65,11 +65,11 @@ def record_traced(key: CacheKey, graph: torch.fx.GraphModule, compiled: Compiled
     updated = plain_inference(graph, input_count, len(compiled.outputs))
     if updated is None:
         return
-    outputs: list[int | tuple[None | bool | int | float]] = []
+    outputs: list[int | tuple[Scalar]] = []
     for output in compiled.outputs:
         if isinstance(output, TensorOutput):
             outputs.append(output.result)
-        elif isinstance(output.value, None | bool | int | float):
+        elif isinstance(output.value, Scalar):  # type: ignore[arg-type]
             outputs.append((output.value,))
         else:  # a size expression
             return

@@ -134,7 +134,7 @@ def traced_graph_key(
         "grad": torch.is_grad_enabled(),
         "default_dtype": str(torch.get_default_dtype()),
         "aot_autograd": _aot_autograd_settings(),
-        "tracing_settings": _tracing_settings(),
+        "tracing_settings": tracing_settings(),
         "compile": compile_material,
         "devices": sorted(device_identity(d) for d in devices),
         "versions": software_versions(),
@@ -211,7 +211,7 @@ def _input_signature(example_inputs: list[Any]) -> list[list[Any]] | None:
     return signature
 
 
-def _tracing_settings() -> list[Any]:
+def tracing_settings() -> list[Any]:
     """torch's settings that AOTAutograd's trace reads and Dynamo's graph does
     not show: which fused attention kernels `scaled_dot_product_attention`
     may decompose to, and how `einsum` orders its contractions."""

@@ -11,7 +11,9 @@ from typing import Any
 
 import torch
 from torch._dynamo.backends.common import aot_autograd
+from torch._functorch._aot_autograd.schemas import SerializableAOTDispatchCompiler
 from torch._functorch.partitioners import min_cut_rematerialization_partition
+from torch._inductor.output_code import OutputCode
 
 from permalloy.lowering.decompositions import decomposition_table
 from permalloy.lowering.math_for_training import (
@@ -22,7 +24,9 @@ from permalloy.lowering.math_for_training import (
 )
 
 
-def aten_backend(compiler: Callable, training_forward: Callable | None = None) -> Callable:
+def aten_backend(
+    compiler: Callable, training_forward: Callable | None = None, serializable: bool = False
+) -> Callable:
     """
     A torch.compile backend that hands `compiler` each ATen graph AOTAutograd
     makes of Dynamo's graph, after permalloy's decomposition table: the
@@ -41,15 +45,20 @@ def aten_backend(compiler: Callable, training_forward: Callable | None = None) -
     along keys is made dense first, so that torch's fused kernels take it
     (`FUSED_FOR_INFERENCE`). Dynamo's graph is left calling what it called,
     so that it can still run eagerly as the user wrote it.
+    `serializable`: the compilers give `OutputCode`s, which AOTAutograd's
+    cache may keep (`tools/autograd_cache.py`).
     """
+
+    def serialized(compiler: Callable) -> Callable:
+        return SerializableAOTDispatchCompiler(OutputCode, compiler) if serializable else compiler
 
     def backend(graph: torch.fx.GraphModule, example_inputs: Any) -> Callable:
         rewrites = MATH_FOR_TRAINING if needs_gradients(example_inputs) else FUSED_FOR_INFERENCE
         with calls_rewritten(graph, rewrites):
             return aot_autograd(
-                fw_compiler=training_forward or compiler,
-                bw_compiler=compiler,
-                inference_compiler=compiler,
+                fw_compiler=serialized(training_forward or compiler),
+                bw_compiler=serialized(compiler),
+                inference_compiler=serialized(compiler),
                 partition_fn=min_cut_rematerialization_partition,
                 decompositions=decomposition_table(),
                 keep_inference_input_mutations=True,

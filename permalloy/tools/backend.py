@@ -41,9 +41,9 @@ graphs after two warm-up calls (`targets/cuda_graph.py`).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
-import statistics
 import time
 import traceback
 import warnings
@@ -56,16 +56,24 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy import logs
 from permalloy.cache import CacheKey, CacheSettingError, cache_enabled_by_environment
-from permalloy.compiler import CompiledGraph, CompileOptions, boxed, compile_graph
+from permalloy.compiler import CompileOptions, compile_graph
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
 from permalloy.lowering.capture import aten_backend, saved_for_backward
 from permalloy.passes.fusion_decisions import FusionDecisions
-from permalloy.stats import HOST_TIMED_CALLS, STATS_LOG, GraphStats
+from permalloy.stats import STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
-from permalloy.tools.traced_graphs import as_inference_wrapper, load_traced, record_traced, traced_key
+from permalloy.tools.autograd_cache import CompiledGraphCode, autograd_cache_digest, autograd_cache_settings
+from permalloy.tools.graph_runners import compiled_runner
+from permalloy.tools.traced_graphs import (
+    as_inference_wrapper,
+    load_traced,
+    loadable_record,
+    record_traced,
+    traced_key,
+)
 
 VALID_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
 """The modes of `torch.compile` the backend takes."""
@@ -207,64 +215,6 @@ def resolve_target(options: CompileOptions, example_inputs: Sequence[Any]) -> Co
     return options
 
 
-def _graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequence):
-    """Call the host program with the graph's inputs (and captured constants) and
-    give AOTAutograd the graph's outputs, tensors and plain values alike."""
-    from permalloy.lowering.import_fx import TensorOutput
-
-    constants = tuple(constants)
-    layout = list(imported_outputs)
-    if all(isinstance(o, TensorOutput) and o.result == i for i, o in enumerate(layout)):
-        return lambda *args: program(*args, *constants)
-
-    def run(*args: Any) -> tuple:
-        results = program(*args, *constants)
-        return tuple(
-            results[o.result] if isinstance(o, TensorOutput) else o.value for o in layout
-        )
-
-    return run
-
-
-def _moving_to_cpu(runner: Callable, positions: Sequence[int]) -> Callable:
-    """`runner` giving its outputs at `positions` on the CPU, as eager makes them."""
-
-    def run(*args: Any) -> tuple:
-        results = list(runner(*args))
-        for position in positions:
-            results[position] = _copied_to_cpu(results[position])
-        return tuple(results)
-
-    return run
-
-
-def _timing_host_calls(runner: Callable, record: GraphStats) -> Callable:
-    """`runner`, timing its calls 2 to `HOST_TIMED_CALLS + 1` into the record's
-    `host_us_per_call` (the median of those made so far); later calls only count."""
-    times: list[float] = []
-    calls = 0
-
-    def run(*args: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 1 or calls > HOST_TIMED_CALLS + 1:
-            return runner(*args)
-        start = time.perf_counter()
-        results = runner(*args)
-        times.append(time.perf_counter() - start)
-        record.host_us_per_call = statistics.median(times) * 1e6
-        return results
-
-    return run
-
-
-def _copied_to_cpu(tensor: torch.Tensor) -> torch.Tensor:
-    """`tensor` on the CPU with its sizes, strides and storage offset (an
-    expanded tensor stays expanded): a view of a copy of its storage."""
-    storage = tensor.untyped_storage().cpu()
-    return torch.empty(0, dtype=tensor.dtype).set_(storage, tensor.storage_offset(), tensor.size(), tensor.stride())
-
-
 DYNAMO_CONTROL_FLOW: tuple[type[Exception], ...] = (RestartAnalysis, SkipFrame)
 """Exceptions Dynamo raises through a backend to steer its own tracing, not
 failures: a restart of the frame's analysis (e.g. once Python float inputs
@@ -364,28 +314,10 @@ def _compile_one(
     _report_output_strides(compiled.output_strides)
     if attempt is not None and attempt.traced is not None and attempt.active and not saved:
         record_traced(attempt.traced, graph, compiled, attempt.traced_inputs)
-    runner = _compiled_runner(compiled, resolved, aot_autograd_seconds, details)
+    runner = compiled_runner(compiled, resolved, aot_autograd_seconds, details)
     if attempt is not None and attempt.explanation is not None:
         attempt.explanation.add(compiled.stats, details)
-    return runner
-
-
-def _compiled_runner(
-    compiled: CompiledGraph, resolved: CompileOptions, aot_autograd_seconds: float | None, details: GraphDetails | None
-) -> Callable:
-    """The runner of a compiled graph, its record logged: the host program
-    given the graph's inputs, in the target's runtime and library settings."""
-    runner = _graph_runner(compiled.program, compiled.outputs, compiled.constants)
-    if compiled.cpu_outputs:
-        runner = _moving_to_cpu(runner, compiled.cpu_outputs)
-    descriptor = registry.target_descriptor(resolved.target)
-    runner = descriptor.with_library_settings(runner, resolved.target_options, compiled.library_ops)
-    runner = descriptor.host_runtime(runner, resolved.mode, compiled.updated_inputs)
-    runner = _timing_host_calls(runner, compiled.stats)
-    compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
-    STATS_LOG.add(compiled.stats)
-    logs.log_compiled_graph(compiled.stats, details)
-    return runner
+    return CompiledGraphCode(runner, loadable_record(compiled), resolved)
 
 
 def _warm_start(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], attempt: CompileAttempt) -> Callable | None:
@@ -418,7 +350,19 @@ def _warm_start(graph: torch.fx.GraphModule, example_inputs: Sequence[Any], atte
     compiled, updated = loaded
     compiled.stats.compile_times.add("cache_lookup", keyed)
     compiled.stats.compile_seconds += keyed
-    return as_inference_wrapper(_compiled_runner(compiled, resolved, 0.0, None), updated)
+    return as_inference_wrapper(compiled_runner(compiled, resolved, 0.0, None), updated)
+
+
+def _autograd_cache_digest(example_inputs: Sequence[Any], attempt: CompileAttempt) -> str | None:
+    """The digest AOTAutograd's cache keys the graph's compilation on
+    (`tools/autograd_cache.py`); None where it is not to be used: the
+    compiled-graph cache off, or details of the compilation wanted."""
+    if attempt.explanation is not None or attempt.details() is not None:
+        return None
+    try:
+        return autograd_cache_digest(resolve_target(attempt.options, example_inputs))
+    except PermalloyOptionError:  # the graph's compilation reports it
+        return None
 
 
 def _report_output_strides(strides: list[tuple[int, ...] | None]) -> None:
@@ -477,7 +421,7 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False) -> C
         saved = saved_for_backward(graph) if training_forward else ()
         traced_strides = _take_example_strides(graph, example_inputs)
         try:
-            return boxed(_compile_one(graph, example_inputs, options, aot_autograd, attempt, saved))
+            return _compile_one(graph, example_inputs, options, aot_autograd, attempt, saved)
         except DYNAMO_CONTROL_FLOW:
             raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
@@ -487,7 +431,7 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False) -> C
             if attempt.active:
                 raise _EagerFallback(error) from error
             _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs), attempt)
-            return boxed(_in_strides(graph, traced_strides))
+            return CompiledGraphCode(_in_strides(graph, traced_strides), None, options)
         finally:
             attempt.mark = time.perf_counter()
 
@@ -557,8 +501,12 @@ def permalloy_backend(
             warm = _warm_start(graph, example_inputs, attempt)
             if warm is not None:
                 return warm
-            backend = aten_backend(graph_compiler(attempt), graph_compiler(attempt, training_forward=True))
-            return _with_bits_resolved(backend(graph, example_inputs), example_inputs)
+            digest = _autograd_cache_digest(example_inputs, attempt)
+            backend = aten_backend(
+                graph_compiler(attempt), graph_compiler(attempt, training_forward=True), serializable=digest is not None
+            )
+            with autograd_cache_settings(digest) if digest is not None else contextlib.nullcontext():
+                return _with_bits_resolved(backend(graph, example_inputs), example_inputs)
     except DYNAMO_CONTROL_FLOW:
         raise
     except Exception as error:  # noqa: BLE001 - any failure falls back to eager

@@ -48,11 +48,18 @@ def load_traced(
     record = TracedGraphs().load(key)
     if record is None or not all(0 <= p < input_count for p in record.bumped_inputs):
         return None
+    compiled = load_record(record, options)
+    return None if compiled is None else (compiled, record.bumped_inputs)
+
+
+def load_record(record: TracedGraphRecord, options: CompileOptions) -> CompiledGraph | None:
+    """The compiled graph `record` names, loaded from the compiled-graph
+    cache without its ATen graph; None when its entry is missing or does
+    not load."""
     outputs = [TensorOutput(o) if isinstance(o, int) else ValueOutput(o[0]) for o in record.outputs]
-    compiled = load_compiled_graph(
+    return load_compiled_graph(
         record.entry, outputs, record.cpu_outputs, record.fallback_ops, record.fallback_reasons, options
     )
-    return None if compiled is None else (compiled, record.bumped_inputs)
 
 
 def record_traced(key: CacheKey, graph: torch.fx.GraphModule, compiled: CompiledGraph, input_count: int) -> None:
@@ -60,11 +67,23 @@ def record_traced(key: CacheKey, graph: torch.fx.GraphModule, compiled: Compiled
     made of a Dynamo graph of `input_count` inputs, compiled into
     `compiled`, where AOTAutograd's wrapper adds nothing to it and the
     compiled graph needs nothing a record does not hold."""
-    if compiled.cache_digest is None or compiled.constants or type(compiled.program) is not HostProgram:
-        return
     updated = plain_inference(graph, input_count, len(compiled.outputs))
     if updated is None:
         return
+    record = loadable_record(compiled, updated)
+    if record is not None:
+        TracedGraphs().store(key, record)
+
+
+def loadable_record(compiled: CompiledGraph, bumped_inputs: tuple[int, ...] = ()) -> TracedGraphRecord | None:
+    """What loading `compiled` again from its compiled-graph entry needs
+    besides the entry (`load_record`), with `bumped_inputs`; None where it
+    cannot be loaded so: it has no entry, it captured constants, its sizes
+    are symbolic or an output is a size expression."""
+    if compiled.cache_digest is None or compiled.constants or compiled.stats.size_symbols:
+        return None
+    if type(compiled.program) is not HostProgram:
+        return None
     outputs: list[int | tuple[Scalar]] = []
     for output in compiled.outputs:
         if isinstance(output, TensorOutput):
@@ -72,16 +91,15 @@ def record_traced(key: CacheKey, graph: torch.fx.GraphModule, compiled: Compiled
         elif isinstance(output.value, Scalar):  # type: ignore[arg-type]
             outputs.append((output.value,))
         else:  # a size expression
-            return
-    record = TracedGraphRecord(
+            return None
+    return TracedGraphRecord(
         compiled.cache_digest,
         tuple(outputs),
         tuple(compiled.cpu_outputs),
         tuple(compiled.stats.fallback_ops),
         tuple(compiled.stats.fallback_reasons),
-        updated,
+        bumped_inputs,
     )
-    TracedGraphs().store(key, record)
 
 
 def plain_inference(graph: torch.fx.GraphModule, input_count: int, output_count: int) -> tuple[int, ...] | None:

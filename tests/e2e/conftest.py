@@ -246,8 +246,10 @@ def float32_without_tf32(monkeypatch):
 def cache(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> pathlib.Path:
     """A fresh, empty permalloy cache directory for the test, the cache on
     (for tests of the compiled-graph cache; it stands in for pytest's own
-    `cache` fixture, which no test here uses)."""
+    `cache` fixture, which no test here uses), with torch's cache (where
+    AOTAutograd keeps its entries) in its `torch` folder."""
     monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "torch"))
     monkeypatch.delenv("PERMALLOY_CACHE", raising=False)
     return tmp_path
 

@@ -10,6 +10,7 @@ has its own cache directory.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -102,12 +103,25 @@ def test_a_new_process_starts_warm_from_the_record(cache: Path) -> None:
     assert run() == '{"cache": "hit", "aot": 0.0}'
 
 
-def test_without_its_record_a_hit_imports_the_graph(cache: Path) -> None:
+def test_without_its_record_a_hit_comes_from_aot_autograds_cache(cache: Path) -> None:
+    """AOTAutograd's entry of the graph still loads it without the import."""
     x, y = _inputs()
     with torch.no_grad():
         _compile(_graph, x, y)
         for record in _records(cache):
             record.unlink()
+        warm, (hit,) = _compile(_graph, x, y)
+    torch.testing.assert_close(warm, _graph(x, y))
+    assert hit["cache"] == "hit" and hit["compile_times"]["import_fx"] == 0
+
+
+def test_without_its_record_or_aot_autograds_entry_a_hit_imports_the_graph(cache: Path) -> None:
+    x, y = _inputs()
+    with torch.no_grad():
+        _compile(_graph, x, y)
+        for record in _records(cache):
+            record.unlink()
+        shutil.rmtree(cache / "torch")
         warm, (hit,) = _compile(_graph, x, y)
     torch.testing.assert_close(warm, _graph(x, y))
     assert hit["cache"] == "hit" and hit["compile_times"]["import_fx"] > 0 and hit["compile_times"]["aot_autograd"] > 0
@@ -141,6 +155,7 @@ def test_a_damaged_record_is_a_miss_and_is_written_again(cache: Path, damage: by
         if damage == b"bumped input 99":  # well formed, but not of this graph's inputs
             damage = record.read_bytes().replace(b'"bumped_inputs": []', b'"bumped_inputs": [99]')
         record.write_bytes(damage)
+        shutil.rmtree(cache / "torch")  # AOTAutograd's entry would serve the graph
         again, (stats,) = _compile(_graph, x, y)
     torch.testing.assert_close(again, _graph(x, y))
     assert stats["cache"] == "hit" and stats["compile_times"]["aot_autograd"] > 0

@@ -677,16 +677,3 @@ def symbol_hints(graph: torch.fx.GraphModule, symbols: dict[str, str]) -> dict[s
                     if symbol.name == theirs
                 }
     return {}
-
-
-def boxed(program: Callable[..., Any]) -> Callable[..., Any]:
-    """Adapt a callable of positional arguments to AOTAutograd's boxed calling
-    convention (one list of arguments, which the callee may clear)."""
-
-    def run(args: list[Any]) -> Any:
-        values = list(args)
-        args.clear()
-        return program(*values)
-
-    run._boxed_call = True  # type: ignore[attr-defined]
-    return run

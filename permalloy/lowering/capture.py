@@ -25,7 +25,10 @@ from permalloy.lowering.math_for_training import (
 
 
 def aten_backend(
-    compiler: Callable, training_forward: Callable | None = None, serializable: bool = False
+    compiler: Callable,
+    training_forward: Callable | None = None,
+    serializable: bool = False,
+    backward: Callable | None = None,
 ) -> Callable:
     """
     A torch.compile backend that hands `compiler` each ATen graph AOTAutograd
@@ -45,6 +48,7 @@ def aten_backend(
     along keys is made dense first, so that torch's fused kernels take it
     (`FUSED_FOR_INFERENCE`). Dynamo's graph is left calling what it called,
     so that it can still run eagerly as the user wrote it.
+    `backward`, when given, compiles the backward graph instead of `compiler`.
     `serializable`: the compilers give `OutputCode`s, which AOTAutograd's
     cache may keep (`tools/autograd_cache.py`).
     """
@@ -57,7 +61,7 @@ def aten_backend(
         with calls_rewritten(graph, rewrites):
             return aot_autograd(
                 fw_compiler=serialized(training_forward or compiler),
-                bw_compiler=serialized(compiler),
+                bw_compiler=serialized(backward or compiler),
                 inference_compiler=serialized(compiler),
                 partition_fn=min_cut_rematerialization_partition,
                 decompositions=decomposition_table(),

@@ -243,8 +243,9 @@ class CompileAttempt:
 
     While the backend's call is in progress (`active`), Dynamo's graph can still
     be run eagerly in place of everything AOTAutograd made of it. A backward
-    graph compiled later (AOTAutograd compiles it on the first backward call)
-    can only fall back to itself, an ATen graph made of decompositions."""
+    graph falls back to itself, an ATen graph made of decompositions, whether
+    it compiles within the call (with the compiled-graph cache on, so that
+    AOTAutograd can save the step whole) or on the first backward call."""
 
     options: CompileOptions
     active: bool = True
@@ -410,10 +411,12 @@ def _in_strides(graph: torch.fx.GraphModule, strides: dict[int, tuple[int, ...]]
     return run
 
 
-def graph_compiler(attempt: CompileAttempt, training_forward: bool = False) -> Callable:
+def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, backward: bool = False) -> Callable:
     """The compiler AOTAutograd calls for each graph: inference, forward or
     backward (`training_forward`: the compiler of a training step's forward
-    graph, whose saved tensors' layouts the program chooses)."""
+    graph, whose saved tensors' layouts the program chooses; `backward`: of
+    its backward graph, which on a failure runs as its ATen graph after a
+    warning, the forward staying compiled)."""
     options = attempt.options
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
@@ -428,7 +431,7 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False) -> C
             if options.fallback == "raise":
                 attempt.compiler_error = error
                 raise
-            if attempt.active:
+            if attempt.active and not backward:
                 raise _EagerFallback(error) from error
             _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs), attempt)
             return CompiledGraphCode(_in_strides(graph, traced_strides), None, options)
@@ -503,7 +506,10 @@ def permalloy_backend(
                 return warm
             digest = _autograd_cache_digest(example_inputs, attempt)
             backend = aten_backend(
-                graph_compiler(attempt), graph_compiler(attempt, training_forward=True), serializable=digest is not None
+                graph_compiler(attempt),
+                graph_compiler(attempt, training_forward=True),
+                serializable=digest is not None,
+                backward=graph_compiler(attempt, backward=True),
             )
             with autograd_cache_settings(digest) if digest is not None else contextlib.nullcontext():
                 return _with_bits_resolved(backend(graph, example_inputs), example_inputs)

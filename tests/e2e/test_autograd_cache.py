@@ -221,3 +221,26 @@ def test_compiled_graph_code_pickles_what_loads_it_and_nothing_else() -> None:
     assert loaded.runner is None and loaded.options == options
     with pytest.raises(RuntimeError, match="before it was loaded"):
         loaded([])
+
+
+def test_a_backward_graph_that_fails_to_compile_runs_as_its_aten_graph(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the cache on, the backward graph compiles within the backend's
+    call; its failure leaves the forward compiled and runs the backward's
+    ATen graph after one warning, and AOTAutograd keeps no entry."""
+    model, x = _model(), _input()
+    eager = _eager_step(model, x)
+    compile_graph = backend_module.compile_graph
+
+    def forward_only(graph, options, *args, **kwargs):
+        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
+            raise RuntimeError("no backward today")
+        return compile_graph(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "compile_graph", forward_only)
+    with pytest.warns(UserWarning, match="runs it eagerly: RuntimeError: no backward today"):
+        step, records = _stats_after(lambda: _step(model, x, fallback="warn"))
+    assert [r["compiled"] for r in records] == [True, False]
+    assert counters["aot_autograd"]["autograd_cache_saved"] == 0
+    _assert_matches_eager(step, eager)

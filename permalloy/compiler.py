@@ -289,6 +289,41 @@ def compile_graph(
     )
 
 
+@dataclass(frozen=True)
+class ImportedEntry:
+    """What `compile_graph` will say of a graph's compiled-graph entry,
+    known from its import alone (`imported_entry`)."""
+
+    digest: str
+    outputs: list[Any]
+    """What the import made of the graph's outputs (`TensorOutput`, `ValueOutput`)."""
+    cpu_outputs: tuple[int, ...]
+    fallback_ops: list[str]
+    fallback_reasons: list[str]
+
+
+def imported_entry(graph: torch.fx.GraphModule, options: CompileOptions) -> ImportedEntry | None:
+    """The compiled-graph entry `compile_graph(graph, options)` will look up
+    or store, from the graph's import alone, for a graph that
+    `load_compiled_graph` could load (real, of static sizes, capturing no
+    constants); None for any other, or when the cache is off or stages are
+    dumped."""
+    from permalloy.lowering.complex_as_real import has_complex
+    from permalloy.lowering.import_fx import import_graph
+
+    cache = _graph_cache(options)
+    if cache is None or _dumper_root(options) is not None or has_complex(graph):
+        return None
+    imported = import_graph(graph, verify=False)
+    if imported.constants or imported.symbols:
+        return None
+    target = _make_target(options, CompileTimes())
+    key = _cache_key(imported.module, graph, options, target)
+    return ImportedEntry(
+        key.digest, list(imported.outputs), _cpu_outputs(graph), list(imported.fallback_ops), list(imported.fallback_reasons)
+    )
+
+
 def load_compiled_graph(
     digest: str,
     outputs: Sequence[Any],

@@ -210,6 +210,19 @@ class RealGraph:
     boundary: ComplexBoundary
 
 
+def _drop_unused_missing_items(graph: fx.GraphModule) -> None:
+    """Remove the unused items the trace took of a tuple's missing entries
+    (a `convolution_backward` whose input needs no gradient returns None
+    there), which have no example value to import."""
+    dropped = False
+    for node in reversed(graph.graph.nodes):
+        if node.op == "call_function" and node.target is operator.getitem and not node.users and "val" not in node.meta:
+            graph.graph.erase_node(node)
+            dropped = True
+    if dropped:
+        graph.recompile()
+
+
 def complex_as_real(graph: fx.GraphModule) -> RealGraph | None:
     """The graph with every complex tensor as a real pair, or None when it
     has no complex values; raises `ComplexGraphError` for what no rule takes."""
@@ -233,6 +246,7 @@ def complex_as_real(graph: fx.GraphModule) -> RealGraph | None:
             _ComplexAsReal(graph, constants).run,
             decomposition_table=decomposition_table(),
         )(*inputs)
+    _drop_unused_missing_items(rewritten)
     output = next(n for n in graph.graph.nodes if n.op == "output")
     returned = output.args[0] if isinstance(output.args[0], list | tuple) else [output.args[0]]
     boundary = ComplexBoundary(

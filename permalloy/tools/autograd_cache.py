@@ -14,7 +14,9 @@ AOTAutograd calls its `post_compile`, which loads the compiled graph; an
 entry that is missing or does not load is a miss (`FXGraphCacheMiss`), and
 the graph is traced and compiled again and its entry rewritten. A graph that
 cannot be loaded so (symbolic sizes, captured constants, a graph run eagerly
-after a failure) has no AOTAutograd entry.
+after a failure) has no AOTAutograd entry. A training step's backward graph
+is compiled on its first call (`PendingGraphCode`), its record known from
+its import.
 
 `autograd_cache_settings` is the configuration the backend's call runs in:
 - AOTAutograd's cache bundled, and a training step's backward graph compiled
@@ -97,10 +99,40 @@ class CompiledGraphCode(OutputCode):
         compiled = load_record(self.record, self.options)
         if compiled is None:
             raise FXGraphCacheMiss
-        self.runner = compiled_runner(compiled, self.options, None, None)
+        self.runner = compiled_runner(compiled, self.options, None, None, logged_when_called=True)
 
     def set_triton_bundle(self, triton_bundle: Any) -> None:
         """Triton's kernels are in the compiled-graph entry, not in a bundle."""
+
+
+class PendingGraphCode(CompiledGraphCode):
+    """A backward graph AOTAutograd hands the backend with its forward (its
+    non-lazy lowering, so that the step is saved as one entry), compiled on
+    its first call as a lazily lowered one would be: a forward run with
+    gradients on never pays for a backward it does not run. AOTAutograd's
+    cache keeps it as a `CompiledGraphCode` whose record comes from the
+    graph's import (`record`): a later process loads the compiled graph
+    where a call here compiled it, and misses (a new trace) where none did."""
+
+    def __init__(
+        self,
+        compile: Callable[[], CompiledGraphCode],
+        record: Callable[[], TracedGraphRecord | None],
+        options: CompileOptions,
+    ):
+        super().__init__(None, None, options)
+        self.compile = compile
+        self.pending_record = record
+
+    def __call__(self, inputs: list[Any]) -> Any:
+        if self.runner is None:
+            compiled = self.compile()
+            self.runner, self.record = compiled.runner, compiled.record
+        return super().__call__(inputs)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        record = self.record if self.runner is not None else self.pending_record()
+        return (CompiledGraphCode, (None, record, self.options))
 
 
 def autograd_cache_digest(options: CompileOptions) -> str | None:

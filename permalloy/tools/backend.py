@@ -65,10 +65,16 @@ from permalloy.passes.fusion_decisions import FusionDecisions
 from permalloy.stats import STATS_LOG, GraphStats
 from permalloy.targets import registry
 from permalloy.targets.descriptor import TargetOptionError
-from permalloy.tools.autograd_cache import CompiledGraphCode, autograd_cache_digest, autograd_cache_settings
+from permalloy.tools.autograd_cache import (
+    CompiledGraphCode,
+    PendingGraphCode,
+    autograd_cache_digest,
+    autograd_cache_settings,
+)
 from permalloy.tools.graph_runners import compiled_runner
 from permalloy.tools.traced_graphs import (
     as_inference_wrapper,
+    imported_record,
     load_traced,
     loadable_record,
     record_traced,
@@ -415,14 +421,15 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
     """The compiler AOTAutograd calls for each graph: inference, forward or
     backward (`training_forward`: the compiler of a training step's forward
     graph, whose saved tensors' layouts the program chooses; `backward`: of
-    its backward graph, which on a failure runs as its ATen graph after a
-    warning, the forward staying compiled)."""
+    its backward graph, which compiles on its first call, and on a failure
+    runs as its ATen graph after a warning, the forward staying compiled)."""
     options = attempt.options
 
-    def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> Callable:
+    def compile_now(
+        graph: torch.fx.GraphModule, example_inputs: Sequence[Any], traced_strides: dict[int, tuple[int, ...]]
+    ) -> CompiledGraphCode:
         aot_autograd = time.perf_counter() - attempt.mark if attempt.active else None
         saved = saved_for_backward(graph) if training_forward else ()
-        traced_strides = _take_example_strides(graph, example_inputs)
         try:
             return _compile_one(graph, example_inputs, options, aot_autograd, attempt, saved)
         except DYNAMO_CONTROL_FLOW:
@@ -431,12 +438,23 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
             if options.fallback == "raise":
                 attempt.compiler_error = error
                 raise
-            if attempt.active and not backward:
+            if attempt.active:
                 raise _EagerFallback(error) from error
             _warn_fallback(_failure_reason(error), options.target or default_target(example_inputs), attempt)
             return CompiledGraphCode(_in_strides(graph, traced_strides), None, options)
         finally:
             attempt.mark = time.perf_counter()
+
+    def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> CompiledGraphCode:
+        traced_strides = _take_example_strides(graph, example_inputs)
+        if backward and attempt.active:  # AOTAutograd's non-lazy lowering, for its cache
+            resolved = resolve_target(options, example_inputs)
+            return PendingGraphCode(
+                lambda: compile_now(graph, example_inputs, traced_strides),
+                lambda: imported_record(graph, resolved),
+                resolved,
+            )
+        return compile_now(graph, example_inputs, traced_strides)
 
     return compiler
 

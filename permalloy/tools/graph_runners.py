@@ -27,10 +27,16 @@ from permalloy.targets import registry
 
 
 def compiled_runner(
-    compiled: CompiledGraph, resolved: CompileOptions, aot_autograd_seconds: float | None, details: GraphDetails | None
+    compiled: CompiledGraph,
+    resolved: CompileOptions,
+    aot_autograd_seconds: float | None,
+    details: GraphDetails | None,
+    logged_when_called: bool = False,
 ) -> Callable:
-    """The runner of a compiled graph, its record logged: the host program
-    given the graph's inputs, in the target's runtime and library settings."""
+    """The runner of a compiled graph, its record logged (on its first call
+    with `logged_when_called`, for a graph loaded with others that may yet
+    fail to load): the host program given the graph's inputs, in the
+    target's runtime and library settings."""
     runner = graph_runner(compiled.program, compiled.outputs, compiled.constants)
     if compiled.cpu_outputs:
         runner = moving_to_cpu(runner, compiled.cpu_outputs)
@@ -39,9 +45,26 @@ def compiled_runner(
     runner = descriptor.host_runtime(runner, resolved.mode, compiled.updated_inputs)
     runner = timing_host_calls(runner, compiled.stats)
     compiled.stats.compile_times.aot_autograd = aot_autograd_seconds
+    if logged_when_called:
+        return logging_first_call(runner, compiled, details)
     STATS_LOG.add(compiled.stats)
     logs.log_compiled_graph(compiled.stats, details)
     return runner
+
+
+def logging_first_call(runner: Callable, compiled: CompiledGraph, details: GraphDetails | None) -> Callable:
+    """`runner`, logging the compiled graph's record on its first call."""
+    logged = False
+
+    def run(*args: Any) -> Any:
+        nonlocal logged
+        if not logged:
+            logged = True
+            STATS_LOG.add(compiled.stats)
+            logs.log_compiled_graph(compiled.stats, details)
+        return runner(*args)
+
+    return run
 
 
 def graph_runner(program: Callable, imported_outputs: Sequence, constants: Sequence) -> Callable:

@@ -20,7 +20,7 @@ import torch
 
 from permalloy.cache import CacheKey
 from permalloy.cache.traced import Scalar, TracedGraphRecord, TracedGraphs, traced_graph_key
-from permalloy.compiler import CompiledGraph, CompileOptions, compile_material, load_compiled_graph
+from permalloy.compiler import CompiledGraph, CompileOptions, compile_material, imported_entry, load_compiled_graph
 from permalloy.lowering.import_fx import TensorOutput, ValueOutput
 from permalloy.lowering.math_for_training import needs_gradients
 from permalloy.targets.host import HostProgram
@@ -84,22 +84,44 @@ def loadable_record(compiled: CompiledGraph, bumped_inputs: tuple[int, ...] = ()
         return None
     if type(compiled.program) is not HostProgram:
         return None
-    outputs: list[int | tuple[Scalar]] = []
-    for output in compiled.outputs:
-        if isinstance(output, TensorOutput):
-            outputs.append(output.result)
-        elif isinstance(output.value, Scalar):  # type: ignore[arg-type]
-            outputs.append((output.value,))
-        else:  # a size expression
-            return None
+    outputs = _record_outputs(compiled.outputs)
+    if outputs is None:
+        return None
     return TracedGraphRecord(
         compiled.cache_digest,
-        tuple(outputs),
+        outputs,
         tuple(compiled.cpu_outputs),
         tuple(compiled.stats.fallback_ops),
         tuple(compiled.stats.fallback_reasons),
         bumped_inputs,
     )
+
+
+def imported_record(graph: torch.fx.GraphModule, options: CompileOptions) -> TracedGraphRecord | None:
+    """The record `loadable_record` will give of `graph` once it compiles
+    with `options`, known from its import alone (`imported_entry`); None
+    where the compiled graph could not be loaded from its entry."""
+    entry = imported_entry(graph, options)
+    outputs = None if entry is None else _record_outputs(entry.outputs)
+    if entry is None or outputs is None:
+        return None
+    return TracedGraphRecord(
+        entry.digest, outputs, entry.cpu_outputs, tuple(entry.fallback_ops), tuple(entry.fallback_reasons)
+    )
+
+
+def _record_outputs(outputs: Sequence[Any]) -> tuple[int | tuple[Scalar], ...] | None:
+    """A record's form of what the import made of a graph's outputs; None
+    where one is a size expression."""
+    recorded: list[int | tuple[Scalar]] = []
+    for output in outputs:
+        if isinstance(output, TensorOutput):
+            recorded.append(output.result)
+        elif isinstance(output.value, Scalar):  # type: ignore[arg-type]
+            recorded.append((output.value,))
+        else:
+            return None
+    return tuple(recorded)
 
 
 def plain_inference(graph: torch.fx.GraphModule, input_count: int, output_count: int) -> tuple[int, ...] | None:

@@ -16,6 +16,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -226,9 +227,8 @@ def test_compiled_graph_code_pickles_what_loads_it_and_nothing_else() -> None:
 def test_a_backward_graph_that_fails_to_compile_runs_as_its_aten_graph(
     cache: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With the cache on, the backward graph compiles within the backend's
-    call; its failure leaves the forward compiled and runs the backward's
-    ATen graph after one warning, and AOTAutograd keeps no entry."""
+    """The backward graph compiles on its first call; its failure leaves the
+    forward compiled and runs the backward's ATen graph after one warning."""
     model, x = _model(), _input()
     eager = _eager_step(model, x)
     compile_graph = backend_module.compile_graph
@@ -242,5 +242,45 @@ def test_a_backward_graph_that_fails_to_compile_runs_as_its_aten_graph(
     with pytest.warns(UserWarning, match="runs it eagerly: RuntimeError: no backward today"):
         step, records = _stats_after(lambda: _step(model, x, fallback="warn"))
     assert [r["compiled"] for r in records] == [True, False]
-    assert counters["aot_autograd"]["autograd_cache_saved"] == 0
     _assert_matches_eager(step, eager)
+
+
+def test_a_forward_with_gradients_on_compiles_no_backward_until_it_runs(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AOTAutograd hands the backend the backward graph with the forward;
+    it compiles on its first call, so its failure waits for a backward
+    call, even with `fallback="raise"`."""
+    model, x = _model(), _input()
+    compile_graph = backend_module.compile_graph
+
+    def forward_only(graph, options, *args, **kwargs):
+        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
+            raise RuntimeError("no backward today")
+        return compile_graph(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "compile_graph", forward_only)
+    compiled = torch.compile(model, backend="permalloy", options={"fallback": "raise"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        output = compiled(x)
+    torch.testing.assert_close(output, model(x))
+    assert [r["compiled"] for r in permalloy.stats()] == [True]
+    with pytest.raises(RuntimeError, match="no backward today"):
+        output.sum().backward()
+
+
+def test_a_step_whose_backward_never_ran_loads_after_one_that_ran(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """AOTAutograd's entry names the backward's compiled-graph entry before
+    it exists: a later call misses until a backward has run, then hits."""
+    model, x = _model(), _input()
+    eager = _eager_step(model, x)
+    compiled = torch.compile(model, backend="permalloy", options={"fallback": "raise"})
+    compiled(x)  # forward only: the backward is never compiled
+    _, records = _stats_after(lambda: _step(model, x))
+    assert counters["aot_autograd"]["autograd_cache_miss"] == 1
+    assert [r["cache"] for r in records] == ["hit", "miss"]  # the forward's entry, the backward compiled
+    _without_compiling(monkeypatch)
+    warm, hits = _stats_after(lambda: _step(model, x))
+    assert [r["cache"] for r in hits] == ["hit", "hit"] and counters["aot_autograd"]["autograd_cache_hit"] == 1
+    _assert_matches_eager(warm, eager)

@@ -56,6 +56,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 
 from permalloy import logs
 from permalloy.cache import CacheKey, CacheSettingError, cache_enabled_by_environment
+from permalloy.cache.traced import TracedGraphRecord
 from permalloy.compiler import CompileOptions, compile_graph
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
@@ -451,12 +452,19 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
             resolved = resolve_target(options, example_inputs)
             return PendingGraphCode(
                 lambda: compile_now(graph, example_inputs, traced_strides),
-                lambda: imported_record(graph, resolved),
+                lambda: _imported_record(graph, resolved),
                 resolved,
             )
         return compile_now(graph, example_inputs, traced_strides)
 
     return compiler
+
+
+def _imported_record(graph: torch.fx.GraphModule, resolved: CompileOptions) -> TracedGraphRecord | None:
+    """`imported_record` of a graph AOTAutograd is saving, outside its fake
+    mode (the graph's constants are real tensors)."""
+    with unset_fake_temporarily(), garbage_collection_paused():
+        return imported_record(graph, resolved)
 
 
 def _eager(

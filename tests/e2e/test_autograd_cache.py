@@ -97,6 +97,19 @@ def _without_compiling(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(backend_module, "compile_graph", compiled)
 
 
+def _failing_backward_compiles(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make permalloy's compilation of any backward graph (one taking
+    tangents) raise `RuntimeError("no backward today")`."""
+    compile_graph = backend_module.compile_graph
+
+    def forward_only(graph, options, *args, **kwargs):
+        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
+            raise RuntimeError("no backward today")
+        return compile_graph(graph, options, *args, **kwargs)
+
+    monkeypatch.setattr(backend_module, "compile_graph", forward_only)
+
+
 def test_a_training_step_compiled_before_loads_without_tracing(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     model, x = _model(), _input()
     eager = _eager_step(model, x)
@@ -231,14 +244,7 @@ def test_a_backward_graph_that_fails_to_compile_runs_as_its_aten_graph(
     forward compiled and runs the backward's ATen graph after one warning."""
     model, x = _model(), _input()
     eager = _eager_step(model, x)
-    compile_graph = backend_module.compile_graph
-
-    def forward_only(graph, options, *args, **kwargs):
-        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
-            raise RuntimeError("no backward today")
-        return compile_graph(graph, options, *args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "compile_graph", forward_only)
+    _failing_backward_compiles(monkeypatch)
     with pytest.warns(UserWarning, match="runs it eagerly: RuntimeError: no backward today"):
         step, records = _stats_after(lambda: _step(model, x, fallback="warn"))
     assert [r["compiled"] for r in records] == [True, False]
@@ -252,14 +258,7 @@ def test_a_forward_with_gradients_on_compiles_no_backward_until_it_runs(
     it compiles on its first call, so its failure waits for a backward
     call, even with `fallback="raise"`."""
     model, x = _model(), _input()
-    compile_graph = backend_module.compile_graph
-
-    def forward_only(graph, options, *args, **kwargs):
-        if any(n.name.startswith("tangents") for n in graph.graph.nodes if n.op == "placeholder"):
-            raise RuntimeError("no backward today")
-        return compile_graph(graph, options, *args, **kwargs)
-
-    monkeypatch.setattr(backend_module, "compile_graph", forward_only)
+    _failing_backward_compiles(monkeypatch)
     compiled = torch.compile(model, backend="permalloy", options={"fallback": "raise"})
     with warnings.catch_warnings():
         warnings.simplefilter("error")

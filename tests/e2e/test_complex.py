@@ -25,6 +25,7 @@ from collections.abc import Callable, Sequence
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import target_device as device_of_target
 from conftest import to_test_device
 from torch import nn
 
@@ -364,7 +365,7 @@ def test_spectral_convolution(backend_check, target_device, dtype):
     inputs = fresh(rrandn(2, 3, 8, 8, dtype=real), crandn(3, 8, 5, dtype=dtype, seed=1))
     backend_check(spectral_product, inputs, target=target_device)
     torch._dynamo.reset()
-    block = SpectralBlock(dtype=dtype).to(to_test_device(torch.empty(0)).device)
+    block = SpectralBlock(dtype=dtype).to(device_of_target(target_device))
     backend_check(block, fresh(rrandn(2, 3, 8, 8, dtype=real, seed=2)), target=target_device)
 
 

@@ -250,9 +250,10 @@ class CompileAttempt:
 
     While the backend's call is in progress (`active`), Dynamo's graph can still
     be run eagerly in place of everything AOTAutograd made of it. A backward
-    graph falls back to itself, an ATen graph made of decompositions, whether
-    it compiles within the call (with the compiled-graph cache on, so that
-    AOTAutograd can save the step whole) or on the first backward call."""
+    graph of static sizes compiles on the first backward call (AOTAutograd
+    lowers it lazily, or, for its cache, hands it over with the forward and
+    permalloy defers it) and can only fall back to itself, an ATen graph
+    made of decompositions."""
 
     options: CompileOptions
     active: bool = True
@@ -448,7 +449,9 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
 
     def compiler(graph: torch.fx.GraphModule, example_inputs: Sequence[Any]) -> CompiledGraphCode:
         traced_strides = _take_example_strides(graph, example_inputs)
-        if backward and attempt.active:  # AOTAutograd's non-lazy lowering, for its cache
+        if backward and attempt.active and not _has_symbolic_sizes(example_inputs):
+            # AOTAutograd's non-lazy lowering, for its cache (one of symbolic
+            # sizes compiles now, as AOTAutograd's own would, within its guards)
             resolved = resolve_target(options, example_inputs)
             return PendingGraphCode(
                 lambda: compile_now(graph, example_inputs, traced_strides),
@@ -458,6 +461,16 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
         return compile_now(graph, example_inputs, traced_strides)
 
     return compiler
+
+
+def _has_symbolic_sizes(example_inputs: Sequence[Any]) -> bool:
+    """Whether a graph's example inputs carry symbolic sizes or are sizes."""
+    for value in example_inputs:
+        if isinstance(value, torch.SymInt | torch.SymFloat):
+            return True
+        if isinstance(value, torch.Tensor) and any(isinstance(n, torch.SymInt) for n in (*value.shape, *value.stride())):
+            return True
+    return False
 
 
 def _imported_record(graph: torch.fx.GraphModule, resolved: CompileOptions) -> TracedGraphRecord | None:

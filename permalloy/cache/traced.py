@@ -132,12 +132,9 @@ def traced_graph_key(
         "graph": hashlib.sha256(graph.code.encode()).hexdigest(),
         "inputs": inputs,
         "grad": torch.is_grad_enabled(),
-        "default_dtype": str(torch.get_default_dtype()),
         "aot_autograd": _aot_autograd_settings(),
-        "tracing_settings": tracing_settings(),
-        "compile": compile_material,
         "devices": sorted(device_identity(d) for d in devices),
-        "versions": software_versions(),
+        **compile_context(compile_material),
     }
     text = json.dumps(material, sort_keys=True, default=repr)
     return CacheKey(hashlib.sha256(text.encode()).hexdigest(), material)
@@ -209,6 +206,19 @@ def _input_signature(example_inputs: list[Any]) -> list[list[Any]] | None:
             ]
         )
     return signature
+
+
+def compile_context(compile_material: dict[str, Any]) -> dict[str, Any]:
+    """What a key over a graph before AOTAutograd's trace holds besides the
+    graph and its inputs: `compile_material` (options, target and its
+    identity), the software versions, the default dtype and torch's
+    settings that the trace reads (`tracing_settings`)."""
+    return {
+        "compile": compile_material,
+        "versions": software_versions(),
+        "default_dtype": str(torch.get_default_dtype()),
+        "tracing_settings": tracing_settings(),
+    }
 
 
 def tracing_settings() -> list[Any]:

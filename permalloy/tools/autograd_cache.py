@@ -45,14 +45,12 @@ import json
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import torch
 import torch._functorch.config as functorch_config
 import torch._inductor.config as inductor_config
 from torch._functorch._aot_autograd.autograd_cache import BypassAOTAutogradCache, FXGraphCacheMiss
 from torch._inductor.output_code import OutputCode
 
-from permalloy.cache.key import software_versions
-from permalloy.cache.traced import TracedGraphRecord, tracing_settings
+from permalloy.cache.traced import TracedGraphRecord, compile_context
 from permalloy.compiler import CompileOptions, compile_material
 from permalloy.lowering.math_for_training import FUSED_FOR_INFERENCE, MATH_FOR_TRAINING
 from permalloy.tools.graph_runners import compiled_runner
@@ -142,13 +140,8 @@ def autograd_cache_digest(options: CompileOptions) -> str | None:
     material = compile_material(options)
     if material is None:
         return None
-    keyed = {
-        "compile": material,
-        "versions": software_versions(),
-        "tracing_settings": tracing_settings(),
-        "default_dtype": str(torch.get_default_dtype()),
-    }
-    return hashlib.sha256(json.dumps(keyed, sort_keys=True, default=repr).encode()).hexdigest()
+    text = json.dumps(compile_context(material), sort_keys=True, default=repr)
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def _rewrite_names() -> list[str]:

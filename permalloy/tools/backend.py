@@ -12,9 +12,10 @@ attention and grid sampling calls are written as math first
 (`lowering/math_for_training.py`) so that the backward is ours too. An
 inference graph compiled before, in this process or an earlier one, is
 loaded through its traced-graph record before AOTAutograd runs
-(`tools/traced_graphs.py`). A graph that cannot be compiled runs eagerly
-after one warning (`fallback="warn"`, the default) or raises
-(`fallback="raise"`).
+(`tools/traced_graphs.py`); other graphs, training steps among them, start
+warm from AOTAutograd's own cache (`tools/autograd_cache.py`). A graph that
+cannot be compiled runs eagerly after one warning (`fallback="warn"`, the
+default) or raises (`fallback="raise"`).
 
 Options (`torch.compile(..., options={...})`):
 - `target`: "llvm" (CPU kernels), "triton" (GPU kernels; on CPU tensors

@@ -29,6 +29,7 @@ from permalloy.cache import (
     CacheKey,
     GraphCache,
     LoadingTarget,
+    NativeImageFiles,
     RecordingTarget,
     cache_enabled_by_environment,
     graph_devices,
@@ -235,7 +236,7 @@ def compile_graph(
             watched = details is not None and details.needs_pipeline
             entry = cache.load(key) if dumper is None and not watched else None
         if entry is not None:
-            loaded = _load_entry(entry, target, times, cache.path(key), hints, options.host == "native")
+            loaded = _load_entry(entry, target, times, cache, key, hints, options.host == "native")
             if loaded is None:
                 target = _make_target(options, times)
     if loaded is not None:
@@ -257,7 +258,8 @@ def compile_graph(
         if dumper is not None:
             dump_kernels(module, target, dumper)
         recording = RecordingTarget(target)
-        program = _host_program(module, recording, times, hints, options.host == "native")
+        kept = None if cache is None else cache.native_images(key)
+        program = _host_program(module, recording, times, hints, options.host == "native", kept_images=kept)
         if cache is not None:
             with times.measure("cache_store"):
                 cache.store(key, _cache_entry(key, module, recording, program))
@@ -349,7 +351,7 @@ def load_compiled_graph(
         entry = cache.load(key, report=False)
     if entry is None:
         return None
-    loaded = _load_entry(entry, target, times, cache.path(key), {}, options.host == "native", report=False)
+    loaded = _load_entry(entry, target, times, cache, key, {}, options.host == "native", report=False)
     if loaded is None:
         return None
     module, program = loaded
@@ -543,15 +545,16 @@ def _load_entry(
     entry: CacheEntry,
     target: KernelTarget,
     times: CompileTimes,
-    path: Path,
+    cache: GraphCache,
+    key: CacheKey,
     hints: dict[str, int],
     native: bool,
     report: bool = True,
 ) -> tuple[ModuleOp, HostProgram] | None:
-    """The buffer-level module of a cache entry and its host program, with the
-    entry's kernels loaded (the kernels' IR is loaded only for a target that
-    compiles some of them again); None (after a warning, where `report`)
-    when it cannot be loaded."""
+    """The buffer-level module of the entry of `key` in `cache` and its host
+    program, with the entry's kernels loaded (the kernels' IR is loaded only
+    for a target that compiles some of them again); None (after a warning,
+    where `report`) when it cannot be loaded."""
     try:
         with times.measure("cache_lookup"):
             module = load_module(entry.host, entry.host_image)
@@ -562,10 +565,11 @@ def _load_entry(
                 from permalloy.targets.native.image import NativeHostImage  # the native host's modules, on use
 
                 image = NativeHostImage.from_json(entry.native_host)
-        return module, _host_program(module, LoadingTarget(target, entry.kernels), times, hints, native, image)
+        loading = LoadingTarget(target, entry.kernels)
+        return module, _host_program(module, loading, times, hints, native, image, cache.native_images(key))
     except Exception as error:  # noqa: BLE001 - an entry that does not load is compiled again
         if report:
-            GraphCache.report_unusable(path, f"not loadable ({type(error).__name__}: {error})")
+            GraphCache.report_unusable(cache.path(key), f"not loadable ({type(error).__name__}: {error})")
         return None
 
 
@@ -576,13 +580,17 @@ def _host_program(
     hints: dict[str, int],
     native: bool,
     native_image: NativeHostImage | None = None,
+    kept_images: NativeImageFiles | None = None,
 ) -> HostProgram:
     """The module's host program, `native` where asked and possible (loaded
-    from `native_image`, a cache entry's, where given); its time less the
-    kernels' goes to `host_program`."""
+    from `native_image`, a cache entry's, where given, on a GPU from
+    `kept_images` where they hold one for its first call's launches); its
+    time less the kernels' goes to `host_program`."""
     kernels = times.kernel_seconds()
     started = time.perf_counter()
-    program = build_host_program(module, target, symbol_hints=hints, native=native, native_image=native_image)
+    program = build_host_program(
+        module, target, symbol_hints=hints, native=native, native_image=native_image, kept_images=kept_images
+    )
     elapsed = time.perf_counter() - started
     times.add("host_program", elapsed - (times.kernel_seconds() - kernels))
     return program

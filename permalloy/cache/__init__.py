@@ -15,7 +15,7 @@ backend's `options={"cache": False}` turn the cache off.
 
 from permalloy.cache.entry import CacheEntry, InvalidEntryError, KernelRecord
 from permalloy.cache.files import cache_dir
-from permalloy.cache.graphs import CacheSettingError, GraphCache, cache_enabled_by_environment
+from permalloy.cache.graphs import CacheSettingError, GraphCache, NativeImageFiles, cache_enabled_by_environment
 from permalloy.cache.key import CacheKey, graph_devices, graph_key, software_versions
 from permalloy.cache.kernels import LoadingTarget, RecordingTarget
 from permalloy.cache.modules import join_modules, load_module, parse_module, split_module, split_module_images
@@ -28,6 +28,7 @@ __all__ = [
     "InvalidEntryError",
     "KernelRecord",
     "LoadingTarget",
+    "NativeImageFiles",
     "RecordingTarget",
     "cache_dir",
     "cache_enabled_by_environment",

@@ -529,12 +529,14 @@ def build_host_program(
     symbol_hints: dict[str, int] | None = None,
     native: bool = True,
     native_image: Any = None,
+    kept_images: Any = None,
 ) -> HostProgram:
     """Generate and compile the host program of a buffer-level module; with
     `native`, calls run a native host program where one applies
     (`targets.native`), the Python one staying its readable form; a CPU
     native program is loaded from `native_image` where the compiled-graph
-    cache kept one.
+    cache kept one, a GPU one from `kept_images` (`targets.native.KeptImages`)
+    where it holds one made for the launches the first call chose.
 
     With `symbol_hints`, the size symbols' values at the first call, kernels
     whose target can compile ahead (`precompile(symbol values)`, as the Triton
@@ -550,5 +552,7 @@ def build_host_program(
     if native:
         from permalloy.targets.native import attach_native_host
 
-        attach_native_host(program, functions[0], emitter.launched, target, emitter.workspace, native_image)
+        attach_native_host(
+            program, functions[0], emitter.launched, target, emitter.workspace, native_image, kept_images
+        )
     return program

@@ -260,13 +260,32 @@ def test_a_native_host_image_that_does_not_fit_compiles_again(cache: Path, damag
     if damage == "other ops":
         image["operations"] = [*image["operations"][:-1], "buffer.nothing"]
     elif damage == "a table entry past the ops":
-        image["table"] = [len(image["operations"]) + 5, *image["table"]]
+        image["table"] = [[len(image["operations"]) + 5, 0], *image["table"]]
     else:
         image = {"code": "not base64 !"}
     path.write_bytes(encode_entry(type(entry)(**{**entry.__dict__, "native_host": image})))
     with pytest.warns(RuntimeWarning, match="compiled-graph cache entry .* not loadable"):
         assert _compile_spectrum()["cache"] == "miss"
     assert _compile_spectrum()["cache"] == "hit"
+
+
+def test_gpu_native_images_are_kept_beside_their_entry_by_launches(cache: Path) -> None:
+    """The files of a graph's GPU native host images: one per digest of
+    launches, beside the entry; a missing one reads as None without a
+    warning, a damaged one as None after one warning."""
+    from permalloy.cache import CacheKey, GraphCache
+
+    files = GraphCache().native_images(CacheKey("ab" * 32, {}))
+    assert files.read("f" * 32) is None
+    files.write("f" * 32, {"entry": "permalloy_host_0"})
+    files.write("e" * 32, {"entry": "permalloy_host_1"})
+    assert files.read("f" * 32) == {"entry": "permalloy_host_0"}
+    assert files.path("f" * 32).parent == files.path("e" * 32).parent == cache / "graphs"
+    assert files.path("f" * 32).name.startswith("ab" * 32)
+    for damage in (b'{"entry": "perm', b"[1, 2]"):
+        files.path("f" * 32).write_bytes(damage)
+        with pytest.warns(RuntimeWarning, match="native host image .* emitting the program again"):
+            assert files.read("f" * 32) is None
 
 
 def test_a_target_prepares_to_compile_on_a_miss_and_not_on_a_hit(

@@ -363,3 +363,98 @@ def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch)
     assert program.callback_count == 0
     _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
     _assert_identical(program.function(*captured.inputs), first)
+
+
+# -- GPU programs kept beside the compiled-graph entry --------------------------------
+
+
+def _cached_cuda_program(fn, inputs):
+    """`fn` compiled for the GPU with the compiled-graph cache on."""
+    (captured,) = capture_with_inputs(fn, *inputs)
+    return compile_graph(captured.graph_module, CompileOptions(target="triton")), captured.inputs
+
+
+def _images(cache):
+    return sorted((cache / "graphs").glob("*.native"))
+
+
+@cuda
+@pytest.mark.parametrize("name", ["linear_softmax", "convolution_batch_norm", "attention"])
+def test_a_gpu_native_host_is_loaded_from_the_image_kept_for_its_launches(name, cache, monkeypatch):
+    """A GPU graph's first call keeps its native host program's image beside
+    the graph's entry, under the launches the call chose; the graph loaded
+    from the cache (as a new process does) whose first call chose the same
+    launches loads that image without emitting, and its native calls give
+    the first program's results bit for bit."""
+    from permalloy.targets.native.emitter import NativeHostEmitter
+
+    fn, shapes = GPU_CASES[name]
+    inputs = [torch.randn(*s, device="cuda") for s in shapes]
+    compiled, args = _cached_cuda_program(fn, inputs)
+    compiled.program(*args)
+    expected = compiled.program.function(*args)
+    assert compiled.stats.host == "native" and len(_images(cache)) == 1
+
+    def no_emission(self):
+        raise AssertionError("a native host program was emitted although its image was kept")
+
+    monkeypatch.setattr(NativeHostEmitter, "emit", no_emission)
+    loaded, args = _cached_cuda_program(fn, inputs)
+    assert loaded.stats.cache == "hit"
+    _assert_identical(loaded.program(*args), expected)
+    assert loaded.stats.host == "native" and loaded.program.native_source == compiled.program.native_source
+    for _ in range(2):
+        _assert_identical(loaded.program.function(*args), expected)
+    torch.cuda.synchronize()
+
+
+@cuda
+def test_other_launches_keep_an_image_of_their_own(cache):
+    """A first call that chose other launches (an input 4 bytes past an
+    aligned address, for which Triton specializes other binaries) does not
+    load the image kept for aligned inputs: it emits its own and keeps it
+    beside the first."""
+    fn = lambda x, y: torch.tanh(x) * y + 1  # noqa: E731
+    inputs = [torch.randn(1024, device="cuda"), torch.randn(1024, device="cuda")]
+    compiled, args = _cached_cuda_program(fn, inputs)
+    compiled.program(*args)
+    assert len(_images(cache)) == 1
+    loaded, args = _cached_cuda_program(fn, inputs)
+    shifted = [torch.randn(1025, device="cuda")[1:], args[1]]
+    loaded.program(*shifted)
+    assert loaded.stats.host == "native" and len(_images(cache)) == 2
+    _assert_identical(loaded.program.function(*shifted), loaded.program.python_function(*shifted))
+
+
+@cuda
+@pytest.mark.parametrize("damage", ["garbage", "other_launches"])
+def test_a_damaged_gpu_native_image_is_reported_and_emitted_again(damage, cache):
+    """A kept image that does not read, or does not fit the graph's launches,
+    is reported with one warning; the program is emitted again, its image
+    replaced, and results match the Python host's."""
+    import json
+    import warnings
+
+    fn, shapes = GPU_CASES["layer_norm_gelu"]
+    inputs = [torch.randn(*s, device="cuda") for s in shapes]
+    compiled, args = _cached_cuda_program(fn, inputs)
+    compiled.program(*args)
+    (path,) = _images(cache)
+    if damage == "garbage":
+        path.write_bytes(path.read_bytes()[:40])
+    else:
+        image = json.loads(path.read_bytes())
+        path.write_text(json.dumps({**image, "facts": "0" * 32}))
+    loaded, args = _cached_cuda_program(fn, inputs)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        loaded.program(*args)
+    reports = [w for w in caught if "native host image" in str(w.message)]
+    assert len(reports) == 1, [str(w.message) for w in caught]
+    assert loaded.stats.host == "native"
+    _assert_identical(loaded.program.function(*args), loaded.program.python_function(*args))
+    (again, args) = _cached_cuda_program(fn, inputs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        again.program(*args)
+    assert again.stats.host == "native"

@@ -24,6 +24,7 @@ from torch.fx.experimental.symbolic_shapes import statically_known_true
 from permalloy.lowering.embedding_bag import embedding_bag, embedding_bag_backward, embedding_bag_forward_only
 from permalloy.lowering.grid_sampling import grid_sampler_2d, grid_sampler_3d
 from permalloy.lowering.masked_assignment import index_put_with_mask
+from permalloy.lowering.patch_convolutions import patch_convolution, patch_convolution_backward
 from permalloy.lowering.pooling import (
     adaptive_avg_pool3d,
     avg_pool,
@@ -618,8 +619,10 @@ def decomposition_table() -> dict[OpOverload, Callable]:
 
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
     of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING`, the grid sampler,
-    `searchsorted`, quantization, and embedding_bag with its backward,
-    `embedding_bag.py`, which leave complex tensors to torch).
+    `searchsorted`, quantization, embedding_bag with its backward,
+    `embedding_bag.py`, and convolutions over non-overlapping patches with
+    their gradients, `patch_convolutions.py`; all leave complex tensors to
+    torch).
     """
     return dict(_built_table())
 
@@ -646,6 +649,8 @@ def _built_table() -> dict[OpOverload, Callable]:
     table[aten._embedding_bag_forward_only.default] = real_only(embedding_bag_forward_only)
     table[aten._embedding_bag.default] = real_only(embedding_bag)
     table[aten._embedding_bag_backward.default] = real_only(embedding_bag_backward)
+    table[aten.convolution.default] = real_only(patch_convolution)
+    table[aten.convolution_backward.default] = real_only(patch_convolution_backward)
     for op in KEPT_WHOLE:
         table.pop(op, None)
     return table

@@ -23,7 +23,6 @@ def targets(gm: torch.fx.GraphModule) -> set[str]:
         aten._scaled_dot_product_flash_attention_for_cpu.default,
         aten.mm.default,
         aten.addmm.default,
-        aten.convolution.default,
         aten.index.Tensor,
         aten.gather.default,
         aten.cat.default,

@@ -1,0 +1,157 @@
+"""
+Convolutions over non-overlapping patches (stride equal to the window, no
+padding, dilation or groups) run as matrix products (`patch_convolutions`)
+on both targets (Triton under its interpreter on the CPU, or on the GPU that
+`PERMALLOY_TEST_DEVICE` names): patch embeddings with and without biases,
+over NCHW and channels-last images, images whose sizes are not whole
+multiples of the patch, volumes and sequences match eager, inference and
+training (the input's gradient too); the compiled programs hold products
+and no convolution, while every other convolution stays one.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from permalloy.lowering.patch_convolutions import patch_convolution, patch_convolution_backward
+from permalloy.tools.backend import permalloy_backend
+
+DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
+aten = torch.ops.aten
+
+
+@pytest.fixture(autouse=True)
+def triton_mode(monkeypatch, tmp_path_factory):
+    if DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+    torch._dynamo.reset()  # noqa: SLF001
+
+
+class PatchEmbedding(torch.nn.Module):
+    """A vision transformer's stem: patches embedded by a convolution whose
+    stride is its window, flattened into tokens, normalized."""
+
+    def __init__(self, channels: int = 3, width: int = 16, patch: int = 4, bias: bool = True):
+        super().__init__()
+        self.project = torch.nn.Conv2d(channels, width, patch, stride=patch, bias=bias)
+        self.norm = torch.nn.LayerNorm(width)
+
+    def forward(self, x):
+        return self.norm(self.project(x * 2 - 1).flatten(2).transpose(1, 2))
+
+
+def _programs(tmp_path) -> str:
+    return "\n".join(open(p).read() for p in glob.glob(str(tmp_path / "graph_*" / "*after_plan-memory.mlir")))
+
+
+def _targets() -> list[str]:
+    return ["triton"] if DEVICE != "cpu" else ["llvm", "triton"]
+
+
+IMAGES = {
+    "nchw": lambda: torch.randn(2, 3, 16, 20),
+    "channels_last": lambda: torch.randn(2, 3, 16, 20).to(memory_format=torch.channels_last),
+    "partial_patches": lambda: torch.randn(2, 3, 18, 23),
+}
+
+
+@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("image", list(IMAGES))
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_patch_embeddings_are_products(tmp_path, target, image, bias):
+    torch.manual_seed(0)
+    model = PatchEmbedding(bias=bias).to(DEVICE).eval()
+    x = IMAGES[image]().to(DEVICE)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    program = _programs(tmp_path)
+    assert "ptensor.convolution" not in program, program
+    assert re.search(r"ptensor\.(addmm|mm) ", program), program
+
+
+@pytest.mark.parametrize("image", list(IMAGES))
+@pytest.mark.parametrize("input_gradient", [True, False], ids=["input_gradient", "weights_only"])
+def test_training_through_patch_embeddings_matches_eager(tmp_path, image, input_gradient):
+    """Gradients of the weight, the bias and (where asked) the image, the
+    last zero past the last whole patch, match eager's; the backward graph
+    has no convolution either."""
+    torch.manual_seed(1)
+    model = PatchEmbedding().to(DEVICE)
+    twin = PatchEmbedding().to(DEVICE)
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
+    x = IMAGES[image]().to(DEVICE)
+    eager_x, compiled_x = x.clone().requires_grad_(input_gradient), x.clone().requires_grad_(input_gradient)
+    # (a sum of squares of normalized tokens would not depend on the embedding)
+    model(eager_x).sin().sum().backward()
+    compiled(compiled_x).sin().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    if input_gradient:
+        torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
+        assert compiled_x.grad.stride() == eager_x.grad.stride()
+    program = _programs(tmp_path)
+    assert "ptensor.convolution" not in program, program
+
+
+def test_volumes_and_sequences_of_patches(tmp_path):
+    """3-d and 1-d patch convolutions (a video's tubelets, an audio frame's
+    patches) are products too and match eager."""
+
+    def tubelets_and_frames(volume, w3, signal, w1, b1):
+        return F.conv3d(volume, w3, stride=2).relu(), F.conv1d(signal, w1, b1, stride=5).tanh()
+
+    torch.manual_seed(2)
+    inputs = [torch.randn(2, 3, 4, 6, 7), torch.randn(5, 3, 2, 2, 2), torch.randn(2, 4, 23), torch.randn(6, 4, 5), torch.randn(6)]
+    inputs = [t.to(DEVICE) for t in inputs]
+    compiled = torch.compile(tubelets_and_frames, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
+    for got, expected in zip(compiled(*inputs), tubelets_and_frames(*inputs)):
+        torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    assert "ptensor.convolution" not in _programs(tmp_path)
+
+
+OTHER_GEOMETRIES = {
+    "overlapping": dict(stride=2),
+    "padded": dict(stride=3, padding=1),
+    "dilated": dict(stride=3, dilation=2),
+    "grouped": dict(stride=3, groups=2),
+}
+
+
+@pytest.mark.parametrize("geometry", list(OTHER_GEOMETRIES))
+def test_other_convolutions_are_kept_whole(geometry):
+    """A convolution whose patches overlap, or that pads, dilates or groups,
+    is left to the library (the decompositions decline it), forward and
+    backward; a 1x1 one is the layout passes' to turn into a product."""
+    settings = {"stride": 1, "padding": 0, "dilation": 1, "groups": 1, **OTHER_GEOMETRIES[geometry]}
+    x, w = torch.randn(2, 4, 12, 12), torch.randn(6, 4 // settings["groups"], 3, 3)
+    arguments = ([settings["stride"]] * 2, [settings["padding"]] * 2, [settings["dilation"]] * 2, False, [0, 0], settings["groups"])
+    assert patch_convolution(x, w, None, *arguments) is NotImplemented
+    y = aten.convolution(x, w, None, *arguments)
+    assert patch_convolution_backward(y, x, w, None, *arguments, [True, True, False]) is NotImplemented
+    assert patch_convolution(x, torch.randn(6, 4, 1, 1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1) is NotImplemented
+
+
+@pytest.mark.parametrize("mask", [(True, True, True), (False, True, True), (True, False, False)])
+def test_the_gradients_asked_for_are_given(mask):
+    """The backward decomposition gives the gradients `output_mask` asks
+    for, None for the others, each equal to the library's in float64."""
+    torch.manual_seed(3)
+    x, w = torch.randn(2, 3, 10, 9, dtype=torch.float64), torch.randn(5, 3, 3, 3, dtype=torch.float64)
+    arguments = ([3, 3], [0, 0], [1, 1], False, [0, 0], 1)
+    grad = torch.randn(2, 5, 3, 3, dtype=torch.float64)
+    got = patch_convolution_backward(grad, x, w, [5], *arguments, list(mask))
+    expected = aten.convolution_backward(grad, x, w, [5], *arguments, list(mask))
+    for asked, g, e in zip(mask, got, expected):
+        if asked:
+            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+        else:
+            assert g is None

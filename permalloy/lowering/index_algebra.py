@@ -6,7 +6,11 @@ maps from a reader down to the tensor that owns the data gives the index
 expression of the reader's load. Reshapes introduce `floordiv` and `mod`, which
 `simplify_index` removes again when the ranges of the loop indices allow it, so
 that a reshape of a reshape, or a reshape of a permute, reads with the simplest
-expression there is.
+expression there is. A reshape of static sizes maps each group of dimensions
+whose sizes have equal products on its own (`reshape_groups`): a split
+dimension reads a sum of its parts and needs no simplifying, where the row-major
+position of the whole index made every dimension a `floordiv` and `mod` of all
+of them (a patch gather of six dimensions took `materialize-views` 0.46 s).
 """
 
 from __future__ import annotations
@@ -95,6 +99,50 @@ def _delinearize(flat: sympy.Expr, sizes: tuple[sympy.Expr, ...]) -> Index:
     return tuple(result)
 
 
+def reshape_input_index(index: Index, result_sizes: Sequence[sympy.Expr], sizes: Sequence[sympy.Expr]) -> Index:
+    """The index of a reshape's input of `sizes` that `index` of its result
+    of `result_sizes` reads: group by group where static sizes fall into
+    groups of equal products (`reshape_groups`), so that a split dimension
+    reads the linear combination of its parts and a merged one the
+    `floordiv` and `mod` of its own index alone; through the row-major
+    position of the whole index otherwise."""
+    groups = reshape_groups(result_sizes, sizes)
+    if groups is None:
+        return delinearize(linearize(index, result_sizes), sizes)
+    source: list[sympy.Expr] = []
+    for results, inputs in groups:
+        flat = linearize(index[results.start : results.stop], result_sizes[results.start : results.stop])
+        source.extend(delinearize(flat, sizes[inputs.start : inputs.stop]))
+    return tuple(source)
+
+
+def reshape_groups(result_sizes: Sequence[sympy.Expr], sizes: Sequence[sympy.Expr]) -> list[tuple[range, range]] | None:
+    """Consecutive dimensions of a reshape's result and input whose sizes
+    have equal products, the smallest such groups in order; None where a
+    size is symbolic or zero (the whole index is then one group)."""
+    if not all(isinstance(v, (int, sympy.Integer)) and int(v) > 0 for v in (*result_sizes, *sizes)):
+        return None
+    result_sizes, sizes = [int(v) for v in result_sizes], [int(v) for v in sizes]
+    groups = []
+    i = j = 0
+    while i < len(result_sizes) or j < len(sizes):
+        start_i, start_j = i, j
+        result_product = input_product = 1
+        if i < len(result_sizes):
+            result_product, i = result_sizes[i], i + 1
+        if j < len(sizes):
+            input_product, j = sizes[j], j + 1
+        while result_product != input_product:
+            if result_product < input_product and i < len(result_sizes):
+                result_product, i = result_product * result_sizes[i], i + 1
+            elif input_product < result_product and j < len(sizes):
+                input_product, j = input_product * sizes[j], j + 1
+            else:
+                return None
+        groups.append((range(start_i, i), range(start_j, j)))
+    return groups
+
+
 def view_input_index(op: Operation, index: Index) -> Index:
     """The index of a view's input that its result's `index` reads."""
     source_type = op.operands[0].type
@@ -130,7 +178,7 @@ def view_input_index(op: Operation, index: Index) -> Index:
         dim = op.dim.value.data
         return (*index[:dim], *index[dim + 1 :])
     if isinstance(op, ReshapeOp):
-        return delinearize(linearize(index, result_type.sizes), sizes)
+        return reshape_input_index(index, result_type.sizes, sizes)
     if isinstance(op, AsStridedOp):
         flat = op.offset.expr + sum(
             (i * s for i, s in zip(index, op.strides.data)), sympy.Integer(0)

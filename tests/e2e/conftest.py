@@ -231,6 +231,16 @@ class BackendCheck:
         return actual
 
 
+@pytest.fixture
+def triton_on_test_device(monkeypatch, tmp_path_factory):
+    """Triton kernels where the tests run (its interpreter on the CPU), a
+    permalloy cache of the session's own, and Dynamo starting afresh."""
+    if TEST_DEVICE == "cpu":
+        monkeypatch.setenv("TRITON_INTERPRET", "1")
+    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
+    torch._dynamo.reset()  # noqa: SLF001
+
+
 @pytest.fixture(autouse=True)
 def float32_without_tf32(monkeypatch):
     """Float32 convolutions and products in float32 on a GPU, as in eager's

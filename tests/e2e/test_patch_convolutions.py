@@ -26,12 +26,7 @@ DEVICE = os.environ.get("PERMALLOY_TEST_DEVICE", "cpu")
 aten = torch.ops.aten
 
 
-@pytest.fixture(autouse=True)
-def triton_mode(monkeypatch, tmp_path_factory):
-    if DEVICE == "cpu":
-        monkeypatch.setenv("TRITON_INTERPRET", "1")
-    monkeypatch.setenv("PERMALLOY_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "permalloy-cache"))
-    torch._dynamo.reset()  # noqa: SLF001
+pytestmark = pytest.mark.usefixtures("triton_on_test_device")
 
 
 class PatchEmbedding(torch.nn.Module):

@@ -620,9 +620,9 @@ def decomposition_table() -> dict[OpOverload, Callable]:
     Core ATen decompositions, minus `KEPT_WHOLE`, plus torch's decompositions
     of `FROM_TORCH` and permalloy's own (`OWN`, `POOLING`, the grid sampler,
     `searchsorted`, quantization, embedding_bag with its backward,
-    `embedding_bag.py`, and convolutions over non-overlapping patches with
-    their gradients, `patch_convolutions.py`; all leave complex tensors to
-    torch).
+    `embedding_bag.py`, and convolutions reading or, transposed, writing
+    non-overlapping patches with their gradients, `patch_convolutions.py`;
+    all leave complex tensors to torch).
     """
     return dict(_built_table())
 

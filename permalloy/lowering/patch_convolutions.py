@@ -10,6 +10,12 @@ input's, the output gradient by the weight, put back in place (rows and
 columns past the last whole patch get zeros); the weight's, the output
 gradient transposed by the patches; the bias's, a sum.
 
+A transposed convolution of the same geometry (a U-Net's upsampling by a
+2x2 window of stride 2) writes each output element once: it is the product
+of the input's channel rows `[N * P, C]` by the weight `[C, O * K]`, each row
+a patch of the output put in place. Its gradients are the same products the
+other way round.
+
 Written as products, these convolutions run as library matrix products, with
 the patches' gather a copy the compiler fuses with what produces the input.
 On a GPU they no longer go through cuDNN, whose algorithm search (run again
@@ -36,22 +42,24 @@ def _is_patch_geometry(
     dilation: Sequence[int],
     transposed: bool,
     groups: int,
+    output_padding: Sequence[int] = (),
 ) -> bool:
-    """Whether the convolution reads non-overlapping patches of windows
-    larger than one element, at static spatial sizes."""
+    """Whether the convolution reads (or, `transposed`, writes without
+    output padding) non-overlapping patches of windows larger than one
+    element, at static spatial sizes."""
     window = weight.shape[2:]
     spatial = x.shape[2:]
     static = all(isinstance(s, int) for s in (*window, *spatial, weight.shape[0], weight.shape[1]))
     return (
         static
-        and not transposed
+        and (not transposed or all(p == 0 for p in output_padding))
         and groups == 1
         and len(window) == len(stride) >= 1
         and math.prod(window) > 1
         and all(p == 0 for p in padding)
         and all(d == 1 for d in dilation)
         and list(stride) == list(window)
-        and all(s >= k for s, k in zip(spatial, window, strict=True))
+        and (transposed or all(s >= k for s, k in zip(spatial, window, strict=True)))
     )
 
 
@@ -70,18 +78,30 @@ def _patches(x: torch.Tensor, window: Sequence[int]) -> torch.Tensor:
     return patches.reshape(n * math.prod(positions), c * math.prod(window))
 
 
-def _output_rows(grad: torch.Tensor) -> torch.Tensor:
-    """The output (gradient) `[N, O, *P]` as rows `[N * P, O]`."""
-    rank = grad.dim() - 2
-    rows = grad.permute(0, *range(2, 2 + rank), 1)
-    return rows.reshape(-1, grad.shape[1])
+def _channel_rows(x: torch.Tensor) -> torch.Tensor:
+    """A tensor `[N, C, *P]` as rows of channels `[N * P, C]`."""
+    rank = x.dim() - 2
+    rows = x.permute(0, *range(2, 2 + rank), 1)
+    return rows.reshape(-1, x.shape[1])
+
+
+def _placed_patches(rows: torch.Tensor, n: int, channels: int, positions: Sequence[int], window: Sequence[int]) -> torch.Tensor:
+    """Rows `[N * P, C * K]` of patches put in place: `[N, C, *(P * K)]`."""
+    rank = len(window)
+    patches = rows.view(n, *positions, channels, *window)
+    order = [0, rank + 1, *(v for i in range(rank) for v in (1 + i, rank + 2 + i))]
+    covered = [p * k for p, k in zip(positions, window, strict=True)]
+    return patches.permute(order).reshape(n, channels, *covered)
 
 
 def patch_convolution(x, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """`aten.convolution` over non-overlapping patches as one product
-    (`addmm` with a bias); NotImplemented for any other convolution."""
-    if not _is_patch_geometry(x, weight, stride, padding, dilation, transposed, groups):
+    (`addmm` with a bias), or transposed, writing such patches, as one
+    product put in place; NotImplemented for any other convolution."""
+    if not _is_patch_geometry(x, weight, stride, padding, dilation, transposed, groups, output_padding):
         return NotImplemented
+    if transposed:
+        return _transposed_patch_convolution(x, weight, bias)
     window = weight.shape[2:]
     n, rank, out = x.shape[0], len(window), weight.shape[0]
     positions = [s // k for s, k in zip(x.shape[2:], window, strict=True)]
@@ -95,21 +115,21 @@ def patch_convolution_backward(
     grad, x, weight, bias_sizes, stride, padding, dilation, transposed, output_padding, groups, output_mask
 ):
     """`aten.convolution_backward` of a convolution over non-overlapping
-    patches, as products (the input's gradient zero past the last whole
-    patch); NotImplemented for any other convolution."""
-    if not _is_patch_geometry(x, weight, stride, padding, dilation, transposed, groups):
+    patches, or of a transposed one writing them, as products (the input's
+    gradient zero past the last whole patch); NotImplemented for any other
+    convolution."""
+    if not _is_patch_geometry(x, weight, stride, padding, dilation, transposed, groups, output_padding):
         return NotImplemented
+    if transposed:
+        return _transposed_patch_convolution_backward(grad, x, weight, output_mask)
     window = weight.shape[2:]
-    n, c, rank, out = x.shape[0], x.shape[1], len(window), weight.shape[0]
-    rows = _output_rows(grad)
+    n, c, out = x.shape[0], x.shape[1], weight.shape[0]
+    rows = _channel_rows(grad)
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
         positions = [s // k for s, k in zip(x.shape[2:], window, strict=True)]
-        patches = aten.mm(rows, weight.reshape(out, -1))
-        patches = patches.view(n, *positions, c, *window)
-        order = [0, rank + 1, *(v for i in range(rank) for v in (1 + i, rank + 2 + i))]
-        covered = [p * k for p, k in zip(positions, window, strict=True)]
-        grad_input = patches.permute(order).reshape(n, c, *covered)
+        grad_input = _placed_patches(aten.mm(rows, weight.reshape(out, -1)), n, c, positions, window)
+        covered = grad_input.shape[2:]
         missing = [s - v for s, v in zip(x.shape[2:], covered, strict=True)]
         if any(missing):
             grad_input = aten.constant_pad_nd(grad_input, [v for m in reversed(missing) for v in (0, m)], 0.0)
@@ -118,6 +138,33 @@ def patch_convolution_backward(
         grad_weight = aten.mm(rows.t(), _patches(x, window)).view(weight.shape)
     if output_mask[2]:
         grad_bias = rows.sum(0)
+    return grad_input, grad_weight, grad_bias
+
+
+def _transposed_patch_convolution(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+    """A transposed convolution writing non-overlapping patches: each input
+    position's channels times the weight `[C, O * K]`, put in place."""
+    window = weight.shape[2:]
+    n, c, out = x.shape[0], x.shape[1], weight.shape[1]
+    rows = aten.mm(_channel_rows(x), weight.reshape(c, -1))
+    y = _placed_patches(rows, n, out, x.shape[2:], window)
+    return y if bias is None else y + bias.view(out, *[1] * len(window))
+
+
+def _transposed_patch_convolution_backward(grad, x, weight, output_mask):
+    """The gradients of `_transposed_patch_convolution` that `output_mask` asks for."""
+    window = weight.shape[2:]
+    n, c, rank = x.shape[0], x.shape[1], len(window)
+    patches = _patches(grad, window)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        rows = aten.mm(patches, weight.reshape(c, -1).t())
+        grad_input = rows.view(n, *x.shape[2:], c).permute(0, rank + 1, *range(1, rank + 1))
+        grad_input = grad_input.contiguous(memory_format=_memory_format(x))
+    if output_mask[1]:
+        grad_weight = aten.mm(_channel_rows(x).t(), patches).view(weight.shape)
+    if output_mask[2]:
+        grad_bias = _channel_rows(grad).sum(0)
     return grad_input, grad_weight, grad_bias
 
 

@@ -1,6 +1,7 @@
 """
 Convolutions over non-overlapping patches (stride equal to the window, no
-padding, dilation or groups) run as matrix products (`patch_convolutions`)
+padding, dilation or groups), and transposed ones writing such patches, run
+as matrix products (`patch_convolutions`)
 on both targets (Triton under its interpreter on the CPU, or on the GPU that
 `PERMALLOY_TEST_DEVICE` names): patch embeddings with and without biases,
 over NCHW and channels-last images, images whose sizes are not whole
@@ -150,3 +151,86 @@ def test_the_gradients_asked_for_are_given(mask):
             torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
         else:
             assert g is None
+
+
+# -- transposed convolutions writing non-overlapping patches -----------------------------
+
+
+class UpBlock(torch.nn.Module):
+    """A U-Net's upsampling: a transposed convolution of window 2 and stride
+    2, then a 3x3 convolution (which stays one) and a ReLU."""
+
+    def __init__(self, bias: bool = True):
+        super().__init__()
+        self.up = torch.nn.ConvTranspose2d(6, 4, 2, stride=2, bias=bias)
+        self.conv = torch.nn.Conv2d(4, 4, 3, padding=1)
+
+    def forward(self, x):
+        return torch.relu(self.conv(self.up(x * 0.5)))
+
+
+UP_IMAGES = {
+    "nchw": lambda: torch.randn(2, 6, 5, 7),
+    "channels_last": lambda: torch.randn(2, 6, 5, 7).to(memory_format=torch.channels_last),
+}
+
+
+@pytest.mark.parametrize("target", _targets())
+@pytest.mark.parametrize("image", list(UP_IMAGES))
+@pytest.mark.parametrize("bias", [True, False], ids=["bias", "no_bias"])
+def test_transposed_patch_convolutions_are_products(tmp_path, target, image, bias):
+    torch.manual_seed(4)
+    model = UpBlock(bias).to(DEVICE).eval()
+    x = UP_IMAGES[image]().to(DEVICE)
+    compiled = torch.compile(model, backend=permalloy_backend, options={"target": target, "dump_dir": str(tmp_path)})
+    with torch.no_grad():
+        torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+    program = _programs(tmp_path)
+    assert program.count("ptensor.convolution ") == 1, program  # the 3x3 one
+    assert not [line for line in program.splitlines() if "ptensor.convolution" in line and "transposed" in line]
+    assert re.search(r"ptensor\.(addmm|mm) ", program), program
+
+
+@pytest.mark.parametrize("image", list(UP_IMAGES))
+def test_training_through_transposed_patch_convolutions_matches_eager(tmp_path, image):
+    torch.manual_seed(5)
+    model, twin = UpBlock().to(DEVICE), UpBlock().to(DEVICE)
+    twin.load_state_dict(model.state_dict())
+    compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
+    x = UP_IMAGES[image]().to(DEVICE)
+    eager_x, compiled_x = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
+    model(eager_x).sin().sum().backward()
+    compiled(compiled_x).sin().sum().backward()
+    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
+        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
+    torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
+    assert compiled_x.grad.stride() == eager_x.grad.stride()
+    program = _programs(tmp_path)
+    assert not [line for line in program.splitlines() if "ptensor.convolution" in line and "transposed" in line], program
+
+
+@pytest.mark.parametrize("mask", [(True, True, True), (False, True, False), (True, False, True)])
+@pytest.mark.parametrize("rank", [1, 2, 3])
+def test_transposed_gradients_equal_the_librarys(mask, rank):
+    torch.manual_seed(6)
+    window = [2, 3, 2][:rank]
+    x = torch.randn(2, 3, *[4, 3, 2][:rank], dtype=torch.float64)
+    w = torch.randn(3, 5, *window, dtype=torch.float64)
+    arguments = (window, [0] * rank, [1] * rank, True, [0] * rank, 1)
+    y = patch_convolution(x, w, None, *arguments)
+    torch.testing.assert_close(y, aten.convolution(x, w, None, *arguments), rtol=1e-12, atol=1e-12)
+    grad = torch.randn_like(y)
+    got = patch_convolution_backward(grad, x, w, [5], *arguments, list(mask))
+    expected = aten.convolution_backward(grad, x, w, [5], *arguments, list(mask))
+    for asked, g, e in zip(mask, got, expected):
+        if asked:
+            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+        else:
+            assert g is None
+
+
+def test_transposed_convolutions_with_output_padding_are_kept_whole():
+    x, w = torch.randn(2, 4, 5, 5), torch.randn(4, 3, 2, 2)
+    assert patch_convolution(x, w, None, [2, 2], [0, 0], [1, 1], True, [1, 1], 1) is NotImplemented
+    assert patch_convolution(x, w, None, [2, 2], [1, 1], [1, 1], True, [0, 0], 1) is NotImplemented
+    assert patch_convolution(x, w, None, [1, 1], [0, 0], [1, 1], True, [0, 0], 1) is NotImplemented

@@ -73,20 +73,16 @@ def test_patch_embeddings_are_products(tmp_path, target, image, bias):
     assert re.search(r"ptensor\.(addmm|mm) ", program), program
 
 
-@pytest.mark.parametrize("image", list(IMAGES))
-@pytest.mark.parametrize("input_gradient", [True, False], ids=["input_gradient", "weights_only"])
-def test_training_through_patch_embeddings_matches_eager(tmp_path, image, input_gradient):
-    """Gradients of the weight, the bias and (where asked) the image, the
-    last zero past the last whole patch, match eager's; the backward graph
-    has no convolution either."""
-    torch.manual_seed(1)
-    model = PatchEmbedding().to(DEVICE)
-    twin = PatchEmbedding().to(DEVICE)
+def _trained_program(make, x: torch.Tensor, input_gradient: bool, tmp_path) -> str:
+    """One training step of a model `make` builds, eager and compiled for
+    the Triton target on a twin: every gradient (and, with
+    `input_gradient`, the input's and its strides) matches eager's; the
+    compiled programs. The loss is a sum of sines: a sum of squares of
+    normalized tokens would not depend on what comes before the norm."""
+    model, twin = make().to(DEVICE), make().to(DEVICE)
     twin.load_state_dict(model.state_dict())
     compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
-    x = IMAGES[image]().to(DEVICE)
     eager_x, compiled_x = x.clone().requires_grad_(input_gradient), x.clone().requires_grad_(input_gradient)
-    # (a sum of squares of normalized tokens would not depend on the embedding)
     model(eager_x).sin().sum().backward()
     compiled(compiled_x).sin().sum().backward()
     for (name, p), q in zip(model.named_parameters(), twin.parameters()):
@@ -94,7 +90,17 @@ def test_training_through_patch_embeddings_matches_eager(tmp_path, image, input_
     if input_gradient:
         torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
         assert compiled_x.grad.stride() == eager_x.grad.stride()
-    program = _programs(tmp_path)
+    return _programs(tmp_path)
+
+
+@pytest.mark.parametrize("image", list(IMAGES))
+@pytest.mark.parametrize("input_gradient", [True, False], ids=["input_gradient", "weights_only"])
+def test_training_through_patch_embeddings_matches_eager(tmp_path, image, input_gradient):
+    """Gradients of the weight, the bias and (where asked) the image, the
+    last zero past the last whole patch, match eager's; the backward graph
+    has no convolution either."""
+    torch.manual_seed(1)
+    program = _trained_program(PatchEmbedding, IMAGES[image]().to(DEVICE), input_gradient, tmp_path)
     assert "ptensor.convolution" not in program, program
 
 
@@ -136,6 +142,18 @@ def test_other_convolutions_are_kept_whole(geometry):
     assert patch_convolution(x, torch.randn(6, 4, 1, 1), None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1) is NotImplemented
 
 
+def _assert_gradients_equal_the_librarys(grad, x, w, arguments, mask) -> None:
+    """The decomposed backward gives the gradients `mask` asks for, each
+    equal to the library's, and None for the others."""
+    got = patch_convolution_backward(grad, x, w, [w.shape[1] if arguments[3] else w.shape[0]], *arguments, list(mask))
+    expected = aten.convolution_backward(grad, x, w, [w.shape[1] if arguments[3] else w.shape[0]], *arguments, list(mask))
+    for asked, g, e in zip(mask, got, expected):
+        if asked:
+            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
+        else:
+            assert g is None
+
+
 @pytest.mark.parametrize("mask", [(True, True, True), (False, True, True), (True, False, False)])
 def test_the_gradients_asked_for_are_given(mask):
     """The backward decomposition gives the gradients `output_mask` asks
@@ -144,13 +162,7 @@ def test_the_gradients_asked_for_are_given(mask):
     x, w = torch.randn(2, 3, 10, 9, dtype=torch.float64), torch.randn(5, 3, 3, 3, dtype=torch.float64)
     arguments = ([3, 3], [0, 0], [1, 1], False, [0, 0], 1)
     grad = torch.randn(2, 5, 3, 3, dtype=torch.float64)
-    got = patch_convolution_backward(grad, x, w, [5], *arguments, list(mask))
-    expected = aten.convolution_backward(grad, x, w, [5], *arguments, list(mask))
-    for asked, g, e in zip(mask, got, expected):
-        if asked:
-            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
-        else:
-            assert g is None
+    _assert_gradients_equal_the_librarys(grad, x, w, arguments, mask)
 
 
 # -- transposed convolutions writing non-overlapping patches -----------------------------
@@ -194,18 +206,7 @@ def test_transposed_patch_convolutions_are_products(tmp_path, target, image, bia
 @pytest.mark.parametrize("image", list(UP_IMAGES))
 def test_training_through_transposed_patch_convolutions_matches_eager(tmp_path, image):
     torch.manual_seed(5)
-    model, twin = UpBlock().to(DEVICE), UpBlock().to(DEVICE)
-    twin.load_state_dict(model.state_dict())
-    compiled = torch.compile(twin, backend=permalloy_backend, options={"target": "triton", "dump_dir": str(tmp_path)})
-    x = UP_IMAGES[image]().to(DEVICE)
-    eager_x, compiled_x = x.clone().requires_grad_(True), x.clone().requires_grad_(True)
-    model(eager_x).sin().sum().backward()
-    compiled(compiled_x).sin().sum().backward()
-    for (name, p), q in zip(model.named_parameters(), twin.parameters()):
-        torch.testing.assert_close(q.grad, p.grad, rtol=1e-4, atol=1e-5, msg=name)
-    torch.testing.assert_close(compiled_x.grad, eager_x.grad, rtol=1e-4, atol=1e-5)
-    assert compiled_x.grad.stride() == eager_x.grad.stride()
-    program = _programs(tmp_path)
+    program = _trained_program(UpBlock, UP_IMAGES[image]().to(DEVICE), True, tmp_path)
     assert not [line for line in program.splitlines() if "ptensor.convolution" in line and "transposed" in line], program
 
 
@@ -220,13 +221,7 @@ def test_transposed_gradients_equal_the_librarys(mask, rank):
     y = patch_convolution(x, w, None, *arguments)
     torch.testing.assert_close(y, aten.convolution(x, w, None, *arguments), rtol=1e-12, atol=1e-12)
     grad = torch.randn_like(y)
-    got = patch_convolution_backward(grad, x, w, [5], *arguments, list(mask))
-    expected = aten.convolution_backward(grad, x, w, [5], *arguments, list(mask))
-    for asked, g, e in zip(mask, got, expected):
-        if asked:
-            torch.testing.assert_close(g, e, rtol=1e-12, atol=1e-12)
-        else:
-            assert g is None
+    _assert_gradients_equal_the_librarys(grad, x, w, arguments, mask)
 
 
 def test_transposed_convolutions_with_output_padding_are_kept_whole():

@@ -106,13 +106,17 @@ def _body(function: func.FuncOp) -> list[Operation]:
     return list(function.body.block.ops)
 
 
-def _cuda_functions(compiled: Any) -> list[int] | None:
-    """The CUDA functions a Triton kernel's native launches run, in order;
-    None where it has none."""
+def _kernel_functions(compiled: Any) -> list[int]:
+    """What a kernels-table entry can point at in `compiled`: a CPU kernel's
+    entry address, or the CUDA functions a Triton kernel's native launches
+    run, in order (none where it has no native launches)."""
+    address = getattr(compiled, "address", None)
+    if address is not None:
+        return [address]
     make = getattr(compiled, "native_launches", None)
     found = None if make is None else make()
     if found is None:
-        return None
+        return []
     return [step[1][1] for step in found[2] if step[0] != "product"]
 
 
@@ -163,9 +167,7 @@ def native_host_image(
     positions = {op: position for position, op in enumerate(ops)}
     found: dict[int, tuple[int, int]] = {}
     for position, compiled in _launched_ops(function, launches):
-        address = getattr(compiled, "address", None)
-        functions = [address] if address is not None else _cuda_functions(compiled) or []
-        for index, value in enumerate(functions):
+        for index, value in enumerate(_kernel_functions(compiled)):
             found.setdefault(value, (position, index))
     if any(address not in found for address in source.addresses):
         return None
@@ -213,10 +215,12 @@ def native_host_source(
             raise NativeImageMismatch(f"the op at position {position} is no launch")
         return launches[op][0]
 
+    functions_at: dict[int, list[int]] = {}
+
     def address(position: int, index: int) -> int:
-        kernel = launched(position)
-        entry = getattr(kernel, "address", None)
-        functions = [entry] if entry is not None else _cuda_functions(kernel) or []
+        if position not in functions_at:
+            functions_at[position] = _kernel_functions(launched(position))
+        functions = functions_at[position]
         if not 0 <= index < len(functions) or functions[index] is None:
             raise NativeImageMismatch(f"the kernel at position {position} has no function {index}")
         return functions[index]

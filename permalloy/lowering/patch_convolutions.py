@@ -30,6 +30,7 @@ import math
 from collections.abc import Sequence
 
 import torch
+from torch._prims_common import suggest_memory_format
 
 aten = torch.ops.aten
 
@@ -133,7 +134,7 @@ def patch_convolution_backward(
         missing = [s - v for s, v in zip(x.shape[2:], covered, strict=True)]
         if any(missing):
             grad_input = aten.constant_pad_nd(grad_input, [v for m in reversed(missing) for v in (0, m)], 0.0)
-        grad_input = grad_input.contiguous(memory_format=_memory_format(x))
+        grad_input = grad_input.contiguous(memory_format=suggest_memory_format(x))
     if output_mask[1]:
         grad_weight = aten.mm(rows.t(), _patches(x, window)).view(weight.shape)
     if output_mask[2]:
@@ -160,18 +161,9 @@ def _transposed_patch_convolution_backward(grad, x, weight, output_mask):
     if output_mask[0]:
         rows = aten.mm(patches, weight.reshape(c, -1).t())
         grad_input = rows.view(n, *x.shape[2:], c).permute(0, rank + 1, *range(1, rank + 1))
-        grad_input = grad_input.contiguous(memory_format=_memory_format(x))
+        grad_input = grad_input.contiguous(memory_format=suggest_memory_format(x))
     if output_mask[1]:
         grad_weight = aten.mm(_channel_rows(x).t(), patches).view(weight.shape)
     if output_mask[2]:
         grad_bias = _channel_rows(grad).sum(0)
     return grad_input, grad_weight, grad_bias
-
-
-def _memory_format(x: torch.Tensor) -> torch.memory_format:
-    """The memory format of the input, which its gradient takes."""
-    if x.dim() == 4 and x.is_contiguous(memory_format=torch.channels_last) and not x.is_contiguous():
-        return torch.channels_last
-    if x.dim() == 5 and x.is_contiguous(memory_format=torch.channels_last_3d) and not x.is_contiguous():
-        return torch.channels_last_3d
-    return torch.contiguous_format

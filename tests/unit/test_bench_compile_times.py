@@ -125,8 +125,9 @@ def test_the_table_keeps_each_warm_column_that_has_a_value() -> None:
     from permalloy.tools.bench.compile_times import format_compile_times
 
     def case(permalloy_warm, inductor_warm):
-        permalloy = SimpleNamespace(kernels={"compile_times": {"first_call_s": 1.0}}, warm_compile=permalloy_warm)
-        inductor = SimpleNamespace(kernels={}, warm_compile=inductor_warm)
+        times = {"compile_times": {"first_call_s": 1.0}}
+        permalloy = SimpleNamespace(kernels=times, warm_compile=permalloy_warm, cold_process=None)
+        inductor = SimpleNamespace(kernels={}, warm_compile=inductor_warm, cold_process=None)
         return SimpleNamespace(case="c", results={"permalloy": permalloy, "inductor": inductor})
 
     def header(cases) -> str:
@@ -137,6 +138,46 @@ def test_the_table_keeps_each_warm_column_that_has_a_value() -> None:
     both = header([case({"first_call_s": 2.0, "permalloy_s": 0.1}, {"first_call_s": 0.5})])
     assert "warm s (perm)" in both and both.rstrip().endswith("warm s (ind)")
     assert "warm" not in header([case(None, None)])
+
+
+def test_the_table_shows_cold_compiles_in_a_new_process_beside_the_warm_ones() -> None:
+    from types import SimpleNamespace
+
+    from permalloy.tools.bench.compile_times import format_compile_times
+
+    cold = {"first_call_s": 3.0, "permalloy_s": 1.25}
+    permalloy = SimpleNamespace(kernels={"compile_times": {"first_call_s": 1.0}}, warm_compile=None, cold_process=cold)
+    inductor = SimpleNamespace(kernels={}, warm_compile=None, cold_process={"first_call_s": 4.0})
+    lines = format_compile_times([SimpleNamespace(case="c", results={"permalloy": permalloy, "inductor": inductor})])
+    header = next(line for line in lines if line.startswith("case"))
+    assert header.rstrip().endswith("new cold s (perm)  new cold s (ind)") and "warm" not in header
+    row = lines[lines.index(header) + 2]
+    assert row.rstrip().endswith("3.00 (1.25)        4.00")
+    assert "cold in a new process" in lines[-1] and "warm:" not in lines[-1]
+
+
+def test_a_cold_compile_in_a_new_process_starts_from_empty_caches() -> None:
+    """`--cold-process` compiles the case again in a new process whose cache
+    folders are empty (not the session's, which the first compile filled):
+    its graph misses the cache and runs the pipeline, and its result is
+    checked against eager there."""
+    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
+    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
+    run = subprocess.run(
+        [*bench, *QUICK_POINTWISE, "--cold-process", "--json", "-"],
+        capture_output=True, text=True, env=environment, check=False,
+    )  # fmt: skip
+    assert run.returncode == 0, run.stderr[-2000:]
+    data = json.loads(run.stdout[run.stdout.index("{") :])
+    assert data["config"]["cold_process"] and data["config"]["compile_times"]
+    result = _permalloy_result(data)
+    cold = result["cold_process"]
+    assert "error" not in cold, cold
+    assert cold["cache_hits"] == 0 and cold["cache_misses"] == 1
+    assert {"convert-ptensor-to-loop", "fuse-loops"} <= set(cold["passes"]) and cold["kernel_compilation"] > 0
+    assert 0 < cold["permalloy_s"] < cold["first_call_s"]
+    assert cold["accurate"] and cold["relative_error"] < 1e-4
+    assert result["warm_compile"] is None
 
 
 def test_a_warm_process_gets_the_starting_environment_and_the_session_s_caches(monkeypatch) -> None:
@@ -155,11 +196,11 @@ def test_a_warm_process_gets_the_starting_environment_and_the_session_s_caches(m
     assert environment.get("PATH") == STARTING_ENVIRONMENT.get("PATH")
 
 
-def test_a_warm_compile_that_misses_eager_is_marked_in_the_table() -> None:
-    from permalloy.tools.bench.compile_times import _warm_cell
+def test_a_compile_in_a_new_process_that_misses_eager_is_marked_in_the_table() -> None:
+    from permalloy.tools.bench.compile_times import _new_process_cell
 
     def first_call(warm):
         return f"{warm['first_call_s']:.2f}"
 
-    assert _warm_cell({"first_call_s": 1.5, "accurate": False, "relative_error": 0.3}, first_call) == "1.50 FAIL"
-    assert _warm_cell({"first_call_s": 1.5, "accurate": True, "relative_error": 1e-7}, first_call) == "1.50"
+    assert _new_process_cell({"first_call_s": 1.5, "accurate": False, "relative_error": 0.3}, first_call) == "1.50 FAIL"
+    assert _new_process_cell({"first_call_s": 1.5, "accurate": True, "relative_error": 1e-7}, first_call) == "1.50"

@@ -123,6 +123,13 @@ def build_parser() -> argparse.ArgumentParser:
         "filled, permalloy and Inductor each, and report those warm compiles (implies --compile-times)",
     )
     parser.add_argument(
+        "--cold-process",
+        action="store_true",
+        help="also compile each case in a new process with empty caches, permalloy and Inductor "
+        "each, and report those cold compiles, which no backend run before them in the bench's "
+        "process helped (implies --compile-times)",
+    )
+    parser.add_argument(
         "--merge",
         default=None,
         metavar="A.json,B.json",
@@ -185,8 +192,9 @@ def parse_config(args: argparse.Namespace) -> BenchConfig:
         train=args.train,
         suite=args.suite,
         profile_kernels=args.profile,
-        compile_times=args.compile_times or args.warm_compile,
+        compile_times=args.compile_times or args.warm_compile or args.cold_process,
         warm_compile=args.warm_compile,
+        cold_process=args.cold_process,
         float64_reference=args.float64_reference,
         target_options=target_options,
         verbose=args.verbose,

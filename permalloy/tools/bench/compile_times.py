@@ -15,6 +15,13 @@ filled: for permalloy its compiled graphs, Triton's modules, tuned
 configurations and binaries; for Inductor its own cache folder (its FX graph
 and AOTAutograd caches and Triton's binaries), which the cold compile's
 session keeps until the warm process ran.
+
+A cold compile in a new process (`--cold-process`) runs the case the same
+way with empty cache folders. The bench's own first call of a case is not
+one: eager, and Inductor before permalloy, ran the case's operations in the
+bench's process first, and what the process keeps of that (cuDNN's chosen
+convolution algorithms, cuBLAS's handles and workspaces, loaded modules)
+spares the backend that comes later part of its first call.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import types
 import warnings
 from collections.abc import Callable, Sequence
@@ -74,7 +82,7 @@ def add_first_call_remainder(times: dict[str, Any], first_call_s: float | None) 
         times["dynamo_and_other"] = first_call_s - measured_seconds(times)
 
 
-# -- the warm compile, in a new process -------------------------------------------------
+# -- warm and cold compiles, in a new process -------------------------------------------------
 
 
 STARTING_ENVIRONMENT = types.MappingProxyType(dict(os.environ))
@@ -98,7 +106,21 @@ def warm_environment() -> dict[str, str]:
     return environment
 
 
-def warm_compile(
+def warm_compile(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """`compile_in_new_process` with the current session's caches."""
+    return compile_in_new_process(*args, **kwargs, environment=warm_environment())
+
+
+def cold_compile(*args: Any, **kwargs: Any) -> dict[str, Any]:
+    """`compile_in_new_process` with empty cache folders of its own (removed after)."""
+    with tempfile.TemporaryDirectory(prefix="permalloy-cold-") as folder:
+        environment = dict(STARTING_ENVIRONMENT)
+        for name in SESSION_VARIABLES:
+            environment[name] = os.path.join(folder, name.lower())
+        return compile_in_new_process(*args, **kwargs, environment=environment)
+
+
+def compile_in_new_process(
     suite: str,
     case: str,
     device: str,
@@ -107,12 +129,14 @@ def warm_compile(
     threads: int | None,
     backend: str = "permalloy",
     target_options: Sequence[tuple[str, Any]] = (),
+    *,
+    environment: dict[str, str],
 ) -> dict[str, Any]:
     """Compile `case` with `backend` (permalloy or inductor) in a new process
-    with the caches of the current one (`$PERMALLOY_CACHE_DIR`,
-    `$TORCHINDUCTOR_CACHE_DIR`, `$TRITON_CACHE_DIR`) and its thread count
-    (part of the CPU target's cache key; `threads`, else torch's now), and
-    permalloy's `target_options`: its first call's seconds and, for
+    of `environment` (which names its cache folders: `$PERMALLOY_CACHE_DIR`,
+    `$TORCHINDUCTOR_CACHE_DIR`, `$TRITON_CACHE_DIR`), with the current thread
+    count (part of the CPU target's cache key; `threads`, else torch's now),
+    and permalloy's `target_options`: its first call's seconds and, for
     permalloy, compile times; or `{"error": ...}`."""
     import torch
 
@@ -122,7 +146,7 @@ def warm_compile(
     argv += ["--threads", str(threads if threads is not None else torch.get_num_threads())]
     for name, value in target_options:
         argv += ["--target-option", f"{name}={value!r}"]
-    environment = warm_environment()
+    environment = dict(environment)
     package_root = str(Path(__file__).resolve().parents[3])
     environment["PYTHONPATH"] = os.pathsep.join(filter(None, [package_root, environment.get("PYTHONPATH")]))
     result = subprocess.run(argv, capture_output=True, text=True, env=environment, check=False)
@@ -132,11 +156,11 @@ def warm_compile(
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def _warm_main(argv: Sequence[str] | None = None) -> int:
-    """The warm process: one-time costs first (as the bench's first use), then
-    the case compiled and called once; its times as one line of JSON (for
-    Inductor, the first call's seconds and its FX graph cache's hits and
-    misses)."""
+def _new_process_main(argv: Sequence[str] | None = None) -> int:
+    """The new process of a warm or cold compile: one-time costs first (as
+    the bench's first use), then the case compiled and called once; its times
+    as one line of JSON (for Inductor, the first call's seconds and its FX
+    graph cache's hits and misses)."""
     import torch
 
     import permalloy
@@ -177,7 +201,7 @@ def _warm_main(argv: Sequence[str] | None = None) -> int:
         compiled = adapter.compile(model)
         _, seconds = timed(lambda: workload.step(compiled, model)(inputs), sync)
         records = permalloy.stats()
-        # what the warm compile runs is checked against eager, as the cold one is
+        # what the new process runs is checked against eager, as the bench's own first call is
         accuracy = workload.compare(workload.results(compiled, model, [inputs]), workload.results(model, model, [inputs]))
     checked = {"relative_error": accuracy.relative_error, "accurate": accuracy.passed}
     if args.backend == "inductor":
@@ -235,27 +259,42 @@ _COLUMNS = (
 """Each column's title and cell, from a case's summed compile times."""
 
 
+_NEW_PROCESS_COLUMNS = (
+    ("cold_process", "new cold s (perm)", "new cold s (ind)",
+     "cold in a new process: the first call with empty caches (permalloy's share), and Inductor's"),
+    ("warm_compile", "warm s (perm)", "warm s (ind)",
+     "warm: the first call in a new process with the caches filled (permalloy's share), and Inductor's"),
+)
+"""The optional columns of compiles in a new process, each a pair (permalloy,
+Inductor): the `BackendResult` field, the titles and the legend's words."""
+
+
 def format_compile_times(cases: Sequence[Any]) -> list[str]:
     """permalloy's compile time per case, stage by stage (seconds), with the
-    warm compiles where they ran (permalloy's, and Inductor's beside it); no
-    lines when no case has them."""
+    compiles in a new process where they ran (cold and warm; permalloy's, and
+    Inductor's beside it); no lines when no case has them."""
     rows = []
     for case in cases:
         result = case.results.get("permalloy")
         times = None if result is None else result.kernels.get("compile_times")
         if times:
-            inductor = case.results.get("inductor")
-            rows.append(_row(case.case, times, result.warm_compile, inductor and inductor.warm_compile))
+            rows.append(_row(case.case, times, result, case.results.get("inductor")))
     if not rows:
         return []
-    titles = ["case", *(title for title, _ in _COLUMNS), "warm s (perm)", "warm s (ind)"]
-    warm_columns = [len(titles) - 2, len(titles) - 1]
-    kept = [i for i in range(len(titles)) if i not in warm_columns or any(row[i] != "-" for row in rows)]
-    warm = len(kept) > len(titles) - 2
+    titles = ["case", *(title for title, _ in _COLUMNS)]
+    for _, permalloy_title, inductor_title, _ in _NEW_PROCESS_COLUMNS:
+        titles += [permalloy_title, inductor_title]
+    fixed = len(_COLUMNS) + 1
+    kept = [i for i in range(len(titles)) if i < fixed or any(row[i] != "-" for row in rows)]
+    legends = [
+        legend
+        for n, (*_, legend) in enumerate(_NEW_PROCESS_COLUMNS)
+        if {fixed + 2 * n, fixed + 2 * n + 1} & set(kept)
+    ]
     titles, rows = [titles[i] for i in kept], [[row[i] for i in kept] for row in rows]
     table = [titles, *rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(titles))]
-    left = {0, titles.index("top passes"), *range(len(_COLUMNS) + 1, len(titles))}
+    left = {0, titles.index("top passes"), *range(fixed, len(titles))}
     aligned = [
         "  ".join(c.ljust(w) if i in left else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
         for row in table
@@ -267,29 +306,25 @@ def format_compile_times(cases: Sequence[Any]) -> list[str]:
         "emission, compilation, loading and tuning, host program, compiled-graph cache (lookup "
         "and store; hits/misses), the three costliest passes"
     )
-    if warm:
-        legend += (
-            "; warm: the first call in a new process with the caches filled (permalloy's share), "
-            "and Inductor's, where it ran"
-        )
+    legend += "".join(f"; {words}, where it ran" for words in legends)
     return ["", aligned[0], "  ".join("-" * w for w in widths), *aligned[1:], "", legend]
 
 
-def _row(
-    case: str, times: dict[str, Any], warm: dict[str, Any] | None, inductor_warm: dict[str, Any] | None
-) -> list[str]:
+def _row(case: str, times: dict[str, Any], permalloy: Any, inductor: Any | None) -> list[str]:
     cells = [case, *(cell(times) for _, cell in _COLUMNS)]
-    cells.append(_warm_cell(warm, lambda w: f"{w.get('first_call_s', 0.0):.2f} ({w.get('permalloy_s', 0.0):.2f})"))
-    cells.append(_warm_cell(inductor_warm, lambda w: f"{w.get('first_call_s', 0.0):.2f}"))
+    for field, *_ in _NEW_PROCESS_COLUMNS:
+        ours, theirs = getattr(permalloy, field), inductor and getattr(inductor, field)
+        cells.append(_new_process_cell(ours, lambda w: f"{w.get('first_call_s', 0.0):.2f} ({w.get('permalloy_s', 0.0):.2f})"))
+        cells.append(_new_process_cell(theirs, lambda w: f"{w.get('first_call_s', 0.0):.2f}"))
     return cells
 
 
-def _warm_cell(warm: dict[str, Any] | None, text: Callable[[dict[str, Any]], str]) -> str:
-    if warm is None:
+def _new_process_cell(compiled: dict[str, Any] | None, text: Callable[[dict[str, Any]], str]) -> str:
+    if compiled is None:
         return "-"
-    if "error" in warm:
-        return f"error: {warm['error'][:40]}"
-    return text(warm) + (" FAIL" if warm.get("accurate") is False else "")
+    if "error" in compiled:
+        return f"error: {compiled['error'][:40]}"
+    return text(compiled) + (" FAIL" if compiled.get("accurate") is False else "")
 
 
 def _seconds(value: float | None) -> str:
@@ -297,4 +332,4 @@ def _seconds(value: float | None) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(_warm_main())
+    sys.exit(_new_process_main())

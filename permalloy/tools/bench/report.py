@@ -69,6 +69,7 @@ def to_dict(report: BenchReport) -> dict[str, Any]:
             "profile_kernels": config.profile_kernels,
             "compile_times": config.compile_times,
             "warm_compile": config.warm_compile,
+            "cold_process": config.cold_process,
             "float64_reference": config.float64_reference,
             "cases": list(config.cases),
             "backends": list(config.backends),
@@ -120,7 +121,7 @@ def format_table(report: BenchReport) -> str:
     if not any(r.profile for c in report.cases for r in c.results.values()):
         profiles = []
     config = report.config
-    compile_times = format_compile_times(report.cases) if config.compile_times or config.warm_compile else []
+    compile_times = format_compile_times(report.cases) if config.compile_times else []
     float64 = format_float64_errors(report) if config.float64_reference else []
     return "\n".join([_header(report), "", *lines, "", *legend, *float64, *profiles, *compile_times])
 

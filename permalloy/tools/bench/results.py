@@ -43,6 +43,10 @@ class BenchConfig:
     """Also compile each case again in a new process with the caches the first
     compile filled, under permalloy and Inductor each, and report those warm
     compiles (`--warm-compile`)."""
+    cold_process: bool = False
+    """Also compile each case in a new process with empty caches, under
+    permalloy and Inductor each (`--cold-process`): a cold first call that no
+    earlier backend's run in the same process helped."""
     float64_reference: bool = False
     """Also run each case's model in float64 and report every backend's
     relative error against it (outputs, or a training step's gradients),
@@ -74,6 +78,9 @@ class BackendResult:
     warm_compile: dict[str, Any] | None = None
     """With `--warm-compile`: the first call's seconds in a new process with
     the caches the first compile filled (for permalloy, its compile times too)."""
+    cold_process: dict[str, Any] | None = None
+    """With `--cold-process`: the first call's seconds in a new process with
+    empty caches (for permalloy, its compile times too)."""
     speedup_vs_eager: float | None = None
     speedup_vs_inductor: float | None = None
     bandwidth_gb_per_s: float | None = None
@@ -96,6 +103,7 @@ class BackendResult:
             "dynamo": None if self.dynamo is None else self.dynamo.as_dict(),
             "profile": self.profile,
             "warm_compile": self.warm_compile,
+            "cold_process": self.cold_process,
             "bandwidth_gb_per_s": self.bandwidth_gb_per_s,
             "bandwidth_fraction_of_copy": self.bandwidth_fraction_of_copy,
             "float64_error": self.float64_error,

@@ -22,7 +22,7 @@ import torch
 
 from permalloy.tools.bench.accuracy import flatten_tensors
 from permalloy.tools.bench.backends import BenchError, add_host_times, make_backend
-from permalloy.tools.bench.compile_times import add_first_call_remainder, warm_compile
+from permalloy.tools.bench.compile_times import add_first_call_remainder, cold_compile, warm_compile
 from permalloy.tools.bench.explained import explanation, print_explanation, why_explain
 from permalloy.tools.bench.machine import machine_description
 from permalloy.tools.bench.profiles import Profile
@@ -308,9 +308,12 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
         with adapter.session(), graphs as record:
             try:
                 compiled = _compile_and_check(run, adapter, result)
-                if run.config.warm_compile and backend in ("permalloy", "inductor"):
+                if run.config.warm_compile and backend in NEW_PROCESS_BACKENDS:
                     with run.phase(backend, "compiling again in a new process (warm cache)"):
-                        result.warm_compile = _warm_compile(run, backend)
+                        result.warm_compile = _in_new_process(warm_compile, run, backend)
+                if run.config.cold_process and backend in NEW_PROCESS_BACKENDS:
+                    with run.phase(backend, "compiling again in a new process (empty caches)"):
+                        result.cold_process = _in_new_process(cold_compile, run, backend)
                 return result, compiled
             finally:
                 result.kernels, result.dynamo = adapter.kernel_info(), record
@@ -321,12 +324,17 @@ def _prepare_backend(run: _CaseRun, backend: str) -> tuple[BackendResult, Any]:
         return result, None
 
 
-def _warm_compile(run: _CaseRun, backend: str) -> dict[str, Any]:
-    """The case compiled by `backend` in a new process with the caches this
-    one filled (inside the backend's session, which keeps them)."""
+NEW_PROCESS_BACKENDS = ("permalloy", "inductor")
+"""The backends whose compiles `--warm-compile` and `--cold-process` repeat in a new process."""
+
+
+def _in_new_process(compile_case: Callable[..., dict[str, Any]], run: _CaseRun, backend: str) -> dict[str, Any]:
+    """The case compiled by `backend` in a new process by `compile_case`
+    (`warm_compile`, with the caches this one filled, inside the backend's
+    session, which keeps them; or `cold_compile`, with empty ones)."""
     config = run.config
     quick = config.profile.name == "quick"
-    return warm_compile(
+    return compile_case(
         config.suite, run.name, config.device, quick, config.train, config.threads, backend, config.target_options
     )
 

@@ -50,6 +50,7 @@ def merge_reports(reports: list[BenchReport]) -> BenchReport:
         config.device, tuple(cases), config.backends, config.profile, config.threads,
         train=config.train, suite=config.suite, profile_kernels=config.profile_kernels,
         compile_times=config.compile_times, warm_compile=config.warm_compile,
+        cold_process=config.cold_process,
         float64_reference=config.float64_reference,
     )
     return BenchReport(merged, first.machine, first.copy, first.first_use_s, list(cases.values()))
@@ -74,6 +75,7 @@ def report_from_dict(data: dict[str, Any]) -> BenchReport:
         profile_kernels=raw.get("profile_kernels", False),
         compile_times=raw.get("compile_times", False),
         warm_compile=raw.get("warm_compile", False),
+        cold_process=raw.get("cold_process", False),
         float64_reference=raw.get("float64_reference", False),
         target_options=tuple(raw.get("target_options", {}).items()),
     )
@@ -111,6 +113,7 @@ def _backend(data: dict[str, Any]) -> BackendResult:
         dynamo=None if dynamo is None else DynamoGraphs(**dynamo),
         profile=data.get("profile"),
         warm_compile=data.get("warm_compile"),
+        cold_process=data.get("cold_process"),
         speedup_vs_eager=data["speedup_vs_eager"],
         speedup_vs_inductor=data["speedup_vs_inductor"],
         bandwidth_gb_per_s=data["bandwidth_gb_per_s"],

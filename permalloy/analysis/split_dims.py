@@ -30,8 +30,9 @@ parts, nothing splits.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import sympy
 
@@ -51,12 +52,18 @@ class Split:
     """Each split dimension as the sum of its parts times their strides."""
     bounds: dict[sympy.Symbol, sympy.Expr]
     """The largest value of each part, for simplifying addresses."""
+    applied: dict[sympy.Expr, sympy.Expr] = field(default_factory=dict, repr=False, compare=False)
+    """What `apply` gave for each expression: a kernel's planning resolves
+    the same addresses several times."""
 
     def apply(self, expr: sympy.Expr) -> sympy.Expr:
         """`expr` over the parts, its `floordiv` and `mod` of them simplified."""
         if not self.substitution:
             return expr
-        return simplify_index(sympy.expand(sympy.sympify(expr).xreplace(self.substitution)), self.bounds)
+        expr = sympy.sympify(expr)
+        if expr not in self.applied:
+            self.applied[expr] = simplify_index(sympy.expand(expr.xreplace(self.substitution)), self.bounds)
+        return self.applied[expr]
 
 
 def split_dims(
@@ -69,10 +76,25 @@ def split_dims(
     Split the dimensions `dims` that `addresses` divide into parts named
     `d<first_free>, d<first_free + 1>, ...`; None when no dimension splits or
     some address stays non-affine in the parts. `pinned` dimensions (read as
-    values) never split.
+    values) never split. The result depends on the arguments alone, and the
+    repeated layers of a model plan the same kernels: it is remembered, and
+    the same `Split` is returned for the same arguments (read, never changed).
     """
-    pinned = set(pinned)
-    addresses = [sympy.sympify(a) for a in addresses]
+    return _split_dims(
+        tuple((var, sympy.sympify(size)) for var, size in dims),
+        tuple(sympy.sympify(a) for a in addresses),
+        first_free,
+        frozenset(pinned),
+    )
+
+
+@functools.lru_cache(maxsize=1 << 10)
+def _split_dims(
+    dims: tuple[tuple[sympy.Symbol, sympy.Expr], ...],
+    addresses: tuple[sympy.Expr, ...],
+    first_free: int,
+    pinned: frozenset[sympy.Symbol],
+) -> Split | None:
     out: list[tuple[sympy.Symbol, sympy.Expr]] = []
     substitution: dict[sympy.Symbol, sympy.Expr] = {}
     bounds: dict[sympy.Symbol, sympy.Expr] = {}

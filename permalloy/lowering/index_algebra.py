@@ -31,7 +31,7 @@ from permalloy.dialects.ptensor import (
     TensorType,
     UnsqueezeOp,
 )
-from permalloy.dialects.sym import FloorDiv, IntegerMod, symbol_kind
+from permalloy.dialects.sym import FloorDiv, IntegerMod, split_multiples, symbol_kind
 from xdsl.ir import Operation
 
 Index = tuple[sympy.Expr, ...]
@@ -358,7 +358,8 @@ def _pull_multiples(
     """Split `base` into `divisor * quotient + rest`, taking the terms of `base`
     that are exact multiples of `divisor` into the quotient."""
     if divisor.is_Integer and divisor > 0:
-        split = _pull_integer_multiples(base, int(divisor))
+        # integer-valued terms: a term is a multiple where its coefficient is
+        split = split_multiples(sympy.expand(base), int(divisor))
         if split is not None:
             return split
     whole = sympy.cancel(base / divisor)
@@ -373,38 +374,6 @@ def _pull_multiples(
         else:
             rest = rest + term
     return sympy.expand(quotient), sympy.expand(rest)
-
-
-def _pull_integer_multiples(base: sympy.Expr, divisor: int) -> tuple[sympy.Expr, sympy.Expr] | None:
-    """`_pull_multiples` by a positive integer of a sum of monomials with
-    integer coefficients (the usual index), without rational functions: a
-    term is a multiple exactly when its coefficient is, as the expanded
-    terms are distinct monomials. None where a term is not such a monomial."""
-    quotient: list[sympy.Expr] = []
-    rest: list[sympy.Expr] = []
-    for term in sympy.Add.make_args(sympy.expand(base)):
-        coefficient, monomial = term.as_coeff_Mul()
-        if not coefficient.is_Integer or not _is_monomial(monomial):
-            return None
-        if int(coefficient) % divisor == 0:
-            quotient.append(sympy.Integer(int(coefficient) // divisor) * monomial)
-        else:
-            rest.append(term)
-    return sympy.Add(*quotient), sympy.Add(*rest)
-
-
-def _is_monomial(expr: sympy.Expr) -> bool:
-    """Whether `expr` is a product of positive integer powers of symbols and
-    of `floordiv` and `mod` terms (1 included): a monomial in the generators
-    `_is_integral_polynomial` takes."""
-    for factor in sympy.Mul.make_args(expr):
-        if factor.is_Pow:
-            exponent, factor = factor.exp, factor.base
-            if not (exponent.is_Integer and exponent > 0):
-                return False
-        if not (factor == 1 or factor.is_Symbol or isinstance(factor, FloorDiv | sympy.Mod)):
-            return False
-    return True
 
 
 def _simplify_floordiv(base: sympy.Expr, divisor: sympy.Expr, bounds: Bounds):

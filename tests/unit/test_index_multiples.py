@@ -1,9 +1,10 @@
 """
 `_pull_multiples` splits an index into a divisor's multiples and the rest.
-For an integer divisor and integer coefficients it takes each term's
-coefficient apart without sympy's rational functions; this checks that
-path against the general one (`sympy.cancel` of each term) on random
-indices, and that other indices still take the general path.
+For an integer divisor and integer-valued terms it takes each term's
+coefficient apart (`sym.split_multiples`) without sympy's rational
+functions; this checks that path against the general one (`sympy.cancel`
+of each term) on random indices, and that other indices still take the
+general path.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import random
 import pytest
 import sympy
 
-from permalloy.dialects.sym import FloorDiv, parallel_index
+from permalloy.dialects.sym import FloorDiv, parallel_index, split_multiples
 from permalloy.lowering import index_algebra
-from permalloy.lowering.index_algebra import _pull_integer_multiples, _pull_multiples
+from permalloy.lowering.index_algebra import _pull_multiples
 
 
 def _general(base: sympy.Expr, divisor: sympy.Expr) -> tuple[sympy.Expr, sympy.Expr]:
@@ -45,8 +46,9 @@ def test_integer_multiples_agree_with_the_general_path(seed: int) -> None:
     generator = random.Random(seed)
     base = _random_index(generator)
     divisor = generator.choice([2, 3, 4, 8, 16, 32, 96])
-    fast = _pull_integer_multiples(base, divisor)
+    fast = split_multiples(sympy.expand(base), divisor)
     assert fast is not None
+    assert _pull_multiples(base, sympy.Integer(divisor)) == fast
     assert tuple(sympy.expand(part) for part in fast) == _general(base, sympy.Integer(divisor))
     quotient, rest = fast
     assert sympy.expand(divisor * quotient + rest - base) == 0
@@ -55,8 +57,14 @@ def test_integer_multiples_agree_with_the_general_path(seed: int) -> None:
 def test_other_indices_take_the_general_path() -> None:
     d0, d1 = parallel_index(0), parallel_index(1)
     n = sympy.Symbol("s0", integer=True, positive=True)
-    assert _pull_integer_multiples(d0 / 2 + 4 * d1, 4) is None  # a rational coefficient
-    assert _pull_integer_multiples(sympy.Max(d0, d1) * 8, 4) is None  # not a monomial
+    x = sympy.Symbol("x", real=True)
+    assert split_multiples(x + 4 * d1, 4) is None  # a term that is not integer-valued
+    assert _pull_multiples(x + 4 * d1, sympy.Integer(4)) == (d1, x)
     assert _pull_multiples(8 * n * d0 + d1, 4 * n) == (2 * d0, d1)  # a symbolic divisor
+
+
+def test_integer_valued_terms_that_are_not_polynomials_are_multiples_too() -> None:
+    """`8 * max(d0, d1)` is a multiple of 4 whatever the maximum is."""
+    d0, d1 = parallel_index(0), parallel_index(1)
     maximum = sympy.Max(d0, d1)
-    assert _pull_multiples(maximum * 8 + 1, sympy.Integer(4)) == (0, maximum * 8 + 1)  # not a polynomial
+    assert _pull_multiples(maximum * 8 + 1, sympy.Integer(4)) == (2 * maximum, 1)

@@ -24,6 +24,16 @@ def _permalloy_result(data: dict) -> dict:
     return case["results"]["permalloy"]
 
 
+def _bench_in_own_process(arguments: list[str]) -> subprocess.CompletedProcess:
+    """permalloy-bench run with `arguments` in a process of its own, as a
+    user runs it (without this process's cache folder), having succeeded."""
+    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
+    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
+    run = subprocess.run([*bench, *arguments], capture_output=True, text=True, env=environment, check=False)
+    assert run.returncode == 0, run.stderr[-2000:]
+    return run
+
+
 def test_the_json_breaks_compile_time_down(capsys: pytest.CaptureFixture[str]) -> None:
     assert cli.main([*QUICK_POINTWISE, "--json", "-"]) == 0
     result = _permalloy_result(json.loads(capsys.readouterr().out))
@@ -55,13 +65,7 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process() -> None:
     """The bench runs in a process of its own, as a user runs it, so that
     what earlier tests left in this one (compiled code, torch's settings)
     cannot change the graph it compiles cold."""
-    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
-    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
-    run = subprocess.run(
-        [*bench, *QUICK_POINTWISE, "--warm-compile", "--json", "-"],
-        capture_output=True, text=True, env=environment, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = _bench_in_own_process([*QUICK_POINTWISE, "--warm-compile", "--json", "-"])
     data = json.loads(run.stdout[run.stdout.index("{") :])
     assert data["config"]["warm_compile"] and data["config"]["compile_times"]
     warm = _permalloy_result(data)["warm_compile"]
@@ -77,15 +81,9 @@ def test_inductor_compiles_warm_beside_permalloy(tmp_path) -> None:
     """With Inductor among the backends, its warm compile runs too, in a new
     process with the cache folder of its cold compile, where its FX graph
     cache hits; the table shows both warm first calls."""
-    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
-    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
     cases = ["--quick", "--cases", "pointwise_chain", "--backends", "eager,inductor,permalloy"]
     report = tmp_path / "report.json"
-    run = subprocess.run(
-        [*bench, *cases, "--warm-compile", "--json", str(report)],
-        capture_output=True, text=True, env=environment, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = _bench_in_own_process([*cases, "--warm-compile", "--json", str(report)])
     (case,) = json.loads(report.read_text())["cases"]
     warm = case["results"]["inductor"]["warm_compile"]
     assert warm["cache_hits"] >= 1 and warm["cache_misses"] == 0, warm
@@ -161,13 +159,7 @@ def test_a_cold_compile_in_a_new_process_starts_from_empty_caches() -> None:
     folders are empty (not the session's, which the first compile filled):
     its graph misses the cache and runs the pipeline, and its result is
     checked against eager there."""
-    bench = [sys.executable, "-c", "import sys; from permalloy.tools.bench.cli import main; sys.exit(main())"]
-    environment = {k: v for k, v in os.environ.items() if k != "PERMALLOY_CACHE_DIR"}
-    run = subprocess.run(
-        [*bench, *QUICK_POINTWISE, "--cold-process", "--json", "-"],
-        capture_output=True, text=True, env=environment, check=False,
-    )  # fmt: skip
-    assert run.returncode == 0, run.stderr[-2000:]
+    run = _bench_in_own_process([*QUICK_POINTWISE, "--cold-process", "--json", "-"])
     data = json.loads(run.stdout[run.stdout.index("{") :])
     assert data["config"]["cold_process"] and data["config"]["compile_times"]
     result = _permalloy_result(data)

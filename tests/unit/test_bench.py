@@ -233,3 +233,33 @@ def test_verbose_explains_cases_slower_than_inductor_only() -> None:
     faster = {"inductor": timed("inductor", 2e-3), "permalloy": timed("permalloy", 1e-3)}
     assert why_explain(faster) is None
     assert why_explain({"permalloy": timed("permalloy", 1e-3)}) is None
+
+
+def test_a_run_stopped_before_its_end_leaves_the_cases_it_finished(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """With `--json FILE`, the report of the cases done so far is written
+    after each case: a run stopped by a time limit keeps what it measured."""
+    from permalloy.tools.bench import runner
+
+    finish = runner._run_case
+    started = []
+
+    def stopped_at_the_second(index, name, *args, **kwargs):
+        started.append(name)
+        if index == 1:
+            raise KeyboardInterrupt  # what a time limit's signal leaves
+        return finish(index, name, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "_run_case", stopped_at_the_second)
+    path = tmp_path / "report.json"
+    arguments = ["--quick", "--cases", "pointwise_chain,layer_norm", "--backends", "eager", "--json", str(path)]
+    with pytest.raises(KeyboardInterrupt):
+        cli.main(arguments)
+    capsys.readouterr()
+    assert started == ["pointwise_chain", "layer_norm"]
+    data = json.loads(path.read_text())
+    assert [case["case"] for case in data["cases"]] == ["pointwise_chain"]
+    assert data["cases"][0]["results"]["eager"]["time"]["median_s"] > 0
+    assert saved.load_report(str(path)).cases[0].case == "pointwise_chain"
+    assert not (tmp_path / "report.json.partial").exists()

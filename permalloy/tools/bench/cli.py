@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -238,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     json_to_stdout = args.json == "-"
     progress = Progress(None if json_to_stdout else sys.stderr, len(config.cases))
     try:
-        report = _run(config, progress, quiet_stdout=json_to_stdout)
+        report = _run(config, progress, quiet_stdout=json_to_stdout, json_path=None if json_to_stdout else args.json)
     except BenchError as error:
         print(f"permalloy-bench: error: {error}", file=sys.stderr)
         return 1
@@ -268,14 +269,27 @@ def _listing(suite_name: str) -> str:
     return "\n".join(f"{n.ljust(width)}  {suite.describe(n)}".rstrip() for n in names)
 
 
-def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool) -> BenchReport:
+def _run(config: BenchConfig, progress: Progress, quiet_stdout: bool, json_path: str | None = None) -> BenchReport:
     """Run the benchmark; with `quiet_stdout` whatever it prints goes to stderr, so
-    that stdout holds the JSON alone."""
+    that stdout holds the JSON alone. With `json_path`, the JSON of the cases
+    done so far is written there after each case, so that a run stopped before
+    its end (a time limit) leaves what it measured."""
     from permalloy.tools.bench.runner import run_benchmark
 
     redirect = contextlib.redirect_stdout(sys.stderr) if quiet_stdout else contextlib.nullcontext()
+    case_done = None if json_path is None else functools.partial(_write_json, path=json_path)
     with redirect:
-        return run_benchmark(config, progress)
+        return run_benchmark(config, progress, case_done)
+
+
+def _write_json(report: BenchReport, path: str) -> None:
+    """The report's JSON at `path`, whole: written beside it, then renamed."""
+    from permalloy.tools.bench.report import to_json
+
+    scratch = f"{path}.partial"
+    with open(scratch, "w", encoding="utf-8") as out:
+        out.write(to_json(report) + "\n")
+    os.replace(scratch, path)
 
 
 def _write_outputs(report: BenchReport, args: argparse.Namespace, json_to_stdout: bool) -> None:
@@ -287,8 +301,7 @@ def _write_outputs(report: BenchReport, args: argparse.Namespace, json_to_stdout
     else:
         print(format_table(report))
         if args.json is not None:
-            with open(args.json, "w", encoding="utf-8") as out:
-                out.write(to_json(report) + "\n")
+            _write_json(report, args.json)
     if args.plot is not None:
         from permalloy.tools.bench.plot import write_plot
 

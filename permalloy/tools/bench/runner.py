@@ -67,8 +67,11 @@ def make_workload(train: bool) -> Workload:
     return Training() if train else Inference()
 
 
-def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
-    """Measure every case of `config` under every backend of it."""
+def run_benchmark(
+    config: BenchConfig, progress: Progress, case_done: Callable[[BenchReport], None] | None = None
+) -> BenchReport:
+    """Measure every case of `config` under every backend of it; after each
+    case, `case_done` gets the report of the cases done so far."""
     if config.device == "cuda" and not torch.cuda.is_available():
         raise BenchError("--device cuda: CUDA is not available here; valid devices here: cpu")
     workload = make_workload(config.train)
@@ -78,10 +81,11 @@ def run_benchmark(config: BenchConfig, progress: Progress) -> BenchReport:
         copy = copy_bandwidth(config.device, config.profile)
         progress.note(f"copy bandwidth {copy.median_bytes_per_s / 1e9:.1f} GB/s (median)")
         first_use = {b: _first_use(b, config.device, workload, progress) for b in config.backends}
-        cases = [
-            _run_case(i, name, suite, config, workload, copy, progress)
-            for i, name in enumerate(config.cases)
-        ]
+        cases: list[CaseResult] = []
+        for i, name in enumerate(config.cases):
+            cases.append(_run_case(i, name, suite, config, workload, copy, progress))
+            if case_done is not None:
+                case_done(BenchReport(config, machine, copy, first_use, list(cases)))
     progress.finish()
     return BenchReport(config, machine, copy, first_use, cases)
 

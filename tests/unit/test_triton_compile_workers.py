@@ -270,3 +270,56 @@ def test_the_target_starts_its_workers_only_when_it_prepares_to_compile(monkeypa
     interpreted = triton_target.TritonTarget(interpret=True, cache=tmp_path)
     interpreted.prepare_to_compile()
     assert interpreted.workers is None and workers.started == 1
+
+
+TORCH_READING_MODULE = """
+import json, sys
+import torch
+
+def warmup(symbols, config):
+    if config.get("needs") == "tensor":
+        torch.Tensor  # what torch's stand-in lacks
+    with open({marker!r}, "a") as f:
+        f.write(json.dumps({{
+            "dtype": [type(torch.float32).__name__, type(torch.float32).__module__, str(torch.bfloat16)],
+            "torch_itself": hasattr(torch, "Tensor"),
+            "capability": None if hasattr(torch, "Tensor") else list(torch.cuda.get_device_capability()),
+        }}) + "\\n")
+"""
+
+
+def torch_reading_module(tmp_path: Path) -> tuple[Path, Path]:
+    marker = tmp_path / "read.jsonl"
+    path = tmp_path / "torch_reading_module.py"
+    path.write_text(TORCH_READING_MODULE.format(marker=str(marker)))
+    return path, marker
+
+
+def test_a_worker_told_the_capability_compiles_with_a_stand_in_for_torch(tmp_path):
+    """Importing torch is most of a worker's start: told the GPU's
+    capability, a worker gives generated modules torch's dtypes (which
+    Triton's warmup reads by class name and text) and the capability, not
+    torch."""
+    path, marker = torch_reading_module(tmp_path)
+    workers = CompileWorkers(1)
+    assert workers.submit({"capability": [9, 0]}).result(timeout=60) == {"compiled": 0, "failed": []}
+    assert workers.submit(request(path, [{"XBLOCK": 64}])).result(timeout=60) == {"compiled": 1, "failed": []}
+    (read,) = [json.loads(line) for line in marker.read_text().splitlines()]
+    assert read == {"dtype": ["dtype", "torch", "torch.bfloat16"], "torch_itself": False, "capability": [9, 0]}
+
+
+def test_a_compile_that_fails_with_the_stand_in_is_done_again_with_torch(tmp_path):
+    path, marker = torch_reading_module(tmp_path)
+    workers = CompileWorkers(1)
+    workers.submit({"capability": [8, 0]}).result(timeout=60)
+    answer = workers.submit(request(path, [{"XBLOCK": 64, "needs": "tensor"}])).result(timeout=120)
+    assert answer == {"compiled": 1, "failed": []}
+    (read,) = [json.loads(line) for line in marker.read_text().splitlines()]
+    assert read["torch_itself"] and read["dtype"] == ["dtype", "torch", "torch.bfloat16"]
+
+
+def test_a_worker_not_told_a_capability_imports_torch(tmp_path):
+    path, marker = torch_reading_module(tmp_path)
+    workers = CompileWorkers(1)
+    assert workers.submit(request(path, [{"XBLOCK": 64}])).result(timeout=120) == {"compiled": 1, "failed": []}
+    assert json.loads(marker.read_text())["torch_itself"]

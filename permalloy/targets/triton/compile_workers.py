@@ -9,17 +9,18 @@ candidate configurations at the first call's sizes go to a pool of worker
 processes (`warmup_worker.py`) that compile them into Triton's on-disk cache;
 a kernel's first launch waits for its own requests only, then Triton's JIT
 finds the binaries cached. As Inductor does, with its pool of compile workers;
-and as Inductor's, a first launch while the pool is still starting (the
-first graph of a process, compiled in less time than workers take to import
-torch) compiles in the model's process instead of waiting.
+and as Inductor's, a first launch while the pool is still starting
+compiles in the model's process instead of waiting. Workers import Triton
+but not torch (`warmup_worker.py`), so they start in about a second, in time
+for a process's first graph.
 
 The workers are separate interpreters started with the script's path, not
 forks (the model's process holds a CUDA context) nor `multiprocessing` spawns
 (which import the user's main module again). Their count is
 `PERMALLOY_COMPILE_WORKERS`, by default one per available core up to 16 on
 machines of four cores or more, else none (kernels compile in the model's
-process, as without the pool). One pool serves every graph of a process:
-starting workers costs a second or two, paid once.
+process, as without the pool). One pool serves every graph of a process,
+started once.
 """
 
 from __future__ import annotations
@@ -85,11 +86,12 @@ class CompileWorkers:
         return self._threads.submit(self._ask, request)
 
     def start(self) -> None:
-        """Start every worker now (they take a few seconds to import torch and
-        Triton), so that they are ready when the first kernels are emitted;
-        only the first call does anything."""
+        """Start every worker now (they take a second or so to import Triton
+        and load its GPU driver), so that they are ready when the first
+        kernels are emitted; only the first call does anything."""
         if not self._started:
-            self._started = [self.submit({}) for _ in range(self.count)]
+            introduction = {"capability": gpu_capability()}
+            self._started = [self.submit(introduction) for _ in range(self.count)]
 
     def ready(self) -> bool:
         """Whether every worker has started (and answered, or died trying):
@@ -137,6 +139,18 @@ def triton_environment() -> dict[str, str]:
     if knobs.cache.dir:
         environment["TRITON_CACHE_DIR"] = knobs.cache.dir
     return environment
+
+
+def gpu_capability() -> list[int] | None:
+    """The current GPU's compute capability, which a worker's stand-in for
+    torch gives Triton (`warmup_worker.py`); None without a GPU (the worker
+    then imports torch)."""
+    try:
+        import torch
+
+        return list(torch.cuda.get_device_capability()) if torch.cuda.is_available() else None
+    except Exception:  # noqa: BLE001 - no capability: the worker imports torch
+        return None
 
 
 def ptxas_version() -> str | None:

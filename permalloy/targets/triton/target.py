@@ -20,7 +20,13 @@ from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.binaries import LaunchRecords, binary_identity, stored_launches
-from permalloy.targets.triton.compile_workers import CompileWorkers, ptxas_version, shared_compile_workers, triton_environment
+from permalloy.targets.triton.compile_workers import (
+    CompileWorkers,
+    gpu_capability,
+    ptxas_version,
+    shared_compile_workers,
+    triton_environment,
+)
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import (
     StaticLaunch,
@@ -164,6 +170,7 @@ class TritonKernel:
             "symbols": list(sizes),
             "environment": triton_environment(),
             "ptxas_version": ptxas_version(),
+            "capability": gpu_capability(),
         }
         # one request per configuration: a kernel's candidates compile on
         # several workers at once rather than one after another on one
@@ -383,10 +390,12 @@ class TritonTarget:
         return plan_kernel(kernel, layouts, function_name(kernel.sym_name.data))
 
     def prepare_to_compile(self) -> None:
-        """Start the compile workers (importing torch and Triton takes them a
-        few seconds) before the graph is lowered, so that they are ready when
-        its kernels are emitted; a graph loaded from the compiled-graph cache
-        compiles nothing and starts none."""
+        """Start the compile workers (about a second, see `warmup_worker.py`)
+        before the graph is lowered, so that they are ready when its kernels
+        are emitted; a graph loaded from the compiled-graph cache compiles
+        nothing and starts none. (Starting them earlier, as a graph enters
+        the backend, made AOTAutograd's trace, which they then run beside,
+        slower by more than they saved, on an H200 host of 16 cores.)"""
         if self.workers is not None:
             self.workers.start()
 

@@ -75,6 +75,7 @@ def test_a_warm_compile_hits_the_cache_in_a_new_process() -> None:
     assert warm["passes"] == {} and warm["kernel_compilation"] == 0 and warm["kernel_loading"] > 0
     assert 0 < warm["permalloy_s"] < warm["first_call_s"]
     assert warm["accurate"] and warm["relative_error"] < 1e-4  # checked against eager in the warm process
+    assert warm["graphs_before"] == 1  # the one-layer ReLU that paid the process's one-time costs
 
 
 def test_inductor_compiles_warm_beside_permalloy(tmp_path) -> None:
@@ -169,6 +170,7 @@ def test_a_cold_compile_in_a_new_process_starts_from_empty_caches() -> None:
     assert {"convert-ptensor-to-loop", "fuse-loops"} <= set(cold["passes"]) and cold["kernel_compilation"] > 0
     assert 0 < cold["permalloy_s"] < cold["first_call_s"]
     assert cold["accurate"] and cold["relative_error"] < 1e-4
+    assert cold["graphs_before"] == 0 and cold["backend_import_s"] >= 0  # the process's first compile
     assert result["warm_compile"] is None
 
 

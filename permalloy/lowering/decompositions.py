@@ -53,7 +53,6 @@ KEPT_WHOLE: tuple[OpOverload, ...] = (
 FROM_TORCH: tuple[OpOverloadPacket, ...] = (
     aten._softmax,
     aten._log_softmax,
-    aten._native_batch_norm_legit_no_training,
     aten._native_batch_norm_legit,
     aten._native_batch_norm_legit_functional,
     aten.native_batch_norm,
@@ -172,6 +171,32 @@ def native_layer_norm(x, normalized_shape, weight, bias, eps):
     if bias is not None:
         out = aten.add.Tensor(out, bias)
     return out.to(x.dtype).contiguous(), centre, rstd
+
+
+def batch_norm_inference(x, weight, bias, running_mean, running_var, momentum, eps):
+    """Batch norm outside training, `(x - mean) * (1 / sqrt(var + eps)) *
+    weight + bias` per channel in float32 for half-precision inputs; gives
+    (out, save_mean, save_rstd) as torch's decomposition does (the running
+    statistics on a GPU, empty on the CPU). The same operations as torch's
+    decomposition, with each per-channel tensor viewed to broadcast once
+    rather than unsqueezed dimension by dimension, and the running
+    statistics read rather than copied: half the operations AOTAutograd
+    traces, which for a convolutional network's dozens of batch norms was
+    most of its trace."""
+    broadcast = [1, -1] + [1] * (x.dim() - 2)
+    source = _upcast(x)
+    mean = _upcast(running_mean)
+    invstd = aten.reciprocal.default(aten.sqrt.default(aten.add.Tensor(_upcast(running_var), eps)))
+    out = aten.mul.Tensor(
+        aten.sub.Tensor(source, aten.view.default(mean, broadcast)), aten.view.default(invstd, broadcast)
+    )
+    if weight is not None:
+        out = aten.mul.Tensor(out, aten.view.default(weight, broadcast))
+    if bias is not None:
+        out = aten.add.Tensor(out, aten.view.default(bias, broadcast))
+    if x.device.type == "cpu":
+        return out.to(x.dtype), aten.new_zeros.default(x, [0]), aten.new_zeros.default(x, [0])
+    return out.to(x.dtype), mean, invstd
 
 
 def native_group_norm(x, weight, bias, batch, channels, spatial, groups, eps):
@@ -518,6 +543,7 @@ OWN: dict[OpOverloadPacket, Callable] = {
     aten.var: var,
     aten.std: std,
     aten.native_layer_norm: native_layer_norm,
+    aten._native_batch_norm_legit_no_training: batch_norm_inference,
     aten.native_group_norm: native_group_norm,
     aten.gelu: gelu,
     aten.addcmul: addcmul,
@@ -549,6 +575,7 @@ _OWN_OVERLOADS: dict[OpOverloadPacket, tuple[str, ...]] = {
     aten.var: ("correction",),
     aten.std: ("correction",),
     aten.native_layer_norm: ("default",),
+    aten._native_batch_norm_legit_no_training: ("default",),
     aten.native_group_norm: ("default",),
     aten.gelu: ("default",),
     aten.addcmul: ("default",),

@@ -1048,6 +1048,40 @@ case(
     Fl(4),
     Fl(4),
 )
+case(
+    "batch_norm_eval_no_affine",
+    lambda x, m, v: F.batch_norm(x, m, v, eps=1e-3),
+    Fl(2, 4, 3, 3),
+    Fl(4),
+    Fl(4, domain="positive"),
+)
+case("batch_norm_eval_1d", lambda x, m, v, w: F.batch_norm(x, m, v, w), Fl(6, 4), Fl(4), Fl(4, domain="positive"), Fl(4))
+case(
+    "batch_norm_eval_sequence",
+    lambda x, m, v, b: F.batch_norm(x, m, v, None, b),
+    Fl(2, 4, 5),
+    Fl(4),
+    Fl(4, domain="positive"),
+    Fl(4),
+)
+case(
+    "batch_norm_eval_3d",
+    lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b),
+    Fl(2, 4, 2, 3, 3),
+    Fl(4),
+    Fl(4, domain="positive"),
+    Fl(4),
+    Fl(4),
+)
+case(
+    "batch_norm_eval_bfloat16",
+    lambda x, m, v, w, b: F.batch_norm(x, m, v, w, b),
+    Fl(2, 4, 3, 3, dtype=bf16),
+    Fl(4, dtype=bf16),
+    Fl(4, dtype=bf16, domain="positive"),
+    Fl(4, dtype=bf16),
+    Fl(4, dtype=bf16),
+)
 case("instance_norm", lambda x: F.instance_norm(x), Fl(2, 4, 3, 3))
 case("rms_norm", lambda x, w: F.rms_norm(x, (8,), w, eps=1e-6), Fl(*S), Fl(8))
 case("normalize", lambda x: F.normalize(x, dim=-1), Fl(*S))

@@ -121,3 +121,34 @@ def test_capture_records_the_graph_inputs() -> None:
     assert any(isinstance(t, int) for t in captured.inputs)
     placeholders = [n for n in captured.graph_module.graph.nodes if n.op == "placeholder"]
     assert len(placeholders) == len(captured.inputs)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("shape", [(3, 4), (2, 4, 5), (2, 4, 3, 3), (2, 4, 2, 3, 3)])
+def test_batch_norm_outside_training_gives_torch_s_values_exactly(shape, affine) -> None:
+    """permalloy's decomposition of batch norm outside training computes what
+    torch's does, operation for operation (less a multiplication by one), so
+    the values are the same bits; on the CPU its saved statistics are empty,
+    as torch's are."""
+    from torch._decomp.decompositions import native_batch_norm_helper
+
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(shape, generator=generator) * 3 + 5
+    mean, weight, bias = (torch.randn(4, generator=generator) for _ in range(3))
+    var = torch.rand(4, generator=generator) + 0.1
+    weight, bias = (weight, bias) if affine else (None, None)
+    op = aten._native_batch_norm_legit_no_training.default
+    ours = decomposition_table()[op](x, weight, bias, mean, var, 0.1, 1e-5)
+    theirs = native_batch_norm_helper(x, weight, bias, mean, var, False, 0.1, 1e-5, False)[:3]
+    assert torch.equal(ours[0], theirs[0])
+    assert torch.allclose(ours[0], op(x, weight, bias, mean, var, 0.1, 1e-5)[0], rtol=1e-5, atol=1e-5)
+    assert [tuple(t.shape) for t in ours[1:]] == [tuple(t.shape) for t in theirs[1:]] == [(0,), (0,)]
+
+
+def test_batch_norm_outside_training_normalizes_half_precision_in_float32() -> None:
+    x = torch.randn(2, 4, 3, 3).to(torch.bfloat16)
+    stats = [torch.randn(4).to(torch.bfloat16), (torch.rand(4) + 0.5).to(torch.bfloat16)]
+    op = aten._native_batch_norm_legit_no_training.default
+    out = decomposition_table()[op](x, None, None, *stats, 0.1, 1e-5)[0]
+    exact = (x.float() - stats[0].float().view(1, 4, 1, 1)) / torch.sqrt(stats[1].float().view(1, 4, 1, 1) + 1e-5)
+    assert out.dtype == torch.bfloat16 and torch.equal(out, exact.to(torch.bfloat16))

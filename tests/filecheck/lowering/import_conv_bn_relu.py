@@ -1,7 +1,7 @@
 # RUN: python %s > %t
 # RUN: filecheck %s < %t
 # RUN: filecheck %s --check-prefix=WHOLE < %t
-"""conv + batch norm (inference) + ReLU: ptensor.convolution, per-channel scale and shift broadcast by unsqueeze, ReLU as maximum with 0."""
+"""conv + batch norm (inference) + ReLU: ptensor.convolution, per-channel statistics, scale and shift each reshaped once to broadcast, ReLU as maximum with 0."""
 
 import warnings
 
@@ -18,8 +18,9 @@ print(import_graph(graph).module)
 # CHECK:      %[[CONV:.*]] = ptensor.convolution %{{.*}}, %{{.*}}, %{{.*}} stride [1, 1] padding [1, 1] dilation [1, 1] groups 1 : !ptensor.tensor<[2, 4, 8, 8], f32>, !ptensor.tensor<[8, 4, 3, 3], f32>, !ptensor.tensor<[8], f32> -> !ptensor.tensor<[2, 8, 8, 8], f32>
 # CHECK:      ptensor.unary sqrt
 # CHECK:      ptensor.unary reciprocal
-# CHECK:      ptensor.unsqueeze %{{.*}} dim 1 : !ptensor.tensor<[8], f32> -> !ptensor.tensor<[8, 1], f32>
-# CHECK:      ptensor.binary sub %[[CONV]]
+# CHECK:      %[[MEAN:.*]] = ptensor.reshape %{{.*}} : !ptensor.tensor<[8], f32> -> !ptensor.tensor<[1, 8, 1, 1], f32>
+# CHECK-NEXT: ptensor.binary sub %[[CONV]], %[[MEAN]] : !ptensor.tensor<[2, 8, 8, 8], f32>, !ptensor.tensor<[1, 8, 1, 1], f32> -> !ptensor.tensor<[2, 8, 8, 8], f32>
+# CHECK-NOT:  ptensor.unsqueeze
 # CHECK:      %[[ZERO:.*]] = ptensor.full 0.0 : !ptensor.tensor<[], f32>
 # CHECK-NEXT: %[[OUT:.*]] = ptensor.binary maximum %{{.*}}, %[[ZERO]] : !ptensor.tensor<[2, 8, 8, 8], f32>, !ptensor.tensor<[], f32> -> !ptensor.tensor<[2, 8, 8, 8], f32>
 # CHECK-NEXT: func.return %[[OUT]]

@@ -126,9 +126,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--cold-process",
         action="store_true",
-        help="also compile each case in a new process with empty caches, permalloy and Inductor "
-        "each, and report those cold compiles, which no backend run before them in the bench's "
-        "process helped (implies --compile-times)",
+        help="also compile each case in a new process with empty caches, as that process's first "
+        "compile, permalloy and Inductor each, and report those cold compiles, which no backend run "
+        "before them in the bench's process helped (implies --compile-times)",
     )
     parser.add_argument(
         "--merge",

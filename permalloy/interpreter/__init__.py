@@ -32,7 +32,16 @@ _HOMES = {
 }
 """Each public name and the submodule that defines it."""
 
-__all__ = sorted(_HOMES)
+__all__ = [
+    "PTensorFunctions",
+    "ShapeMismatchError",
+    "SizeBindings",
+    "SymbolicFuncFunctions",
+    "UnboundSymbolError",
+    "find_function",
+    "make_interpreter",
+    "run_function",
+]
 
 
 def __getattr__(name: str) -> Any:

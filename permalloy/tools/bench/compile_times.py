@@ -205,7 +205,7 @@ def _new_process_main(argv: Sequence[str] | None = None) -> int:
     sync = synchronizer(args.device)
     started = time.perf_counter()
     importlib.import_module("permalloy.tools.backend" if args.backend == "permalloy" else "torch._inductor.compile_fx")
-    imported = {"backend_import_s": time.perf_counter() - started}
+    process = {"backend_import_s": time.perf_counter() - started}
     with torch.set_grad_enabled(workload.grad_enabled), full_float32():
         if not args.first:
             (warmup,) = workload.prepare_inputs([(torch.randn(8, device=args.device),)])
@@ -215,7 +215,7 @@ def _new_process_main(argv: Sequence[str] | None = None) -> int:
         inputs = tuple(t.to(args.device) for t in case.inputs)
         model = workload.prepare(case.model.to(args.device), inputs)
         (inputs,) = workload.prepare_inputs([inputs])
-        imported["graphs_before"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]  # noqa: SLF001
+        process["graphs_before"] = torch._dynamo.utils.counters["stats"]["unique_graphs"]  # noqa: SLF001
         torch._dynamo.reset()  # noqa: SLF001
         torch._dynamo.utils.counters.clear()  # noqa: SLF001 - the counts of the warm-up's compile
         permalloy.reset_stats()
@@ -224,7 +224,7 @@ def _new_process_main(argv: Sequence[str] | None = None) -> int:
         records = permalloy.stats()
         # what the new process runs is checked against eager, as the bench's own first call is
         accuracy = workload.compare(workload.results(compiled, model, [inputs]), workload.results(model, model, [inputs]))
-    checked = {"relative_error": accuracy.relative_error, "accurate": accuracy.passed, **imported}
+    checked = {"relative_error": accuracy.relative_error, "accurate": accuracy.passed, **process}
     if args.backend == "inductor":
         print(json.dumps({"first_call_s": seconds, **_inductor_cache_counts(), **checked}))
         return 0

@@ -142,14 +142,24 @@ class KernelChoicePass(ModulePass):
         where the library keeps it."""
         raise NotImplementedError
 
+    def prepare(self, externs: list[buf.ExternOp]) -> None:
+        """Work before the choices, given every library op of the module
+        (a subclass may have its kernels compiled in parallel); nothing by
+        default."""
+
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        for function in [f for f in op.ops if isinstance(f, func.FuncOp)]:
-            if not function.body.blocks:
-                continue
-            for extern in [o for o in function.body.block.ops if isinstance(o, buf.ExternOp)]:
-                chosen = self.chosen(extern)
-                if chosen is not None:
-                    extern.library_op.attributes[self.ATTRIBUTE] = IntListAttr(chosen)
+        externs = [
+            o
+            for f in op.ops
+            if isinstance(f, func.FuncOp) and f.body.blocks
+            for o in f.body.block.ops
+            if isinstance(o, buf.ExternOp)
+        ]
+        self.prepare(externs)
+        for extern in externs:
+            chosen = self.chosen(extern)
+            if chosen is not None:
+                extern.library_op.attributes[self.ATTRIBUTE] = IntListAttr(chosen)
 
 
 @dataclass(frozen=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from dataclasses import astuple, dataclass
 from typing import ClassVar, NamedTuple
@@ -74,6 +75,37 @@ def _fastest_block(layouts: Layouts, dtype: torch.dtype, geometry: tuple, device
     return None if config is None else astuple(config)
 
 
+def precompile_blocks(externs: list[buf.ExternOp], device: str) -> None:
+    """Compile permalloy's weight-gradient kernel for every candidate block
+    of every backward among `externs` that `measured_block` would time, all
+    at once in the compile workers, and wait for them: the timings then find
+    the kernels compiled (a backward timed before in this process only has
+    its binaries found in the workers' cache). Nothing where there are no
+    workers or no GPU."""
+    if not torch.cuda.is_available():
+        return
+    from permalloy.targets.triton.depthwise_weight_gradient import Geometry, precompile
+
+    futures, seen = [], set()
+    for extern in externs:
+        candidate = kernel_candidate(extern)
+        if candidate is None:
+            continue
+        geometry = tuple(tuple(g) for g in pt.convolution_geometry(candidate.backward)[:3])
+        key = (candidate.layouts, candidate.input.dtype, geometry, device, device_identity(device))
+        if key in seen:
+            continue
+        seen.add(key)
+        grad, x, weight = (
+            torch.empty_strided(sizes, strides, dtype=candidate.input.dtype, device="meta")
+            for sizes, strides in candidate.layouts
+        )
+        futures += precompile(grad, x, weight, Geometry(*geometry))
+    for future in futures:
+        with contextlib.suppress(Exception):  # a failed request: the JIT compiles that block when timed
+            future.result()
+
+
 def first_block(op: buf.ExternOp) -> tuple[int, ...] | None:
     """The first candidate channel block of permalloy's depthwise weight-gradient
     kernel for the backward `op` holds, where the kernel can compute it."""
@@ -120,6 +152,10 @@ class ChooseDepthwiseWeightGradientsPass(KernelChoicePass):
     name = "choose-depthwise-weight-gradients"
 
     ATTRIBUTE: ClassVar[str] = pt.ConvolutionBackwardOp.WEIGHT_BLOCK
+
+    def prepare(self, externs: list[buf.ExternOp]) -> None:
+        if self.choose == "measured":
+            precompile_blocks(externs, self.device)
 
     def chosen(self, extern: buf.ExternOp) -> tuple[int, ...] | None:
         return first_block(extern) if self.choose == "always" else measured_block(extern, self.device)

@@ -32,7 +32,9 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 WORKERS_VARIABLE = "PERMALLOY_COMPILE_WORKERS"
@@ -168,6 +170,20 @@ def ptxas_version() -> str | None:
             return compiler.get_ptxas_version()
     except Exception:  # noqa: BLE001 - another backend or Triton version: keys as they come
         return None
+
+
+def compile_request(module: ModuleType, symbols: Sequence[int], config: dict[str, Any]) -> dict[str, Any]:
+    """A worker's request to compile `module`'s kernel by its `warmup(symbols,
+    config)`, in this process's Triton environment and for its GPU."""
+    return {
+        "path": module.__file__,
+        "module": module.__name__,
+        "symbols": list(symbols),
+        "configs": [config],
+        "environment": triton_environment(),
+        "ptxas_version": ptxas_version(),
+        "capability": gpu_capability(),
+    }
 
 
 @functools.cache

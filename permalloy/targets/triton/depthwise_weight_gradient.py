@@ -27,19 +27,22 @@ of a 20 ms training step of timm's ConvNeXt-atto.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 import triton
-import triton.language as tl
 
 from permalloy.targets.triton.depthwise_convolution import (
     Geometry,
     is_channels_last,
     supported as forward_supported,
 )
+from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module, interpreter_enabled
+from permalloy.targets.triton.compile_workers import compile_request, shared_compile_workers
+from permalloy.targets.triton.depthwise_weight_gradient_kernel import triton_depthwise_convolution_weight_gradient
 
 PROGRAMS = 1024
 """About how many programs share a gradient's pixels and channels: enough to
@@ -74,45 +77,6 @@ NCHW_CONFIGS = (
 """Channel blocks for NCHW memory."""
 
 
-@triton.jit(do_not_specialize=["height", "width", "out_height", "out_width", "pixels", "pixels_per_program"])
-def triton_depthwise_convolution_weight_gradient(
-    GRAD, X, PARTIAL,
-    g_n, g_c, g_h, g_w,
-    x_n, x_c, x_h, x_w,
-    channels, height, width, out_height, out_width, pixels, pixels_per_program,
-    STRIDE_H: tl.constexpr, STRIDE_W: tl.constexpr,
-    PAD_H: tl.constexpr, PAD_W: tl.constexpr,
-    DIL_H: tl.constexpr, DIL_W: tl.constexpr,
-    KH: tl.constexpr, KW: tl.constexpr, TAPS: tl.constexpr, BLOCK_C: tl.constexpr, WIDE: tl.constexpr,
-):  # fmt: skip
-    run = tl.program_id(0)  # a run of output pixels: the grid's first axis takes 2^31 - 1 programs
-    c = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
-    c_ok = c < channels
-    taps = tl.arange(0, TAPS)
-    kh = taps // KW
-    kw = taps % KW
-    tap_ok = taps < KH * KW
-    acc = tl.full([TAPS, BLOCK_C], 0.0, tl.float32)
-    for step in range(pixels_per_program):
-        if WIDE:  # 2^31 pixels or more: 64-bit indices, whose divisions cost more
-            pixel = run.to(tl.int64) * pixels_per_program + step
-        else:
-            pixel = run * pixels_per_program + step
-        n = (pixel // (out_height * out_width)).to(tl.int64)  # 64-bit offsets: a batch may pass 2^31 elements
-        oh = (pixel // out_width) % out_height
-        ow = pixel % out_width
-        live = taps * 0 + pixel < pixels  # the last run may end early
-        grad = tl.load(GRAD + n * g_n + c * g_c + oh * g_h + ow * g_w, mask=c_ok & (c * 0 + pixel < pixels), other=0.0)
-        ih = oh * STRIDE_H - PAD_H + kh * DIL_H
-        iw = ow * STRIDE_W - PAD_W + kw * DIL_W
-        ok = live & tap_ok & (ih >= 0) & (ih < height) & (iw >= 0) & (iw < width)
-        x_pointers = X + n * x_n + c[None, :] * x_c + (ih * x_h + iw * x_w)[:, None]
-        x = tl.load(x_pointers, mask=ok[:, None] & c_ok[None, :], other=0.0)
-        acc += x.to(tl.float32) * grad.to(tl.float32)[None, :]
-    target = PARTIAL + run.to(tl.int64) * channels * (KH * KW) + c[None, :] * (KH * KW) + taps[:, None]
-    tl.store(target, acc, mask=tap_ok[:, None] & c_ok[None, :])
-
-
 def candidate_configs(x: torch.Tensor) -> tuple[WeightGradientConfig, ...]:
     """The channel blocks worth timing for input `x`."""
     return CHANNELS_LAST_CONFIGS if is_channels_last(x) else NCHW_CONFIGS
@@ -126,6 +90,50 @@ def supported(grad_output: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, 
         return False
     sizes = [geometry.output_size(d, x.size(2 + d), weight.size(2 + d)) for d in range(2)]
     return grad_output.shape == (*x.shape[:2], *sizes) and grad_output.dtype == x.dtype
+
+
+class Launch(NamedTuple):
+    """One launch of the kernel: its grid, its integer arguments after the
+    three tensors, and its compile-time arguments with `num_warps`."""
+
+    grid: tuple[int, int]
+    scalars: tuple[int, ...]
+    constants: dict[str, Any]
+
+
+def plan_launch(
+    grad_strides: Sequence[int],
+    x_sizes: Sequence[int],
+    x_strides: Sequence[int],
+    window: tuple[int, int],
+    out_size: tuple[int, int],
+    geometry: Geometry,
+    config: WeightGradientConfig,
+) -> Launch:
+    """The launch computing the weight gradient of a `window`-sized
+    depthwise convolution of an input of `x_sizes` and `x_strides`, from an
+    output gradient of `out_size` pixels and `grad_strides`, with `config`."""
+    batch, channels, height, width = x_sizes
+    kh, kw = window
+    out_h, out_w = out_size
+    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
+    pixels = batch * out_h * out_w
+    channel_blocks = triton.cdiv(channels, config.block_c)
+    pixels_per_program = triton.cdiv(pixels * channel_blocks, PROGRAMS)
+    runs = triton.cdiv(pixels, pixels_per_program)
+    scalars = (*grad_strides, *x_strides, channels, height, width, out_h, out_w, pixels, pixels_per_program)
+    constants = dict(
+        STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
+        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=triton.next_power_of_2(kh * kw),
+        BLOCK_C=config.block_c, WIDE=runs * pixels_per_program >= WIDE_PIXELS, num_warps=config.num_warps,
+    )  # fmt: skip
+    return Launch((runs, channel_blocks), tuple(int(s) for s in scalars), constants)
+
+
+def _launch_of(grad_output: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, geometry: Geometry, config: WeightGradientConfig) -> Launch:
+    """`plan_launch` for these tensors."""
+    window = (weight.size(2), weight.size(3))
+    return plan_launch(grad_output.stride(), x.shape, x.stride(), window, tuple(grad_output.shape[2:]), geometry, config)
 
 
 def depthwise_weight_gradient(
@@ -142,28 +150,37 @@ def depthwise_weight_gradient(
     candidate."""
     if not supported(grad_output, x, weight, geometry):
         return None
-    batch, channels, height, width = x.shape
-    kh, kw = weight.size(2), weight.size(3)
-    out_h, out_w = grad_output.size(2), grad_output.size(3)
-    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
-    config = config or candidate_configs(x)[0]
-    pixels = batch * out_h * out_w
-    channel_blocks = triton.cdiv(channels, config.block_c)
-    pixels_per_program = triton.cdiv(pixels * channel_blocks, PROGRAMS)
-    runs = triton.cdiv(pixels, pixels_per_program)
+    channels, kh, kw = x.size(1), weight.size(2), weight.size(3)
+    launch = _launch_of(grad_output, x, weight, geometry, config or candidate_configs(x)[0])
+    runs = launch.grid[0]
     partial = torch.empty(runs, channels, kh * kw, dtype=torch.float32, device=x.device)
-    triton_depthwise_convolution_weight_gradient[(runs, channel_blocks)](
-        grad_output, x, partial,
-        *grad_output.stride(), *x.stride(),
-        channels, height, width, out_h, out_w, pixels, pixels_per_program,
-        STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
-        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=triton.next_power_of_2(kh * kw),
-        BLOCK_C=config.block_c, WIDE=runs * pixels_per_program >= WIDE_PIXELS, num_warps=config.num_warps,
-    )  # fmt: skip
+    triton_depthwise_convolution_weight_gradient[launch.grid](grad_output, x, partial, *launch.scalars, **launch.constants)
     total = (partial.sum(0) if runs > 1 else partial[0]).to(weight.dtype)
     taps = kh * kw
     # torch's layout for this gradient: channels-last where the input is (the same memory)
     return total.as_strided(weight.shape, (taps, 1 if is_channels_last(x) else taps, kw, 1))
+
+
+def precompile(
+    grad_output: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, geometry: Geometry
+) -> list[Future]:
+    """Have the compile workers compile the kernel for every candidate
+    channel block of these tensors (`candidate_configs`), as their launches
+    would, and return the futures of their answers; none where there is no
+    pool of workers (or Triton interprets kernels) or the kernel does not
+    take these tensors. Triton's JIT
+    then finds the binaries in its cache; a request that fails only means
+    the JIT compiles that block itself."""
+    workers = None if interpreter_enabled() else shared_compile_workers()
+    if workers is None or not supported(grad_output, x, weight, geometry):
+        return []
+    workers.start()
+    dtype = str(x.dtype).removeprefix("torch.")
+    futures = []
+    for config in candidate_configs(x):
+        launch = _launch_of(grad_output, x, weight, geometry, config)
+        futures.append(workers.submit(compile_request(kernel_module, launch.scalars, {"dtype": dtype, **launch.constants})))
+    return futures
 
 
 def library_weight_gradient(grad_output: torch.Tensor, x: torch.Tensor, weight: torch.Tensor, geometry: Geometry) -> torch.Tensor:

@@ -20,13 +20,7 @@ from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.binaries import LaunchRecords, binary_identity, stored_launches
-from permalloy.targets.triton.compile_workers import (
-    CompileWorkers,
-    gpu_capability,
-    ptxas_version,
-    shared_compile_workers,
-    triton_environment,
-)
+from permalloy.targets.triton.compile_workers import CompileWorkers, compile_request, shared_compile_workers
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import (
     StaticLaunch,
@@ -164,18 +158,10 @@ class TritonKernel:
         configs = self.candidates(sizes)
         if self.tuner is None:
             configs = configs[:1]
-        request = {
-            "path": self.module.__file__,
-            "module": self.module.__name__,
-            "symbols": list(sizes),
-            "environment": triton_environment(),
-            "ptxas_version": ptxas_version(),
-            "capability": gpu_capability(),
-        }
         # one request per configuration: a kernel's candidates compile on
         # several workers at once rather than one after another on one
         for config in configs:
-            self.compiling.append(self.workers.submit({**request, "configs": [config.as_dict()]}))
+            self.compiling.append(self.workers.submit(compile_request(self.module, sizes, config.as_dict())))
 
     def _settle_compiling(self) -> None:
         """Before Triton's JIT first compiles here: wait for the compile

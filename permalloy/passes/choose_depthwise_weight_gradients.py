@@ -134,7 +134,10 @@ class ChooseDepthwiseWeightGradientsPass(KernelChoicePass):
     each backward, and the fastest block is taken where it beats the library;
     a backward of symbolic sizes or strides, or with no GPU to time on, stays
     the library's. `always` (the default) marks every backward the kernel
-    takes, with the first block for its layout.
+    takes, with the first block for its layout. Before `measured` times
+    anything, the compile workers compile every candidate block of every
+    backward at once (`precompile_blocks`), so that the timings do not wait
+    for Triton's JIT one block after another.
 
     Before:
     ```

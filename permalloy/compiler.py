@@ -55,6 +55,7 @@ from permalloy.targets.registry import kernel_target, target_descriptor
 
 if TYPE_CHECKING:
     from permalloy.lowering.complex_as_real import ComplexProgram
+    from permalloy.lowering.import_fx.graph import ImportResult
     from permalloy.targets.native.image import NativeHostImage
 
 
@@ -196,6 +197,7 @@ def compile_graph(
     options: CompileOptions,
     details: GraphDetails | None = None,
     free_layout_outputs: frozenset[int] = frozenset(),
+    prepared: ImportedEntry | None = None,
 ) -> CompiledGraph:
     """Compile an ATen graph into a host program, or load it from the
     compiled-graph cache; raises on what it cannot do. `details`, when given,
@@ -203,7 +205,11 @@ def compile_graph(
     sources) and receives it. The outputs at the positions of
     `free_layout_outputs` (a training step's saved tensors, which its
     backward graph takes in any layout) are returned in the layouts the
-    program plans for them; `CompiledGraph.output_strides` says which."""
+    program plans for them; `CompiledGraph.output_strides` says which.
+    `prepared`, what `imported_entry` said of this graph, gives the graph's
+    import and cache key where they are those this compile would make
+    (same options, no labels, no free outputs): a training step's backward
+    graph is imported and keyed for AOTAutograd's cache before it compiles."""
     from permalloy.lowering.complex_as_real import complex_as_real
     from permalloy.lowering.import_fx import import_graph, verify_imported
 
@@ -215,13 +221,18 @@ def compile_graph(
     cache = None if labelled else _graph_cache(options)
     if cache is None:  # the graph compiles: compiling starts at once (the Triton target's workers)
         _prepare_to_compile(target)
+    reused = prepared if _reusable(prepared, options, cache, labelled, free_layout_outputs) else None
     with times.measure("import_fx"):
-        real = complex_as_real(graph)
+        real = None if reused is not None else complex_as_real(graph)
         if real is not None:
             graph = real.graph
         free = free_layout_outputs if real is None else frozenset()
         # with the cache, the module is verified only when it is lowered (a miss)
-        imported = import_graph(graph, label_values=labelled, free_layout_outputs=free, verify=cache is None)
+        imported = (
+            reused.imported
+            if reused is not None
+            else import_graph(graph, label_values=labelled, free_layout_outputs=free, verify=cache is None)
+        )
     if dumper is not None:
         if real is not None:
             dumper.write("complex_as_real.py", graph.code)
@@ -230,7 +241,7 @@ def compile_graph(
     loaded = None
     if cache is not None:
         with times.measure("cache_lookup"):
-            key = _cache_key(imported.module, graph, options, target)
+            key = reused.key if reused is not None else _cache_key(imported.module, graph, options, target)
             # A graph whose stages are dumped, or whose compilation is
             # watched, compiles, so that every stage is there.
             watched = details is not None and details.needs_pipeline
@@ -302,6 +313,28 @@ class ImportedEntry:
     cpu_outputs: tuple[int, ...]
     fallback_ops: list[str]
     fallback_reasons: list[str]
+    imported: ImportResult | None = None
+    """The import itself, unverified, which `compile_graph` of the same
+    graph with the same options takes (`prepared`) rather than import again."""
+    key: CacheKey | None = None
+    """The entry's key."""
+    options: CompileOptions | None = None
+    """The options it was keyed with."""
+
+
+def _reusable(
+    prepared: ImportedEntry | None,
+    options: CompileOptions,
+    cache: GraphCache | None,
+    labelled: bool,
+    free_layout_outputs: frozenset[int],
+) -> bool:
+    """Whether `compile_graph` can take `prepared`'s import and key: made
+    with these options, and this compile would import the graph the same way
+    (no labels, no outputs of free layout) and look it up in a cache."""
+    if prepared is None or prepared.imported is None or prepared.key is None:
+        return False
+    return cache is not None and not labelled and not free_layout_outputs and prepared.options == options
 
 
 def imported_entry(graph: torch.fx.GraphModule, options: CompileOptions) -> ImportedEntry | None:
@@ -322,7 +355,14 @@ def imported_entry(graph: torch.fx.GraphModule, options: CompileOptions) -> Impo
     target = _make_target(options, CompileTimes())
     key = _cache_key(imported.module, graph, options, target)
     return ImportedEntry(
-        key.digest, list(imported.outputs), _cpu_outputs(graph), list(imported.fallback_ops), list(imported.fallback_reasons)
+        key.digest,
+        list(imported.outputs),
+        _cpu_outputs(graph),
+        list(imported.fallback_ops),
+        list(imported.fallback_reasons),
+        imported,
+        key,
+        options,
     )
 
 

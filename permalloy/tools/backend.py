@@ -58,7 +58,7 @@ from torch._subclasses.fake_tensor import unset_fake_temporarily
 from permalloy import logs
 from permalloy.cache import CacheKey, CacheSettingError, cache_enabled_by_environment
 from permalloy.cache.traced import TracedGraphRecord
-from permalloy.compiler import CompileOptions, compile_graph
+from permalloy.compiler import CompileOptions, ImportedEntry, compile_graph
 from permalloy.garbage_collection import garbage_collection_paused
 from permalloy.explain.collect import ExplanationCollector
 from permalloy.explain.details import GraphDetails
@@ -311,16 +311,19 @@ def _compile_one(
     aot_autograd_seconds: float | None = None,
     attempt: CompileAttempt | None = None,
     saved: Sequence[int] = (),
+    prepared: ImportedEntry | None = None,
 ):
     """Compile one ATen graph; gives the runner AOTAutograd calls. `saved`:
     the positions of the outputs a training step's forward graph saves for
-    its backward graph, whose layouts the program chooses and reports."""
+    its backward graph, whose layouts the program chooses and reports.
+    `prepared`: the graph's import and cache key, made for AOTAutograd's
+    cache before it compiles (`compile_graph`)."""
     resolved = resolve_target(options, example_inputs)
     details = attempt.details() if attempt is not None else None
     # AOTAutograd calls this under its fake mode; the graph's constants
     # (get_attr tensors) are real and are read as real tensors.
     with unset_fake_temporarily(), garbage_collection_paused():
-        compiled = compile_graph(graph, resolved, details, free_layout_outputs=frozenset(saved))
+        compiled = compile_graph(graph, resolved, details, free_layout_outputs=frozenset(saved), prepared=prepared)
     _report_output_strides(compiled.output_strides)
     if attempt is not None and attempt.traced is not None and attempt.active and not saved:
         record_traced(attempt.traced, graph, compiled, attempt.traced_inputs)
@@ -429,12 +432,15 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
     options = attempt.options
 
     def compile_now(
-        graph: torch.fx.GraphModule, example_inputs: Sequence[Any], traced_strides: dict[int, tuple[int, ...]]
+        graph: torch.fx.GraphModule,
+        example_inputs: Sequence[Any],
+        traced_strides: dict[int, tuple[int, ...]],
+        prepared: ImportedEntry | None = None,
     ) -> CompiledGraphCode:
         aot_autograd = time.perf_counter() - attempt.mark if attempt.active else None
         saved = saved_for_backward(graph) if training_forward else ()
         try:
-            return _compile_one(graph, example_inputs, options, aot_autograd, attempt, saved)
+            return _compile_one(graph, example_inputs, options, aot_autograd, attempt, saved, prepared)
         except DYNAMO_CONTROL_FLOW:
             raise
         except Exception as error:  # noqa: BLE001 - any failure falls back to eager
@@ -454,9 +460,11 @@ def graph_compiler(attempt: CompileAttempt, training_forward: bool = False, back
             # AOTAutograd's non-lazy lowering, for its cache (one of symbolic
             # sizes compiles now, as AOTAutograd's own would, within its guards)
             resolved = resolve_target(options, example_inputs)
+            # the import and key made for AOTAutograd's record, which the compile takes
+            imports: list[ImportedEntry] = []
             return PendingGraphCode(
-                lambda: compile_now(graph, example_inputs, traced_strides),
-                lambda: _imported_record(graph, resolved),
+                lambda: compile_now(graph, example_inputs, traced_strides, imports.pop() if imports else None),
+                lambda: _imported_record(graph, resolved, imports.append),
                 resolved,
             )
         return compile_now(graph, example_inputs, traced_strides)
@@ -474,11 +482,14 @@ def _has_symbolic_sizes(example_inputs: Sequence[Any]) -> bool:
     return False
 
 
-def _imported_record(graph: torch.fx.GraphModule, resolved: CompileOptions) -> TracedGraphRecord | None:
+def _imported_record(
+    graph: torch.fx.GraphModule, resolved: CompileOptions, keep: Callable[[ImportedEntry], None]
+) -> TracedGraphRecord | None:
     """`imported_record` of a graph AOTAutograd is saving, outside its fake
-    mode (the graph's constants are real tensors)."""
+    mode (the graph's constants are real tensors); `keep` receives the
+    import it made."""
     with unset_fake_temporarily(), garbage_collection_paused():
-        return imported_record(graph, resolved)
+        return imported_record(graph, resolved, keep)
 
 
 def _eager(

@@ -20,7 +20,14 @@ import torch
 
 from permalloy.cache import CacheKey
 from permalloy.cache.traced import Scalar, TracedGraphRecord, TracedGraphs, traced_graph_key
-from permalloy.compiler import CompiledGraph, CompileOptions, compile_material, imported_entry, load_compiled_graph
+from permalloy.compiler import (
+    CompiledGraph,
+    CompileOptions,
+    ImportedEntry,
+    compile_material,
+    imported_entry,
+    load_compiled_graph,
+)
 from permalloy.lowering.import_fx import TensorOutput, ValueOutput
 from permalloy.lowering.math_for_training import needs_gradients
 from permalloy.targets.host import HostProgram
@@ -97,11 +104,16 @@ def loadable_record(compiled: CompiledGraph, bumped_inputs: tuple[int, ...] = ()
     )
 
 
-def imported_record(graph: torch.fx.GraphModule, options: CompileOptions) -> TracedGraphRecord | None:
+def imported_record(
+    graph: torch.fx.GraphModule, options: CompileOptions, keep: Callable[[ImportedEntry], None] | None = None
+) -> TracedGraphRecord | None:
     """The record `loadable_record` will give of `graph` once it compiles
-    with `options`, known from its import alone (`imported_entry`); None
-    where the compiled graph could not be loaded from its entry."""
+    with `options`, known from its import alone (`imported_entry`, which
+    `keep` receives where it is made, for the graph's compile to take);
+    None where the compiled graph could not be loaded from its entry."""
     entry = imported_entry(graph, options)
+    if entry is not None and keep is not None:
+        keep(entry)
     outputs = None if entry is None else _record_outputs(entry.outputs)
     if entry is None or outputs is None:
         return None

@@ -128,6 +128,38 @@ def test_a_training_step_compiled_before_loads_without_tracing(cache: Path, monk
     _assert_matches_eager(warm, eager)
 
 
+def test_a_backward_graph_is_imported_once_for_the_record_and_its_compile(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """AOTAutograd's cache asks for the backward graph's record before the
+    graph compiles: the import and key made for the record are the ones its
+    compile takes, so each graph of the step is imported and keyed once, and
+    the step still matches eager."""
+    import permalloy.compiler as compiler_module
+    import permalloy.lowering.import_fx as import_fx
+
+    imports, keys = [], []
+    import_graph, cache_key = import_fx.import_graph, compiler_module._cache_key  # noqa: SLF001
+
+    def counted_import(graph, *args, **kwargs):
+        imports.append(graph)
+        return import_graph(graph, *args, **kwargs)
+
+    def counted_key(*args, **kwargs):
+        keys.append(args[1])
+        return cache_key(*args, **kwargs)
+
+    monkeypatch.setattr(import_fx, "import_graph", counted_import)
+    monkeypatch.setattr(compiler_module, "_cache_key", counted_key)
+    model, x = _model(), _input()
+    eager = _eager_step(model, x)
+    cold, misses = _stats_after(lambda: _step(model, x))
+    assert counters["aot_autograd"]["autograd_cache_saved"] == 1
+    assert [r["cache"] for r in misses] == ["miss", "miss"]
+    assert len(imports) == len(keys) == 2 and len({id(g) for g in imports}) == 2
+    _assert_matches_eager(cold, eager)
+
+
 def test_a_new_process_starts_its_training_step_warm(cache: Path) -> None:
     program = textwrap.dedent(
         """

@@ -32,13 +32,12 @@ from permalloy.cache import (
     NativeImageFiles,
     RecordingTarget,
     cache_enabled_by_environment,
+    cache_parts,
     graph_devices,
     graph_key,
     join_modules,
     load_module,
     software_versions,
-    split_module,
-    split_module_images,
 )
 from permalloy.dialects import make_context
 from permalloy.dialects.buffer import BufferType, ExternOp, KernelOp, LaunchOp, buffer_type
@@ -572,8 +571,7 @@ def compile_material(options: CompileOptions) -> dict[str, Any] | None:
 def _cache_entry(key: CacheKey, module: ModuleOp, recording: RecordingTarget, program: HostProgram) -> CacheEntry:
     """The cache entry of a compiled module whose kernels `recording`
     compiled, with its host program's native image where it has one."""
-    host, kernels = split_module(module)
-    host_image, kernel_image = split_module_images(module)
+    (host, host_image), (kernels, kernel_image) = cache_parts(module)
     records = list(recording.records.values())
     native = program.native_image.to_json() if program.native_image is not None else None
     return CacheEntry(

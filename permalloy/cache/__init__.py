@@ -18,7 +18,14 @@ from permalloy.cache.files import cache_dir
 from permalloy.cache.graphs import CacheSettingError, GraphCache, NativeImageFiles, cache_enabled_by_environment
 from permalloy.cache.key import CacheKey, graph_devices, graph_key, software_versions
 from permalloy.cache.kernels import LoadingTarget, RecordingTarget
-from permalloy.cache.modules import join_modules, load_module, parse_module, split_module, split_module_images
+from permalloy.cache.modules import (
+    cache_parts,
+    join_modules,
+    load_module,
+    parse_module,
+    split_module,
+    split_module_images,
+)
 
 __all__ = [
     "CacheEntry",
@@ -31,6 +38,7 @@ __all__ = [
     "NativeImageFiles",
     "RecordingTarget",
     "cache_dir",
+    "cache_parts",
     "cache_enabled_by_environment",
     "graph_devices",
     "graph_key",

@@ -6,14 +6,15 @@ An entry is a header line, the SHA-256 of the rest, and the rest: JSON holding
 the software versions and key digest it was written for, the buffer-level
 module after the pipeline in two parts (a module of its host function, which
 the host program is generated from again, and a module of its kernels), each
-as text and as an image (`images.py`, which loads without parsing), and per
+as an image (`images.py`, which loads without parsing) or, where it has none,
+as text (`cache_parts`: an empty text beside an image), and per
 launched kernel the symbols the launch passes and what its target needs to
 load it without compiling (`kernel_artifact`), bytes in base64:
 
-    permalloy-compiled-graph 2
+    permalloy-compiled-graph 3
     <sha256 of the JSON>
-    {"versions": {...}, "key": "...", "host": "builtin.module {...}",
-     "kernel_module": "builtin.module {...}", "host_image": "<base64>",
+    {"versions": {...}, "key": "...", "host": "",
+     "kernel_module": "", "host_image": "<base64>",
      "kernel_image": "<base64>", "complete": true,
      "kernels": [{"kernel": "k0", "layouts": [...], "symbols": [...], "artifact": {...}}]}
 
@@ -34,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 MAGIC = b"permalloy-compiled-graph"
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 
 Artifact = dict[str, str | int | bytes]
 """What a target keeps of one compiled kernel: names, counts, object code."""
@@ -64,9 +65,11 @@ class CacheEntry:
     """The digest of the key it was written under."""
     versions: dict[str, str]
     host: str
-    """The buffer-level module after the pipeline without its kernels, as text."""
+    """The buffer-level module after the pipeline without its kernels, as
+    text; empty where `host_image` holds it."""
     kernel_module: str
-    """A module of the kernels of the buffer-level module, as text."""
+    """A module of the kernels of the buffer-level module, as text; empty
+    where `kernel_image` holds it."""
     host_image: bytes | None = None
     """The image of `host` (`images.py`), which loads without parsing; None where it has none."""
     kernel_image: bytes | None = None

@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import pickle
 
+import pytest
 from xdsl.dialects import cf, test
 from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
 from xdsl.ir import Block, Region
 
 from permalloy.cache.images import load_module_image, module_image
-from permalloy.cache.modules import join_modules, load_module, parse_module, split_module, split_module_images
+from permalloy.cache.modules import (
+    cache_parts,
+    join_modules,
+    load_module,
+    parse_module,
+    split_module,
+    split_module_images,
+)
 from permalloy.compiler import lower_module
 
 GRAPH = """
@@ -101,3 +109,20 @@ def test_a_damaged_or_foreign_image_falls_back_to_the_text():
     assert str(load_module(text, b"not a pickle")) == text
     assert str(load_module(text, pickle.dumps((test.TestOp, [], [i32], [None], {}, {}, None, [])))) == text
     assert str(load_module(text, module_image(module)[:-7])) == text
+
+
+def test_an_image_that_does_not_load_without_a_text_is_an_error():
+    """A part kept as its image alone (`cache_parts`) that does not load
+    cannot be parsed instead: an error, which the cache reports."""
+    module = _lowered()
+    with pytest.raises(ValueError, match="image does not load .* text is not kept"):
+        load_module("", module_image(module)[:-7])
+    with pytest.raises(ValueError, match="neither an image nor a text"):
+        load_module("", None)
+
+
+def test_cache_parts_print_only_the_parts_without_an_image():
+    module = _lowered()
+    (host_text, host_image), (kernel_text, kernel_image) = cache_parts(module)
+    assert host_image is not None and kernel_image is not None and host_text == kernel_text == ""
+    assert str(join_modules(load_module(host_text, host_image), load_module(kernel_text, kernel_image))) == str(module)

@@ -16,14 +16,7 @@ from xdsl.dialects.builtin import ModuleOp, StringAttr, i32
 from xdsl.ir import Block, Region
 
 from permalloy.cache.images import load_module_image, module_image
-from permalloy.cache.modules import (
-    cache_parts,
-    join_modules,
-    load_module,
-    parse_module,
-    split_module,
-    split_module_images,
-)
+from permalloy.cache import cache_parts, join_modules, load_module, parse_module, split_module, split_module_images
 from permalloy.compiler import lower_module
 
 GRAPH = """

@@ -11,10 +11,16 @@ from __future__ import annotations
 
 import json
 from concurrent.futures import Future
+from pathlib import Path
 
 import pytest
 import torch
+from xdsl.dialects.builtin import ModuleOp
 
+from permalloy.cache import parse_module
+from permalloy.dialects import buffer as buf
+from permalloy.dialects import make_context
+from permalloy.passes import choose_depthwise_weight_gradients as passes
 from permalloy.targets.triton import depthwise_weight_gradient as gradient
 from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module
 from permalloy.targets.triton.compile_workers import CompileWorkers
@@ -127,3 +133,38 @@ def test_a_worker_loads_the_kernel_module_without_torch(pool):
     answer = workers.submit({**pool.requests[0], "capability": [9, 0]}).result(timeout=300)
     assert answer["compiled"] + len(answer["failed"]) == 1
     assert not any(failure.startswith("import:") for failure in answer["failed"])
+
+
+PASS_INPUT = Path(__file__).parents[1] / "filecheck" / "passes" / "choose_depthwise_weight_gradients.mlir"
+
+
+def _externs_of(module: ModuleOp) -> list[buf.ExternOp]:
+    return [op for op in module.walk() if isinstance(op, buf.ExternOp)]
+
+
+def test_the_pass_sends_every_backwards_blocks_before_timing_any(pool, monkeypatch):
+    """With `choose=measured` on a GPU, the pass asks the workers for every
+    candidate block of every backward the kernel takes, once per layout and
+    geometry, before the first timing; the refused backwards ask nothing."""
+    module = parse_module(PASS_INPUT.read_text())
+    externs = _externs_of(module)
+    twin = externs[0].clone()  # the same backward again: its blocks are asked for once
+    externs[0].parent_block().insert_op_after(twin, externs[0])
+    events = []
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(passes, "device_identity", lambda device: 0)
+    monkeypatch.setattr(passes, "measured_block", lambda op, device: events.append(("timed", len(pool.requests))))
+    passes.ChooseDepthwiseWeightGradientsPass(choose="measured").apply(make_context(), module)
+    channels_last, nchw = gradient.CHANNELS_LAST_CONFIGS, gradient.NCHW_CONFIGS
+    asked = [(r["configs"][0]["BLOCK_C"], r["configs"][0]["num_warps"], r["configs"][0]["dtype"]) for r in pool.requests]
+    assert asked == [(c.block_c, c.num_warps, "float32") for c in channels_last] + [
+        (c.block_c, c.num_warps, "float16") for c in nchw
+    ]
+    assert events and all(asked_then == len(pool.requests) for _, asked_then in events)
+
+
+def test_the_pass_asks_nothing_when_it_does_not_time(pool, monkeypatch):
+    module = parse_module(PASS_INPUT.read_text())
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    passes.ChooseDepthwiseWeightGradientsPass(choose="always").apply(make_context(), module)
+    assert pool.requests == []

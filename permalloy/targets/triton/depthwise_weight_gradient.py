@@ -19,6 +19,7 @@ channels-last memory alike, with channel blocks for each
     geometry = Geometry(stride, padding, dilation)
     grad_weight = depthwise_weight_gradient(grad_output, x, weight, geometry)  # None: not supported
     config = fastest_config(grad_output, x, weight, geometry, timer)  # None: the library's is faster
+    futures = precompile(grad_output, x, weight, geometry)  # every candidate, compiled by the workers
 
 cuDNN computes this gradient with a direct kernel for grouped convolutions
 that does not use the parallelism of the pixels: on an H200 it took 5.1 ms
@@ -168,9 +169,8 @@ def precompile(
     channel block of these tensors (`candidate_configs`), as their launches
     would, and return the futures of their answers; none where there is no
     pool of workers (or Triton interprets kernels) or the kernel does not
-    take these tensors. Triton's JIT
-    then finds the binaries in its cache; a request that fails only means
-    the JIT compiles that block itself."""
+    take these tensors. Triton's JIT then finds the binaries in its cache;
+    a request that fails only means the JIT compiles that block itself."""
     workers = None if interpreter_enabled() else shared_compile_workers()
     if workers is None or not supported(grad_output, x, weight, geometry):
         return []

@@ -126,7 +126,8 @@ class KernelChoicePass(ModulePass):
     """The options and the walk of a pass that marks library ops that one of
     permalloy's kernels computes instead: `choose` (`always`, or `measured`
     on `device`) and, for each library op of the module's functions, the
-    choice a subclass makes (`chosen`), set as its attribute `ATTRIBUTE`."""
+    choice a subclass makes (`chosen`), set as its attribute `ATTRIBUTE`,
+    after the subclass has seen them all (`prepare`)."""
 
     ATTRIBUTE: ClassVar[str]
 

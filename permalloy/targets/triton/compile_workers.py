@@ -172,18 +172,20 @@ def ptxas_version() -> str | None:
         return None
 
 
-def compile_request(module: ModuleType, symbols: Sequence[int], config: dict[str, Any]) -> dict[str, Any]:
-    """A worker's request to compile `module`'s kernel by its `warmup(symbols,
-    config)`, in this process's Triton environment and for its GPU."""
-    return {
+def compile_requests(module: ModuleType, symbols: Sequence[int], configs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Workers' requests to compile `module`'s kernel by its `warmup(symbols,
+    config)`, one per configuration of `configs` (so that a kernel's
+    candidates compile on several workers at once), in this process's Triton
+    environment and for its GPU, which are read once for all of them."""
+    shared = {
         "path": module.__file__,
         "module": module.__name__,
         "symbols": list(symbols),
-        "configs": [config],
         "environment": triton_environment(),
         "ptxas_version": ptxas_version(),
         "capability": gpu_capability(),
     }
+    return [{**shared, "configs": [config]} for config in configs]
 
 
 @functools.cache

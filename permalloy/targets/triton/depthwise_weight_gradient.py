@@ -42,7 +42,7 @@ from permalloy.targets.triton.depthwise_convolution import (
     supported as forward_supported,
 )
 from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module, interpreter_enabled
-from permalloy.targets.triton.compile_workers import compile_request, shared_compile_workers
+from permalloy.targets.triton.compile_workers import compile_requests, shared_compile_workers
 from permalloy.targets.triton.depthwise_weight_gradient_kernel import triton_depthwise_convolution_weight_gradient
 
 PROGRAMS = 1024
@@ -179,7 +179,8 @@ def precompile(
     futures = []
     for config in candidate_configs(x):
         launch = _launch_of(grad_output, x, weight, geometry, config)
-        futures.append(workers.submit(compile_request(kernel_module, launch.scalars, {"dtype": dtype, **launch.constants})))
+        (request,) = compile_requests(kernel_module, launch.scalars, [{"dtype": dtype, **launch.constants}])
+        futures.append(workers.submit(request))
     return futures
 
 

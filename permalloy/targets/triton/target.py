@@ -20,7 +20,7 @@ from permalloy.targets import compiled_kernel_key
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.autotune import Autotuner
 from permalloy.targets.triton.binaries import LaunchRecords, binary_identity, stored_launches
-from permalloy.targets.triton.compile_workers import CompileWorkers, compile_request, shared_compile_workers
+from permalloy.targets.triton.compile_workers import CompileWorkers, compile_requests, shared_compile_workers
 from permalloy.targets.triton.configs import CandidateSpace, Config, candidates
 from permalloy.targets.triton.direct import (
     StaticLaunch,
@@ -158,10 +158,8 @@ class TritonKernel:
         configs = self.candidates(sizes)
         if self.tuner is None:
             configs = configs[:1]
-        # one request per configuration: a kernel's candidates compile on
-        # several workers at once rather than one after another on one
-        for config in configs:
-            self.compiling.append(self.workers.submit(compile_request(self.module, sizes, config.as_dict())))
+        for request in compile_requests(self.module, sizes, [config.as_dict() for config in configs]):
+            self.compiling.append(self.workers.submit(request))
 
     def _settle_compiling(self) -> None:
         """Before Triton's JIT first compiles here: wait for the compile

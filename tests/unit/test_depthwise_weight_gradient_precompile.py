@@ -101,12 +101,19 @@ def test_the_kernel_launches_with_the_arguments_it_is_compiled_for(monkeypatch):
 def test_warmup_compiles_the_kernel_for_the_requested_arguments(monkeypatch):
     compiled = []
 
+    made = []
+
     class RecordingJit:
         def warmup(self, *args, **options):
             compiled.append((args, options))
 
-    monkeypatch.setattr(kernel_module, "triton_depthwise_convolution_weight_gradient", RecordingJit())
+    def recording_jit(function, **options):
+        made.append((function, options))
+        return RecordingJit()
+
+    monkeypatch.setattr(kernel_module.triton, "jit", recording_jit)
     kernel_module.warmup([1, 2, 3], {"dtype": "bfloat16", "BLOCK_C": 32, "num_warps": 4})
+    assert made == [(kernel_module.triton_depthwise_convolution_weight_gradient, kernel_module.JIT_OPTIONS)]
     assert compiled == [
         ((torch.bfloat16, torch.bfloat16, torch.float32, 1, 2, 3), {"grid": (1,), "BLOCK_C": 32, "num_warps": 4})
     ]

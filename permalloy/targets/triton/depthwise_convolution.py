@@ -28,12 +28,14 @@ import torch
 import triton
 import triton.language as tl
 
+from permalloy.targets.triton.modal_kernel import modal_jit
+
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_WINDOW = 81
 """The most taps (window elements) a kernel unrolls: a 9x9 window."""
 
 
-@triton.jit(do_not_specialize=["height", "width", "out_height", "out_width", "tiles_h", "tiles_w"])
+@modal_jit(do_not_specialize=["height", "width", "out_height", "out_width", "tiles_h", "tiles_w"])
 def triton_depthwise_convolution_forward(
     X, W, B, OUT,
     x_n, x_c, x_h, x_w,

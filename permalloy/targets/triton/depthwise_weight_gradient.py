@@ -43,7 +43,12 @@ from permalloy.targets.triton.depthwise_convolution import (
 )
 from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module, interpreter_enabled
 from permalloy.targets.triton.compile_workers import compile_requests, shared_compile_workers
-from permalloy.targets.triton.depthwise_weight_gradient_kernel import triton_depthwise_convolution_weight_gradient
+from permalloy.targets.triton.modal_kernel import ModalKernel
+
+triton_depthwise_convolution_weight_gradient = ModalKernel(
+    kernel_module.triton_depthwise_convolution_weight_gradient, **kernel_module.JIT_OPTIONS
+)
+"""The kernel, made for the mode Triton is in when it launches."""
 
 PROGRAMS = 1024
 """About how many programs share a gradient's pixels and channels: enough to

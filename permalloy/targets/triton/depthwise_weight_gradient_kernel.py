@@ -5,7 +5,10 @@ compile worker (`warmup_worker.py`) can compile it into Triton's on-disk
 cache before its first launch (`warmup`): the `choose-depthwise-weight-gradients`
 pass times every candidate channel block of every depthwise convolution of a
 training graph, and compiled one after another in the model's process they
-took seconds of a compile.
+took seconds of a compile. The kernel is a plain function here: the
+worker makes it a `@triton.jit` one to compile it, and the launcher for the
+mode Triton is in (`modal_kernel.py`, which this module cannot import
+without torch).
 """
 
 from __future__ import annotations
@@ -16,7 +19,12 @@ import triton
 import triton.language as tl
 
 
-@triton.jit(do_not_specialize=["height", "width", "out_height", "out_width", "pixels", "pixels_per_program"])
+JIT_OPTIONS = {"do_not_specialize": ["height", "width", "out_height", "out_width", "pixels", "pixels_per_program"]}
+"""How the kernel is made a `@triton.jit` function (`triton.jit(kernel,
+**JIT_OPTIONS)`): here for the compile worker, and in the launcher for the
+mode Triton is in when it launches (`ModalKernel`)."""
+
+
 def triton_depthwise_convolution_weight_gradient(
     GRAD, X, PARTIAL,
     g_n, g_c, g_h, g_w,
@@ -64,4 +72,5 @@ def warmup(symbols: list[int], config: dict[str, Any]) -> None:
 
     constants = dict(config)
     dtype = getattr(torch, constants.pop("dtype"))
-    triton_depthwise_convolution_weight_gradient.warmup(dtype, dtype, torch.float32, *symbols, grid=(1,), **constants)
+    kernel = triton.jit(triton_depthwise_convolution_weight_gradient, **JIT_OPTIONS)  # a worker never interprets
+    kernel.warmup(dtype, dtype, torch.float32, *symbols, grid=(1,), **constants)

@@ -34,6 +34,7 @@ import triton
 import triton.language as tl
 
 from permalloy.targets.triton.autotune import Timer
+from permalloy.targets.triton.modal_kernel import modal_jit
 
 MAX_FEATURES = 256
 """The widest query and value rows a program keeps in registers."""
@@ -43,7 +44,7 @@ Config = tuple[int, int, int, int]
 """Queries and keys per block, warps, pipeline stages."""
 
 
-@triton.jit
+@modal_jit()
 def triton_flash_attention_forward(
     Q, K, V, MASK, OUT,
     q_b, q_h, q_m, q_d,

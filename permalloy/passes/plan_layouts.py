@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -257,6 +258,16 @@ being timed: they are far under `MEASURED_FLOOR_SECONDS` on any machine, and
 a timing of them on a busy one can still land above it, which would make the
 same program compile to different layouts from run to run."""
 
+MEASURED_MIN_CONVOLUTIONS = {"cpu": 8}
+"""On each device that has one, the number of convolutions from which a set
+is timed whatever its multiply-adds: each call of a library convolution has
+fixed costs that `MEASURED_MIN_MULTIPLY_ADDS` does not count, and they
+differ by layout. On one CPU core, MobileNetV2 at a batch of 2 and 33x33
+images does 2.4 million multiply-adds in 52 convolutions, each call 11 to
+280 us, and its 3x3 depthwise ones took 1.22 ms a call in NCHW memory
+against 0.92 ms channels-last; eight calls reach the floor. A GPU has no
+such count: its floor is ten times the CPU's."""
+
 TRANSPOSING_MARGIN = 0.25
 """The margin instead where a kernel of the set walks the images' channels
 beside a tensor contiguous along them (`analysis.channels`: a layer norm over
@@ -285,7 +296,9 @@ class _LayoutPlanner:
     function: func.FuncOp
     timer: ConvolutionTimer | None
     min_multiply_adds: int
-    """Measured sets doing fewer multiply-adds keep NCHW without being timed."""
+    """Measured sets doing fewer multiply-adds keep NCHW without being timed..."""
+    min_convolutions: int
+    """...unless they hold at least this many convolutions."""
     floor_seconds: float
     """Measured sets taking less in all, both ways, keep NCHW."""
     concatenating_margin: float
@@ -374,7 +387,7 @@ class _LayoutPlanner:
         trains = {"trains": True} if self._trains() else {}
         for root, ops in sets.items():
             work = [_multiply_adds(op) for op in ops]
-            if None not in work and sum(work) < self.min_multiply_adds:
+            if None not in work and sum(work) < self.min_multiply_adds and len(ops) < self.min_convolutions:
                 continue
             times = [self.timer(op, _copied_for_channels_last(op.inputs[0]), **trains) for op in ops]
             times += [self.timer(op, False, keeps_nchw=True, **trains) for op in readers.get(root, ())]
@@ -583,7 +596,9 @@ class PlanLayoutsPass(ModulePass):
     channels: DenseNet's), and where they take under `device`'s
     `MEASURED_FLOOR_SECONDS` in all, too little for the timing to tell the
     layouts apart; a set doing under `MEASURED_MIN_MULTIPLY_ADDS`
-    multiply-adds keeps NCHW untimed. Untimed or under the floor, a set
+    multiply-adds keeps NCHW untimed, unless it holds as many convolutions
+    as `MEASURED_MIN_CONVOLUTIONS` (on the CPU), whose calls' fixed costs
+    the timing then weighs. Untimed or under the floor, a set
     whose convolution is given a channels-last input (a graph input in that
     memory format) takes channels-last instead: torch's convolution returns
     that layout for it, which NCHW would convert element by element.
@@ -630,17 +645,27 @@ def plan_function_layouts(
     timer: ConvolutionTimer | None = None,
     min_multiply_adds: int | None = None,
     device: str = "cpu",
+    min_convolutions: int | None = None,
 ) -> None:
     """Plan the layouts of one host function, as `PlanLayoutsPass` does:
     every free convolution seeds channels-last sets, or with `timer`, unless
     its measurements find them slower so (sets of fewer than
-    `min_multiply_adds`, by default `MEASURED_MIN_MULTIPLY_ADDS`, keep NCHW
-    untimed, and sets timed under `device`'s `MEASURED_FLOOR_SECONDS` too,
-    unless a convolution of theirs is given a channels-last input)."""
+    `min_multiply_adds`, by default `MEASURED_MIN_MULTIPLY_ADDS`, and of
+    fewer convolutions than `min_convolutions`, by default `device`'s
+    `MEASURED_MIN_CONVOLUTIONS`, keep NCHW untimed, and sets timed under
+    `device`'s `MEASURED_FLOOR_SECONDS` too, unless a convolution of theirs
+    is given a channels-last input)."""
     if min_multiply_adds is None:
         min_multiply_adds = MEASURED_MIN_MULTIPLY_ADDS
+    if min_convolutions is None:
+        min_convolutions = MEASURED_MIN_CONVOLUTIONS.get(device, sys.maxsize)
     _LayoutPlanner(
-        function, timer, min_multiply_adds, MEASURED_FLOOR_SECONDS[device], CONCATENATING_MARGIN[device]
+        function,
+        timer,
+        min_multiply_adds,
+        min_convolutions,
+        MEASURED_FLOOR_SECONDS[device],
+        CONCATENATING_MARGIN[device],
     ).run()
 
 

@@ -113,6 +113,26 @@ def test_convolutions_too_small_to_time_keep_nchw_untimed():
     assert timer.calls == [True, False] and _strided(function) != []
 
 
+def test_a_set_of_many_small_convolutions_is_timed():
+    # each call's fixed costs, not its 6,200 multiply-adds, decide: from
+    # `min_convolutions` convolutions a set is timed whatever its work
+    function = _function("planned")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=6_201, min_convolutions=2)
+    assert timer.calls == [True, False] and _strided(function) != []
+    function = _function("planned")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=6_201, min_convolutions=3)
+    assert timer.calls == [] and _strided(function) == []
+
+
+def test_a_gpu_counts_only_the_work():
+    function = _function("planned")
+    timer = Timer((2.0, 1.0), (2.0, 1.0))
+    plan_function_layouts(function, timer, min_multiply_adds=6_201, device="cuda")
+    assert timer.calls == [] and _strided(function) == []
+
+
 def _given_channels_last_input() -> func.FuncOp:
     """`@planned` called with its images in channels-last memory."""
     nchw = "!buffer.buffer<[2, 3, 5, 5], f32>"

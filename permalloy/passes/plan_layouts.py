@@ -262,7 +262,7 @@ MEASURED_MIN_CONVOLUTIONS = {"cpu": 8}
 """On each device that has one, the number of convolutions from which a set
 is timed whatever its multiply-adds: each call of a library convolution has
 fixed costs that `MEASURED_MIN_MULTIPLY_ADDS` does not count, and they
-differ by layout. On one CPU core, MobileNetV2 at a batch of 2 and 33x33
+differ by layout. On one CPU core, MobileNetV2 at a batch of 2 and 32x32
 images does 2.4 million multiply-adds in 52 convolutions, each call 11 to
 280 us, and its 3x3 depthwise ones took 1.22 ms a call in NCHW memory
 against 0.92 ms channels-last; eight calls reach the floor. A GPU has no

@@ -46,9 +46,6 @@ class ModalKernel:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return self.current()[grid]
 
-    def warmup(self, *args: Any, **kwargs: Any) -> Any:
-        return self.current().warmup(*args, **kwargs)
-
     def __repr__(self) -> str:
         return f"ModalKernel({self.function.__name__})"
 

@@ -112,10 +112,17 @@ def test_warmup_compiles_the_kernel_for_the_requested_arguments(monkeypatch):
         return RecordingJit()
 
     monkeypatch.setattr(kernel_module.triton, "jit", recording_jit)
-    kernel_module.warmup([1, 2, 3], {"dtype": "bfloat16", "BLOCK_C": 32, "num_warps": 4})
+    kernel_module._compiled_kernel.cache_clear()
+    try:
+        kernel_module.warmup([1, 2, 3], {"dtype": "bfloat16", "BLOCK_C": 32, "num_warps": 4})
+        kernel_module.warmup([4, 5, 6], {"dtype": "float32", "BLOCK_C": 64, "num_warps": 8})
+    finally:
+        kernel_module._compiled_kernel.cache_clear()
+    # one `@triton.jit` function compiles every request
     assert made == [(kernel_module.triton_depthwise_convolution_weight_gradient, kernel_module.JIT_OPTIONS)]
     assert compiled == [
-        ((torch.bfloat16, torch.bfloat16, torch.float32, 1, 2, 3), {"grid": (1,), "BLOCK_C": 32, "num_warps": 4})
+        ((torch.bfloat16, torch.bfloat16, torch.float32, 1, 2, 3), {"grid": (1,), "BLOCK_C": 32, "num_warps": 4}),
+        ((torch.float32, torch.float32, torch.float32, 4, 5, 6), {"grid": (1,), "BLOCK_C": 64, "num_warps": 8}),
     ]
 
 

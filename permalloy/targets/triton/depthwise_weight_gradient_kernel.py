@@ -13,6 +13,7 @@ without torch).
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import triton
@@ -72,5 +73,11 @@ def warmup(symbols: list[int], config: dict[str, Any]) -> None:
 
     constants = dict(config)
     dtype = getattr(torch, constants.pop("dtype"))
-    kernel = triton.jit(triton_depthwise_convolution_weight_gradient, **JIT_OPTIONS)  # a worker never interprets
-    kernel.warmup(dtype, dtype, torch.float32, *symbols, grid=(1,), **constants)
+    _compiled_kernel().warmup(dtype, dtype, torch.float32, *symbols, grid=(1,), **constants)
+
+
+@functools.cache
+def _compiled_kernel() -> Any:
+    """The kernel as a GPU `@triton.jit` function (a worker never
+    interprets), made once for every candidate a worker compiles."""
+    return triton.jit(triton_depthwise_convolution_weight_gradient, **JIT_OPTIONS)

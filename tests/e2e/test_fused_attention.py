@@ -168,6 +168,31 @@ def test_triton_option_lists_its_values(backend_check, triton_device):
         _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__), attention="flash")
 
 
+def causal_and_left_padding_as_most_negative(q, k, v, keep):
+    """Hugging Face's eager attention: causal and padding masks as one
+    additive mask of the most negative float."""
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+    allowed = causal & keep[:, None, None, :]
+    mask = torch.zeros(allowed.shape, dtype=q.dtype, device=q.device).masked_fill(~allowed, torch.finfo(q.dtype).min)
+    return torch.softmax(q @ k.transpose(-2, -1) * q.shape[-1] ** -0.5 + mask, dim=-1) @ v
+
+
+def test_triton_kernel_takes_left_padded_causal_attention(backend_check, triton_device, monkeypatch):
+    """Rows of a left-padded batch keep no key and average every value, as in
+    the math; the blocks above the diagonal are skipped."""
+    from permalloy.targets.triton import flash_attention as flash
+
+    ranges, original = [], flash.key_block_ranges
+    monkeypatch.setattr(flash, "key_block_ranges", lambda *args: ranges.append(original(*args)) or ranges[-1])
+    torch.manual_seed(3)
+    q, k, v = (torch.randn(2, 2, 96, 16) for _ in range(3))
+    keep = torch.ones(2, 96, dtype=torch.bool)
+    keep[0, :40] = False
+    assert _fused_calls(causal_and_left_padding_as_most_negative, [q, k, v, keep]) == 1
+    _check_triton(backend_check, triton_device, causal_and_left_padding_as_most_negative, [q, k, v, keep], attention="triton")
+    assert len(ranges) == 1 and ranges[0][1, 0].tolist() == [[0, 1], [0, 2]]
+
+
 def test_cross_attention_lengths(backend_check, triton_device):
     q, _, _ = _qkv(queries=5, dtype=torch.float16)
     _, k, v = _qkv(keys=17, dtype=torch.float16)
@@ -304,6 +329,79 @@ def test_flash_kernel_gives_nan_where_a_row_keeps_nothing(triton_device):
     keep[1] = False
     out = flash_attention(q, k, v, keep, 1.0).cpu()
     assert out[0, 0, 1].isnan().all() and not out[0, 0, [0, 2]].isnan().any()
+
+
+def _dropping_mask(kind: str, batch: int, queries: int, keys: int) -> torch.Tensor:
+    """Masks that drop whole blocks of keys for some blocks of queries."""
+    causal = torch.ones(queries, keys, dtype=torch.bool).tril(keys - queries)
+    most_negative = torch.finfo(torch.float32).min
+    if kind == "causal_boolean":
+        return causal
+    if kind == "causal_minus_infinity":
+        return torch.zeros(queries, keys).masked_fill(~causal, float("-inf"))
+    if kind == "window_boolean":
+        return causal & ~torch.ones(queries, keys, dtype=torch.bool).tril(keys - queries - 40)
+    if kind == "right_padding_minus_infinity":
+        padding = torch.zeros(batch, 1, 1, keys)
+        padding[0, ..., -45:] = float("-inf")
+        return padding
+    # Hugging Face's eager form: causal and left padding in one additive mask of the most negative
+    # float, so that the first rows of the padded batch keep nothing and average every value
+    keep = causal.expand(batch, 1, queries, keys).clone()
+    keep[0, ..., :40] = False
+    return torch.zeros(batch, 1, queries, keys).masked_fill(~keep, most_negative)
+
+
+@pytest.mark.parametrize("config", [(32, 32, 4, 1), (64, 32, 4, 3), (32, 64, 4, 3)], ids=str)
+@pytest.mark.parametrize(
+    "mask_kind",
+    [
+        "causal_boolean",
+        "causal_minus_infinity",
+        "window_boolean",
+        "right_padding_minus_infinity",
+        "left_padding_most_negative",
+    ],
+)
+def test_flash_kernel_skips_blocks_a_mask_drops(triton_device, backend_check, mask_kind, config):
+    """Blocks of keys that a mask drops for a whole block of queries are not
+    walked, and the result is the math's, also where rows keep nothing."""
+    from permalloy.targets.triton.flash_attention import flash_attention
+
+    torch.manual_seed(2)
+    q, k, v = (torch.randn(2, 2, n, 16) for n in (80, 100, 100))
+    mask = _dropping_mask(mask_kind, 2, 80, 100)
+    expected = _math(q, k, v, mask, 0.3)
+    moved = [t.to(triton_device) for t in (q, k, v, mask)]
+    out = flash_attention(*moved, 0.3, config)
+    backend_check.assert_tensor_matches(out.cpu().contiguous(), expected, f"flash attention {mask_kind} {config}")
+
+
+def test_key_block_ranges_bound_the_blocks_a_mask_keeps(triton_device):
+    from permalloy.targets.triton.flash_attention import key_block_ranges
+
+    def ranges(mask: torch.Tensor, keys: int = 100) -> list:
+        return key_block_ranges(mask.to(triton_device), keys, 32, 32).cpu().tolist()
+
+    causal = _dropping_mask("causal_boolean", 1, 100, 100)
+    assert ranges(causal) == [[[[0, 1], [0, 2], [0, 3], [0, 4]]]]
+    window = _dropping_mask("window_boolean", 1, 100, 100)  # keys i-39 to i
+    assert ranges(window) == [[[[0, 1], [0, 2], [0, 3], [1, 4]]]]
+    padding = _dropping_mask("right_padding_minus_infinity", 2, 1, 100)  # one row serves every query
+    assert ranges(padding) == [[[[0, 2]]], [[[0, 4]]]]
+    # a block with a row that keeps nothing walks every key (the math's NaN, or its mean of values)
+    left = _dropping_mask("left_padding_most_negative", 2, 100, 100)
+    assert ranges(left)[0] == [[[0, 4], [0, 4], [1, 3], [1, 4]]]
+
+
+def test_flash_kernel_gives_nan_where_a_row_keeps_nothing_in_skipped_blocks(triton_device):
+    from permalloy.targets.triton.flash_attention import flash_attention
+
+    q, k, v = (torch.randn(1, 1, n, 8, device=triton_device) for n in (64, 100, 100))
+    keep = torch.ones(64, 100, dtype=torch.bool).tril().to(triton_device)
+    keep[40] = False
+    out = flash_attention(q, k, v, keep, 1.0, (32, 32, 4, 1)).cpu()
+    assert out[0, 0, 40].isnan().all() and not out[0, 0, :40].isnan().any()
 
 
 def test_flash_kernel_refuses_what_it_does_not_take():

@@ -7,11 +7,16 @@ keys in blocks, adds the mask (an additive float tensor, or a boolean one that
 keeps where true, read through its own strides, so a mask broadcast over
 batch or heads is never copied) to the scaled scores, and keeps a running
 maximum, sum and weighted sum of values, so the scores never reach memory.
-Its semantics are the math's: a row whose scores are all -inf gives NaN.
+Its semantics are the math's: a row whose scores are all -inf gives NaN, and
+one masked throughout by the most negative float (as Hugging Face's masks
+write it) the mean of its values.
 Scores are kept in base 2 (`exp2`, with log2(e) folded into the scale); a
 mask that is the same for every query (a padding mask) is read one row per
 block of keys and broadcast; blocks that divide the sizes load and store
-without bounds masks. The block sizes, warps and pipeline stages come from
+without bounds masks. Where a mask drops whole blocks of keys for a block of
+queries (a causal mask, a sliding window, padding), a first small kernel
+finds the range of blocks each block of queries keeps (`key_block_ranges`)
+and the attention walks only that range. The block sizes, warps and pipeline stages come from
 `default_config`, measured per size class (`benchmarks/attention_kernels.py`).
 Row reductions name the standard library's combine functions (`tl.reduce`),
 which Triton's interpreter runs whether or not Triton was imported with it
@@ -45,16 +50,61 @@ Config = tuple[int, int, int, int]
 
 
 @modal_jit()
+def triton_attention_key_ranges(
+    MASK, RANGES,
+    m_b, m_h, m_m, m_n,
+    r_b, r_h, r_m,
+    heads, rows, keys,
+    MASK_KIND: tl.constexpr,  # 1: additive, 2: boolean (true keeps)
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+):  # fmt: skip
+    """For each block of the mask's rows of one (batch, head): the first
+    block of keys that any row keeps and one past the last, or every block
+    where a row keeps nothing (whose result then comes from all of them, as
+    in the math)."""
+    batch_head = tl.program_id(0)
+    block = tl.program_id(1)
+    b = (batch_head // heads).to(tl.int64)
+    h = (batch_head % heads).to(tl.int64)
+    rows_here = block * BLOCK_M + tl.arange(0, BLOCK_M)
+    row_ok = rows_here < rows
+    m_start = MASK + b * m_b + h * m_h
+    key_blocks = (keys + BLOCK_N - 1) // BLOCK_N
+    row_keeps = tl.full([BLOCK_M], 0, tl.int32)
+    first = tl.full([], 0, tl.int32) + key_blocks
+    last = tl.full([], -1, tl.int32)
+    for key_block in range(0, key_blocks):
+        cols = key_block * BLOCK_N + tl.arange(0, BLOCK_N)
+        inside = row_ok[:, None] & (cols < keys)[None, :]
+        mask = tl.load(m_start + rows_here[:, None] * m_m + cols[None, :] * m_n, mask=inside, other=0)
+        if MASK_KIND == 2:
+            keeps = (mask != 0) & inside
+        else:
+            keeps = (mask.to(tl.float32) > -1e38) & inside
+        keeps = keeps.to(tl.int32)
+        row_keeps = tl.maximum(row_keeps, tl.reduce(keeps, 1, tl.standard._elementwise_max))
+        block_keeps = tl.reduce(tl.reduce(keeps, 1, tl.standard._elementwise_max), 0, tl.standard._elementwise_max)
+        first = tl.where(block_keeps > 0, tl.minimum(first, key_block), first)
+        last = tl.where(block_keeps > 0, key_block, last)
+    every_row_keeps = tl.reduce(tl.where(row_ok, row_keeps, 1), 0, tl.standard._elementwise_min)
+    ranges = RANGES + b * r_b + h * r_h + block * r_m
+    tl.store(ranges, tl.where(every_row_keeps > 0, first, 0))
+    tl.store(ranges + 1, tl.where(every_row_keeps > 0, last + 1, key_blocks))
+
+
+@modal_jit()
 def triton_flash_attention_forward(
-    Q, K, V, MASK, OUT,
+    Q, K, V, MASK, RANGES, OUT,
     q_b, q_h, q_m, q_d,
     k_b, k_h, k_n, k_d,
     v_b, v_h, v_n, v_d,
     m_b, m_h, m_m, m_n,
+    r_b, r_h, r_m,
     o_b, o_h, o_m, o_d,
     heads, queries, keys, features, value_features, scale_log2,
     MASK_KIND: tl.constexpr,  # 0: none, 1: additive, 2: boolean (true keeps)
     MASK_ROWS: tl.constexpr,  # whether the mask differs from query to query
+    SKIP_BLOCKS: tl.constexpr,  # whether RANGES bounds the blocks of keys each block of queries walks
     PRECISION: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
     EVEN_M: tl.constexpr, EVEN_N: tl.constexpr, EVEN_D: tl.constexpr,
@@ -79,7 +129,12 @@ def triton_flash_attention_forward(
     maximum = tl.full([BLOCK_M], float("-inf"), tl.float32)
     total = tl.full([BLOCK_M], 0.0, tl.float32)
     acc = tl.full([BLOCK_M, BLOCK_DV], 0.0, tl.float32)
-    for start in range(0, keys, BLOCK_N):
+    lowest, highest = 0, keys
+    if SKIP_BLOCKS:  # blocks of keys outside the range are dropped for every row: they add exactly nothing
+        ranges = RANGES + b * r_b + h * r_h + block * r_m
+        lowest = tl.load(ranges) * BLOCK_N
+        highest = tl.load(ranges + 1) * BLOCK_N
+    for start in range(lowest, highest, BLOCK_N):
         cols = start + tl.arange(0, BLOCK_N)
         col_ok = cols < keys
         k_pointers = k_start + cols[:, None] * k_n + d[None, :] * k_d
@@ -101,7 +156,11 @@ def triton_flash_attention_forward(
                 else:
                     mask = tl.load(m_start + cols * m_n, mask=col_ok, other=0)[None, :]
             if MASK_KIND == 1:
-                scores = scores + mask.to(tl.float32) * 1.4426950408889634
+                # the most negative float stays finite in base 2, as in the math (a row masked
+                # by it throughout averages its values there); -inf stays -inf
+                bias = mask.to(tl.float32)
+                bias_log2 = tl.maximum(bias * 1.4426950408889634, -3.4028234663852886e38)
+                scores = scores + tl.where(bias == float("-inf"), bias, bias_log2)
             else:
                 scores = tl.where(mask != 0, scores, float("-inf"))
         if not EVEN_N:
@@ -182,6 +241,29 @@ def supported(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask:
         return False
 
 
+def key_block_ranges(mask: torch.Tensor, keys: int, block_m: int, block_n: int) -> torch.Tensor:
+    """For each block of `block_m` of the mask's rows (one block where the
+    mask is the same for every query) in each of its batches and heads, the
+    first block of `block_n` keys that any row keeps and one past the last
+    (int32, `[batches, heads, row blocks, 2]`, the mask's batches and heads:
+    one where it broadcasts). Keys outside that range are dropped for every
+    row of the block (false in a boolean mask, at most -1e38 in an additive
+    one), so their scores add exactly nothing, the exponent of a dropped
+    score lying below the row's largest by more than any float32 score
+    (scores of magnitude over 1e30 aside). A block with a row that keeps no
+    key walks every key: the math gives NaN there, or its mean of values
+    where the mask is finite throughout."""
+    four_d = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
+    batches, heads, rows = four_d.shape[:3]
+    four_d = four_d.expand(batches, heads, rows, keys)
+    ranges = torch.empty(batches, heads, triton.cdiv(rows, block_m), 2, dtype=torch.int32, device=mask.device)
+    triton_attention_key_ranges[(batches * heads, ranges.size(2))](
+        four_d, ranges, *four_d.stride(), *ranges.stride()[:3], heads, rows, keys,
+        MASK_KIND=2 if mask.dtype == torch.bool else 1, BLOCK_M=block_m, BLOCK_N=block_n,
+    )  # fmt: skip
+    return ranges
+
+
 def flash_attention(
     query: torch.Tensor,
     key: torch.Tensor,
@@ -212,12 +294,19 @@ def flash_attention(
 
     def launch(chosen: Config) -> None:
         block_m, block_n, warps, stages = chosen
-        grid = (batch * heads, triton.cdiv(queries, block_m))
+        query_blocks = triton.cdiv(queries, block_m)
+        skip = mask is not None and triton.cdiv(keys, block_n) > 1
+        ranges = key_block_ranges(mask, keys, block_m, block_n) if skip else None
+        ranges_arg, ranges_strides = q, (0, 0, 0)
+        if ranges is not None:
+            ranges_arg = ranges.expand(batch, heads, query_blocks, 2)
+            ranges_strides = ranges_arg.stride()[:3]
+        grid = (batch * heads, query_blocks)
         triton_flash_attention_forward[grid](
-            q, k, v, mask_arg, out,
-            *q.stride(), *k.stride(), *v.stride(), *mask_strides, *out.stride(),
+            q, k, v, mask_arg, ranges_arg, out,
+            *q.stride(), *k.stride(), *v.stride(), *mask_strides, *ranges_strides, *out.stride(),
             heads, queries, keys, features, value_features, scale * LOG2E,
-            MASK_KIND=kind, MASK_ROWS=queries > 1 and mask_strides[2] != 0, PRECISION=precision,
+            MASK_KIND=kind, MASK_ROWS=queries > 1 and mask_strides[2] != 0, SKIP_BLOCKS=skip, PRECISION=precision,
             BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv,
             EVEN_M=queries % block_m == 0, EVEN_N=keys % block_n == 0,
             EVEN_D=features == block_d and value_features == block_dv,

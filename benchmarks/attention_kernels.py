@@ -29,6 +29,8 @@ SHAPES = {
     "swin_window": (1024, 3, 49, 49, 32, "bias_over_heads"),
     "t5_bias": (8, 8, 512, 512, 64, "bias_full"),
     "causal_2048": (4, 16, 2048, 2048, 64, "causal_boolean"),
+    "causal_padding_2048": (4, 16, 2048, 2048, 64, "causal_padding"),
+    "causal_4096": (2, 16, 4096, 4096, 64, "causal_boolean"),
     "alibi_4096_d128": (1, 32, 4096, 4096, 128, "alibi"),
 }
 HALF_CONFIGS = [

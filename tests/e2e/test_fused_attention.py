@@ -184,13 +184,17 @@ def test_triton_kernel_takes_left_padded_causal_attention(backend_check, triton_
 
     ranges, original = [], flash.key_block_ranges
     monkeypatch.setattr(flash, "key_block_ranges", lambda *args: ranges.append(original(*args)) or ranges[-1])
+    monkeypatch.setattr(flash, "SKIPPING_WORK", 0)
     torch.manual_seed(3)
     q, k, v = (torch.randn(2, 2, 96, 16) for _ in range(3))
     keep = torch.ones(2, 96, dtype=torch.bool)
     keep[0, :40] = False
     assert _fused_calls(causal_and_left_padding_as_most_negative, [q, k, v, keep]) == 1
-    _check_triton(backend_check, triton_device, causal_and_left_padding_as_most_negative, [q, k, v, keep], attention="triton")
-    assert len(ranges) == 1 and ranges[0][1, 0].tolist() == [[0, 1], [0, 2]]
+    fn = causal_and_left_padding_as_most_negative
+    _check_triton(backend_check, triton_device, fn, [q, k, v, keep], attention="triton")
+    # the second batch's two blocks of 64 queries (key blocks less the first kept, one past the last):
+    # the first walks one block of 64 keys, the second two
+    assert len(ranges) == 1 and ranges[0][1, 0, :, :2].tolist() == [[2, 1], [2, 2]]
 
 
 def test_cross_attention_lengths(backend_check, triton_device):
@@ -363,11 +367,13 @@ def _dropping_mask(kind: str, batch: int, queries: int, keys: int) -> torch.Tens
         "left_padding_most_negative",
     ],
 )
-def test_flash_kernel_skips_blocks_a_mask_drops(triton_device, backend_check, mask_kind, config):
+def test_flash_kernel_skips_blocks_a_mask_drops(triton_device, backend_check, monkeypatch, mask_kind, config):
     """Blocks of keys that a mask drops for a whole block of queries are not
     walked, and the result is the math's, also where rows keep nothing."""
+    from permalloy.targets.triton import flash_attention as flash
     from permalloy.targets.triton.flash_attention import flash_attention
 
+    monkeypatch.setattr(flash, "SKIPPING_WORK", 0)  # skipping at these small sizes too
     torch.manual_seed(2)
     q, k, v = (torch.randn(2, 2, n, 16) for n in (80, 100, 100))
     mask = _dropping_mask(mask_kind, 2, 80, 100)
@@ -381,7 +387,18 @@ def test_key_block_ranges_bound_the_blocks_a_mask_keeps(triton_device):
     from permalloy.targets.triton.flash_attention import key_block_ranges
 
     def ranges(mask: torch.Tensor, keys: int = 100) -> list:
-        return key_block_ranges(mask.to(triton_device), keys, 32, 32).cpu().tolist()
+        """Per block of rows, the range of key blocks walked: every block
+        where a row keeps nothing under an additive mask."""
+        facts = key_block_ranges(mask.to(triton_device), keys, 32, 32).cpu()
+        key_blocks = -(-keys // 32)
+        walked = torch.stack([key_blocks - facts[..., 0], facts[..., 1]], -1)
+        if mask.dtype != torch.bool:
+            rows = mask.shape[-2]
+            flags = facts[..., 2:]
+            valid = (torch.arange(facts.size(-2) * 32).view(-1, 32) < rows)
+            keeps_nothing = ((flags == 0) & valid).any(-1)
+            walked[keeps_nothing] = torch.tensor([0, key_blocks], dtype=walked.dtype)
+        return walked.tolist()
 
     causal = _dropping_mask("causal_boolean", 1, 100, 100)
     assert ranges(causal) == [[[[0, 1], [0, 2], [0, 3], [0, 4]]]]
@@ -389,14 +406,18 @@ def test_key_block_ranges_bound_the_blocks_a_mask_keeps(triton_device):
     assert ranges(window) == [[[[0, 1], [0, 2], [0, 3], [1, 4]]]]
     padding = _dropping_mask("right_padding_minus_infinity", 2, 1, 100)  # one row serves every query
     assert ranges(padding) == [[[[0, 2]]], [[[0, 4]]]]
+    dropped_everywhere = torch.zeros(1, 100, dtype=torch.bool)
+    assert ranges(dropped_everywhere) == [[[[4, 0]]]]  # nothing walked: NaN, as in the math
     # a block with a row that keeps nothing walks every key (the math's NaN, or its mean of values)
     left = _dropping_mask("left_padding_most_negative", 2, 100, 100)
     assert ranges(left)[0] == [[[0, 4], [0, 4], [1, 3], [1, 4]]]
 
 
-def test_flash_kernel_gives_nan_where_a_row_keeps_nothing_in_skipped_blocks(triton_device):
+def test_flash_kernel_gives_nan_where_a_row_keeps_nothing_in_skipped_blocks(triton_device, monkeypatch):
+    from permalloy.targets.triton import flash_attention as flash
     from permalloy.targets.triton.flash_attention import flash_attention
 
+    monkeypatch.setattr(flash, "SKIPPING_WORK", 0)
     q, k, v = (torch.randn(1, 1, n, 8, device=triton_device) for n in (64, 100, 100))
     keep = torch.ones(64, 100, dtype=torch.bool).tril().to(triton_device)
     keep[40] = False

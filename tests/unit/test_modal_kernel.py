@@ -4,6 +4,7 @@ before the interpreter was switched on still launches on CPU tensors."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 import torch.nn.functional as F
 import triton
@@ -12,7 +13,7 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from permalloy.targets.triton import depthwise_convolution, depthwise_weight_gradient, flash_attention
-from permalloy.targets.triton.modal_kernel import ModalKernel, modal_jit
+from permalloy.targets.triton.modal_kernel import ModalKernel, _specialization, modal_jit
 
 
 @modal_jit(do_not_specialize=["count"])
@@ -47,10 +48,47 @@ def test_a_kernel_first_made_for_the_gpu_launches_in_the_interpreter(monkeypatch
     assert torch.equal(out, x + 1)
 
 
+def test_launch_runs_in_the_interpreter_and_keeps_no_launcher(monkeypatch):
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    kernel = ModalKernel(add_one.function)
+    x = torch.arange(10, dtype=torch.float32)
+    out = torch.empty_like(x)
+    kernel.launch((2,), x, out, 10, BLOCK=8, num_warps=4, num_stages=1)
+    assert torch.equal(out, x + 1) and not kernel._direct
+
+
+def test_a_specialization_tells_apart_what_triton_compiles_apart():
+    x = torch.arange(10, dtype=torch.float32)
+    assert _specialization(x) == _specialization(torch.zeros(3))
+    assert _specialization(x[1:]) != _specialization(x)  # 16-byte alignment
+    assert _specialization(x.double()) != _specialization(x)
+    assert _specialization(16) != _specialization(17) and _specialization(0.5) == _specialization(2.0)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="direct launches are for GPUs")
+def test_a_later_launch_of_the_same_specialization_skips_the_jit(monkeypatch):
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    kernel = ModalKernel(add_one.function)
+    x = torch.arange(100, dtype=torch.float32, device="cuda")
+    first = torch.zeros_like(x)
+    kernel.launch((4,), x, first, 100, BLOCK=32, num_warps=4, num_stages=1)
+    assert len(kernel._direct) == 1
+    made = kernel.current
+    monkeypatch.setattr(kernel, "current", lambda: pytest.fail("the JIT ran again"))
+    again = torch.zeros_like(x)
+    kernel.launch((4,), x, again, 100, BLOCK=32, num_warps=4, num_stages=1)
+    assert torch.equal(first, x + 1) and torch.equal(again, x + 1)
+    monkeypatch.setattr(kernel, "current", made)
+    shorter = torch.zeros_like(x)
+    kernel.launch((2,), x, shorter, 37, BLOCK=32, num_warps=4, num_stages=1)  # a new specialization
+    assert torch.equal(shorter[:37], x[:37] + 1) and not shorter[37:].any() and len(kernel._direct) == 2
+
+
 def test_the_hand_written_kernels_are_modal():
     assert isinstance(depthwise_convolution.triton_depthwise_convolution_forward, ModalKernel)
     assert isinstance(depthwise_weight_gradient.triton_depthwise_convolution_weight_gradient, ModalKernel)
     assert isinstance(flash_attention.triton_flash_attention_forward, ModalKernel)
+    assert isinstance(flash_attention.triton_attention_key_ranges, ModalKernel)
 
 
 def test_depthwise_kernels_imported_without_the_interpreter_run_in_it(monkeypatch):

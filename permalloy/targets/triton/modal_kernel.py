@@ -13,17 +13,27 @@ first launch in each mode instead, and keeps both.
     def kernel(X, OUT, height, BLOCK: tl.constexpr): ...
 
     kernel[grid](x, out, height, BLOCK=64)  # as a `@triton.jit` function
+    kernel.launch(grid, x, out, height, BLOCK=64, num_warps=4, num_stages=2)  # the same, faster
     ModalKernel(plain_function, **options)  # the same, for a function not decorated
+
+On a GPU, `launch` keeps each compiled binary's launcher by the arguments'
+specialization (their integers, element types and pointer alignments, as
+Triton's JIT specializes a kernel) and calls it directly when the same
+specialization launches again: Triton's JIT binds and keys the arguments on
+every call, tens of microseconds of host time a launch, the whole time of a
+small kernel.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import inspect
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import triton
 
 from permalloy.targets.triton import interpreter_enabled
+from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
 
 
 class ModalKernel:
@@ -34,6 +44,9 @@ class ModalKernel:
         self.function = function
         self.options = options
         self._by_mode: dict[bool, Any] = {}
+        self._parameters = tuple(inspect.signature(function).parameters)
+        self._direct: dict[tuple, tuple] = {}
+        """Compiled launchers on GPUs by the arguments' specialization."""
 
     def current(self) -> Any:
         """The `@triton.jit` function for the interpreter's present setting."""
@@ -46,8 +59,43 @@ class ModalKernel:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return self.current()[grid]
 
+    def launch(self, grid: Sequence[int], *args: Any, num_warps: int, num_stages: int, **constants: Any) -> None:
+        """`self[grid](*args, **constants, num_warps=..., num_stages=...)`,
+        through the compiled binary's launcher where an earlier launch on a GPU
+        had the same specialization (`args` the leading parameters, `constants`
+        the rest)."""
+        if interpreter_enabled():
+            self.current()[grid](*args, **constants, num_warps=num_warps, num_stages=num_stages)
+            return
+        key = (tuple(map(_specialization, args)), tuple(constants.items()), num_warps, num_stages)
+        direct = self._direct.get(key)
+        if direct is not None:
+            run, function, metadata, device, stream = direct
+            x, y, z = (*grid, 1, 1)[:3]
+            rest = tuple(constants[name] for name in self._parameters[len(args) :])
+            run(x, y, z, stream(device), function, metadata, None, None, None, *args, *rest)
+            return
+        compiled = self.current()[grid](*args, **constants, num_warps=num_warps, num_stages=num_stages)
+        devices = [arg.get_device() for arg in args if hasattr(arg, "data_ptr")]
+        if set(self._parameters[len(args) :]) != set(constants) or not devices or not direct_launch_available():
+            return
+        launches = compiled_launches([compiled], devices[0])
+        if launches is not None:
+            self._direct[key] = (*launches[0], devices[0], current_stream())
+
     def __repr__(self) -> str:
         return f"ModalKernel({self.function.__name__})"
+
+
+def _specialization(argument: Any) -> Any:
+    """What of an argument a compiled kernel depends on: a tensor's element
+    type, device and 16-byte alignment, an integer's value (Triton
+    specializes integers equal to 1 and multiples of 16), a float's type."""
+    if hasattr(argument, "data_ptr"):
+        return (argument.dtype, argument.device, argument.data_ptr() % 16 == 0)
+    if isinstance(argument, float):
+        return float
+    return argument
 
 
 def modal_jit(**options: Any) -> Callable[[Callable[..., Any]], ModalKernel]:

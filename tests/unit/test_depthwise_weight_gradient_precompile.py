@@ -85,8 +85,8 @@ def test_the_kernel_launches_with_the_arguments_it_is_compiled_for(monkeypatch):
     launched = []
 
     class RecordingKernel:
-        def __getitem__(self, grid):
-            return lambda *args, **constants: launched.append((grid, args[3:], constants))
+        def launch(self, grid, *args, **constants):
+            launched.append((grid, args[3:], constants))
 
     monkeypatch.setattr(gradient, "triton_depthwise_convolution_weight_gradient", RecordingKernel())
     x = torch.randn(2, 32, 9, 9).contiguous(memory_format=torch.channels_last)

@@ -183,7 +183,8 @@ def depthwise_convolution(
     config = config or candidate_configs(x)[0]
     tiles_h, tiles_w = triton.cdiv(out_h, config.tile_h), triton.cdiv(out_w, config.tile_w)
     grid = (batch * tiles_h * tiles_w, triton.cdiv(channels, config.block_c))
-    triton_depthwise_convolution_forward[grid](
+    triton_depthwise_convolution_forward.launch(
+        grid,
         x, weight, x if bias is None else bias, out,
         *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *out.stride(),
         channels, height, width, out_h, out_w, tiles_h, tiles_w,

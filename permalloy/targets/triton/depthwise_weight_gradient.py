@@ -160,7 +160,8 @@ def depthwise_weight_gradient(
     launch = _launch_of(grad_output, x, weight, geometry, config or candidate_configs(x)[0])
     runs = launch.grid[0]
     partial = torch.empty(runs, channels, kh * kw, dtype=torch.float32, device=x.device)
-    triton_depthwise_convolution_weight_gradient[launch.grid](grad_output, x, partial, *launch.scalars, **launch.constants)
+    kernel = triton_depthwise_convolution_weight_gradient
+    kernel.launch(launch.grid, grad_output, x, partial, *launch.scalars, **launch.constants)
     total = (partial.sum(0) if runs > 1 else partial[0]).to(weight.dtype)
     taps = kh * kw
     # torch's layout for this gradient: channels-last where the input is (the same memory)

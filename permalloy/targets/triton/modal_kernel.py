@@ -13,7 +13,7 @@ first launch in each mode instead, and keeps both.
     def kernel(X, OUT, height, BLOCK: tl.constexpr): ...
 
     kernel[grid](x, out, height, BLOCK=64)  # as a `@triton.jit` function
-    kernel.launch(grid, x, out, height, BLOCK=64, num_warps=4, num_stages=2)  # the same, faster
+    kernel.launch(grid, x, out, height, BLOCK=64, num_warps=4)  # the same, faster on a GPU
     ModalKernel(plain_function, **options)  # the same, for a function not decorated
 
 On a GPU, `launch` keeps each compiled binary's launcher by the arguments'
@@ -34,6 +34,10 @@ import triton
 
 from permalloy.targets.triton import interpreter_enabled
 from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
+
+
+LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
+"""Keywords of a launch that are Triton's options, not the kernel's parameters."""
 
 
 class ModalKernel:
@@ -59,27 +63,28 @@ class ModalKernel:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return self.current()[grid]
 
-    def launch(self, grid: Sequence[int], *args: Any, num_warps: int, num_stages: int, **constants: Any) -> None:
-        """`self[grid](*args, **constants, num_warps=..., num_stages=...)`,
-        through the compiled binary's launcher where an earlier launch on a GPU
-        had the same specialization (`args` the leading parameters, `constants`
-        the rest)."""
+    def launch(self, grid: Sequence[int], *args: Any, **keywords: Any) -> None:
+        """`self[grid](*args, **keywords)`, through the compiled binary's
+        launcher where an earlier launch on a GPU had the same specialization
+        (`args` the leading parameters, `keywords` the rest and Triton's
+        launch options, such as `num_warps`)."""
         if interpreter_enabled():
-            self.current()[grid](*args, **constants, num_warps=num_warps, num_stages=num_stages)
+            self.current()[grid](*args, **keywords)
             return
-        key = (tuple(map(_specialization, args)), tuple(constants.items()), num_warps, num_stages)
+        key = (tuple(map(_specialization, args)), tuple(keywords.items()))
         direct = self._direct.get(key)
         if direct is not None:
             run, function, metadata, device, stream = direct
             x, y, z = (*grid, 1, 1)[:3]
-            rest = tuple(constants[name] for name in self._parameters[len(args) :])
+            rest = tuple(keywords[name] for name in self._parameters[len(args) :])
             run(x, y, z, stream(device), function, metadata, None, None, None, *args, *rest)
             return
-        compiled = self.current()[grid](*args, **constants, num_warps=num_warps, num_stages=num_stages)
+        compiled = self.current()[grid](*args, **keywords)
         devices = [arg.get_device() for arg in args if hasattr(arg, "data_ptr")]
-        if set(self._parameters[len(args) :]) != set(constants) or not devices or not direct_launch_available():
+        given = set(self._parameters[len(args) :])
+        if not given <= set(keywords) or set(keywords) - given - LAUNCH_OPTIONS or not devices:
             return
-        launches = compiled_launches([compiled], devices[0])
+        launches = compiled_launches([compiled], devices[0]) if direct_launch_available() else None
         if launches is not None:
             self._direct[key] = (*launches[0], devices[0], current_stream())
 

@@ -434,3 +434,7 @@ def test_flash_kernel_refuses_what_it_does_not_take():
     assert not supported(q, q, q, None)  # rows wider than the registers hold
     q = torch.randn(2, 4, 8, dtype=torch.float64)
     assert not supported(q, q, q, None)
+    q = torch.randn(2, 4, 8, 16)
+    assert supported(q, q, q, torch.zeros(4, 1, 8)) and supported(q, q, q, torch.zeros(8, dtype=torch.bool))
+    assert not supported(q, q, q, torch.zeros(3, 1, 8))  # a mask that does not broadcast to the scores
+    assert not supported(q, q, q, torch.zeros(1, 2, 4, 8, 8))  # nor one of more dimensions

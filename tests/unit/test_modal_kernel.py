@@ -13,7 +13,7 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from permalloy.targets.triton import depthwise_convolution, depthwise_weight_gradient, flash_attention
-from permalloy.targets.triton.modal_kernel import ModalKernel, _specialization, modal_jit
+from permalloy.targets.triton.modal_kernel import ModalKernel, _specialization, cdiv, modal_jit, next_power_of_2
 
 
 @modal_jit(do_not_specialize=["count"])
@@ -63,6 +63,13 @@ def test_a_specialization_tells_apart_what_triton_compiles_apart():
     assert _specialization(x[1:]) != _specialization(x)  # 16-byte alignment
     assert _specialization(x.double()) != _specialization(x)
     assert _specialization(16) != _specialization(17) and _specialization(0.5) == _specialization(2.0)
+
+
+def test_launch_arithmetic_is_tritons():
+    for numerator in range(0, 70):
+        for denominator in (1, 3, 16, 64):
+            assert cdiv(numerator, denominator) == triton.cdiv(numerator, denominator)
+    assert [next_power_of_2(n) for n in (1, 2, 3, 9, 16, 17)] == [triton.next_power_of_2(n) for n in (1, 2, 3, 9, 16, 17)]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="direct launches are for GPUs")

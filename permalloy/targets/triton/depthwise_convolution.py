@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-import triton
 import triton.language as tl
 
-from permalloy.targets.triton.modal_kernel import modal_jit
+from permalloy.targets.triton.modal_kernel import cdiv, modal_jit
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 MAX_WINDOW = 81
@@ -181,8 +180,8 @@ def depthwise_convolution(
     if out is None:
         out = torch.empty_strided(sizes, result_strides(x, sizes), dtype=x.dtype, device=x.device)
     config = config or candidate_configs(x)[0]
-    tiles_h, tiles_w = triton.cdiv(out_h, config.tile_h), triton.cdiv(out_w, config.tile_w)
-    grid = (batch * tiles_h * tiles_w, triton.cdiv(channels, config.block_c))
+    tiles_h, tiles_w = cdiv(out_h, config.tile_h), cdiv(out_w, config.tile_w)
+    grid = (batch * tiles_h * tiles_w, cdiv(channels, config.block_c))
     triton_depthwise_convolution_forward.launch(
         grid,
         x, weight, x if bias is None else bias, out,

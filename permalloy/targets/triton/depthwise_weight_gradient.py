@@ -34,7 +34,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import torch
-import triton
 
 from permalloy.targets.triton.depthwise_convolution import (
     Geometry,
@@ -43,7 +42,7 @@ from permalloy.targets.triton.depthwise_convolution import (
 )
 from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module, interpreter_enabled
 from permalloy.targets.triton.compile_workers import compile_requests, shared_compile_workers
-from permalloy.targets.triton.modal_kernel import ModalKernel
+from permalloy.targets.triton.modal_kernel import ModalKernel, cdiv, next_power_of_2
 
 triton_depthwise_convolution_weight_gradient = ModalKernel(
     kernel_module.triton_depthwise_convolution_weight_gradient, **kernel_module.JIT_OPTIONS
@@ -124,13 +123,13 @@ def plan_launch(
     out_h, out_w = out_size
     (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
     pixels = batch * out_h * out_w
-    channel_blocks = triton.cdiv(channels, config.block_c)
-    pixels_per_program = triton.cdiv(pixels * channel_blocks, PROGRAMS)
-    runs = triton.cdiv(pixels, pixels_per_program)
+    channel_blocks = cdiv(channels, config.block_c)
+    pixels_per_program = cdiv(pixels * channel_blocks, PROGRAMS)
+    runs = cdiv(pixels, pixels_per_program)
     scalars = (*grad_strides, *x_strides, channels, height, width, out_h, out_w, pixels, pixels_per_program)
     constants = dict(
         STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
-        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=triton.next_power_of_2(kh * kw),
+        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=next_power_of_2(kh * kw),
         BLOCK_C=config.block_c, WIDE=runs * pixels_per_program >= WIDE_PIXELS, num_warps=config.num_warps,
     )  # fmt: skip
     return Launch((runs, channel_blocks), tuple(int(s) for s in scalars), constants)

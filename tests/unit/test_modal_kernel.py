@@ -63,13 +63,15 @@ def test_a_specialization_tells_apart_what_triton_compiles_apart():
     assert _specialization(x[1:]) != _specialization(x)  # 16-byte alignment
     assert _specialization(x.double()) != _specialization(x)
     assert _specialization(16) != _specialization(17) and _specialization(0.5) == _specialization(2.0)
+    assert _specialization(True) != _specialization(1)
 
 
 def test_launch_arithmetic_is_tritons():
     for numerator in range(0, 70):
         for denominator in (1, 3, 16, 64):
             assert cdiv(numerator, denominator) == triton.cdiv(numerator, denominator)
-    assert [next_power_of_2(n) for n in (1, 2, 3, 9, 16, 17)] == [triton.next_power_of_2(n) for n in (1, 2, 3, 9, 16, 17)]
+    sizes = (1, 2, 3, 9, 16, 17)
+    assert [next_power_of_2(n) for n in sizes] == [triton.next_power_of_2(n) for n in sizes]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="direct launches are for GPUs")

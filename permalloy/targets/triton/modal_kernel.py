@@ -106,11 +106,14 @@ def next_power_of_2(number: int) -> int:
 def _specialization(argument: Any) -> Any:
     """What of an argument a compiled kernel depends on: a tensor's element
     type, device and 16-byte alignment, an integer's value (Triton
-    specializes integers equal to 1 and multiples of 16), a float's type."""
+    specializes integers equal to 1 and multiples of 16), a float's type, a
+    boolean's type and value."""
     if hasattr(argument, "data_ptr"):
         return (argument.dtype, argument.device, argument.data_ptr() % 16 == 0)
     if isinstance(argument, float):
         return float
+    if isinstance(argument, bool):  # a parameter of its own type, though True == 1
+        return (bool, argument)
     return argument
 
 

@@ -13,7 +13,8 @@ from triton.runtime.interpreter import InterpretedFunction
 from triton.runtime.jit import JITFunction
 
 from permalloy.targets.triton import depthwise_convolution, depthwise_weight_gradient, flash_attention
-from permalloy.targets.triton.modal_kernel import ModalKernel, _specialization, cdiv, modal_jit, next_power_of_2
+from permalloy.targets.triton.configs import pow2_ceil
+from permalloy.targets.triton.modal_kernel import ModalKernel, _specialization, cdiv, modal_jit
 
 
 @modal_jit(do_not_specialize=["count"])
@@ -71,7 +72,7 @@ def test_launch_arithmetic_is_tritons():
         for denominator in (1, 3, 16, 64):
             assert cdiv(numerator, denominator) == triton.cdiv(numerator, denominator)
     sizes = (1, 2, 3, 9, 16, 17)
-    assert [next_power_of_2(n) for n in sizes] == [triton.next_power_of_2(n) for n in sizes]
+    assert [pow2_ceil(n) for n in sizes] == [triton.next_power_of_2(n) for n in sizes]
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="direct launches are for GPUs")

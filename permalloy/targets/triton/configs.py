@@ -136,7 +136,9 @@ class Extents:
     chunked: int
 
 
-def _pow2_ceil(n: int) -> int:
+def pow2_ceil(n: int) -> int:
+    """The least power of two at least `n` (1 for `n` under 1), as
+    `triton.next_power_of_2` gives it for positive `n`."""
     return 1 << (max(n, 1) - 1).bit_length()
 
 
@@ -178,11 +180,11 @@ def candidates(space: CandidateSpace, sizes: Mapping[str, int], mode: str = "def
 
 
 def _interpreter_config(space: CandidateSpace, extents: Extents) -> Config:
-    rblock = min(_pow2_ceil(extents.chunked), 256) if space.looped else 0
+    rblock = min(pow2_ceil(extents.chunked), 256) if space.looped else 0
     if space.flat_groups:
-        return Config(min(_pow2_ceil(extents.rows), INTERPRETER_TILE), rblock)
+        return Config(min(pow2_ceil(extents.rows), INTERPRETER_TILE), rblock)
     inner = max(extents.block, rblock, 1)
-    xblock = max(1, min(_pow2_floor(INTERPRETER_TILE // inner), _pow2_ceil(extents.rows)))
+    xblock = max(1, min(_pow2_floor(INTERPRETER_TILE // inner), pow2_ceil(extents.rows)))
     return Config(xblock, rblock)
 
 
@@ -203,7 +205,7 @@ def _flat(extents: Extents, wide: bool) -> list[Config]:
         sizes += list(FLAT_WIDE_ONLY)
     configs = []
     for xblock, warps in sizes:
-        xblock = min(xblock, max(16, _pow2_ceil(extents.rows)))
+        xblock = min(xblock, max(16, pow2_ceil(extents.rows)))
         configs.append(Config(xblock, 0, min(warps, max(1, xblock // 128)), 1))
     return configs
 
@@ -221,7 +223,7 @@ def _outer(space: CandidateSpace, extents: Extents, wide: bool) -> list[Config]:
     sizes = [(64, 64, 4), (128, 32, 4), (256, 16, 8), (32, 128, 4)]
     if wide:
         sizes += [(128, 64, 8), (64, 32, 2), (256, 32, 8)]
-    row_cap = max(16, _pow2_ceil(extents.rows))
+    row_cap = max(16, pow2_ceil(extents.rows))
     configs = []
     for xblock, rblock, warps in sizes:
         xblock = min(xblock, row_cap)
@@ -232,9 +234,9 @@ def _outer(space: CandidateSpace, extents: Extents, wide: bool) -> list[Config]:
 
 
 def _rows(space: CandidateSpace, extents: Extents, wide: bool) -> list[Config]:
-    row_cap = _pow2_ceil(extents.rows)
+    row_cap = pow2_ceil(extents.rows)
     if space.looped:
-        longest = _pow2_ceil(extents.chunked)
+        longest = pow2_ceil(extents.chunked)
         chunks = sorted({min(c, longest) for c in ([1024, 2048, 512] + ([256, 4096] if wide else []))}, reverse=True)
     else:
         chunks = [0]

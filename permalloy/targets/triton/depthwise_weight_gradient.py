@@ -42,7 +42,8 @@ from permalloy.targets.triton.depthwise_convolution import (
 )
 from permalloy.targets.triton import depthwise_weight_gradient_kernel as kernel_module, interpreter_enabled
 from permalloy.targets.triton.compile_workers import compile_requests, shared_compile_workers
-from permalloy.targets.triton.modal_kernel import ModalKernel, cdiv, next_power_of_2
+from permalloy.targets.triton.configs import pow2_ceil
+from permalloy.targets.triton.modal_kernel import ModalKernel, cdiv
 
 triton_depthwise_convolution_weight_gradient = ModalKernel(
     kernel_module.triton_depthwise_convolution_weight_gradient, **kernel_module.JIT_OPTIONS
@@ -129,7 +130,7 @@ def plan_launch(
     scalars = (*grad_strides, *x_strides, channels, height, width, out_h, out_w, pixels, pixels_per_program)
     constants = dict(
         STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
-        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=next_power_of_2(kh * kw),
+        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, TAPS=pow2_ceil(kh * kw),
         BLOCK_C=config.block_c, WIDE=runs * pixels_per_program >= WIDE_PIXELS, num_warps=config.num_warps,
     )  # fmt: skip
     return Launch((runs, channel_blocks), tuple(int(s) for s in scalars), constants)

@@ -40,7 +40,8 @@ import triton
 import triton.language as tl
 
 from permalloy.targets.triton.autotune import Timer
-from permalloy.targets.triton.modal_kernel import cdiv, modal_jit, next_power_of_2
+from permalloy.targets.triton.configs import pow2_ceil
+from permalloy.targets.triton.modal_kernel import cdiv, modal_jit
 
 MAX_FEATURES = 256
 """The widest query and value rows a program keeps in registers."""
@@ -205,7 +206,7 @@ def _four_d(tensor: torch.Tensor) -> torch.Tensor:
 
 
 def _block(size: int, largest: int) -> int:
-    return max(16, min(largest, next_power_of_2(size)))
+    return max(16, min(largest, pow2_ceil(size)))
 
 
 def default_config(queries: int, keys: int, width: int, dtype: torch.dtype) -> Config:

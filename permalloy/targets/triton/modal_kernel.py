@@ -98,11 +98,6 @@ def cdiv(numerator: int, denominator: int) -> int:
     return -(-numerator // denominator)
 
 
-def next_power_of_2(number: int) -> int:
-    """`triton.next_power_of_2` of a positive Python integer, likewise."""
-    return 1 << (number - 1).bit_length()
-
-
 def _specialization(argument: Any) -> Any:
     """What of an argument a compiled kernel depends on: a tensor's element
     type, device and 16-byte alignment, an integer's value (Triton

@@ -43,6 +43,7 @@ import sympy
 
 from permalloy.targets.host import python_expr
 from permalloy.targets.triton.compat import helper_source, uses_libdevice
+from permalloy.targets.triton.configs import pow2_ceil
 from permalloy.targets.triton.matmul import MatmulWriter, tf32_allowed
 from permalloy.targets.triton.plan import FLAT, MATMUL, TILED, KernelPlan
 from permalloy.targets.triton.source import SourceWriter
@@ -218,7 +219,7 @@ def _xblock(plan: KernelPlan, group, config: str) -> str:
         rows = sympy.sympify(group.rows.numel)
         least = MIXED_FLAT_XBLOCK
         if rows.is_Integer:
-            least = min(least, 1 << max(int(rows) - 1, 0).bit_length())
+            least = min(least, pow2_ceil(int(rows)))
         return f"max({config}['XBLOCK'], {least})"
     return f"{config}['XBLOCK']"
 

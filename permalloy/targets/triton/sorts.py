@@ -33,6 +33,7 @@ from __future__ import annotations
 
 from permalloy.dialects.loop import SortOp
 from permalloy.targets.triton.body import BodyWriter, Tile, store
+from permalloy.targets.triton.configs import pow2_ceil
 from permalloy.targets.triton.exprs import TritonExpr
 from permalloy.targets.triton.plan import Stage
 from permalloy.targets.triton.source import SourceWriter, Value
@@ -68,7 +69,7 @@ def write_sort(w: SourceWriter, stage: Stage, tile: Tile, registers) -> None:
     key = f"({image}.to(tl.int64) << 32) | rindex.to(tl.int64)"
     keys = w.assign(f"tl.where(xmask & rmask, {key}, {LARGEST_KEY})", "tl.int64", frozenset({"x", "r"}), "key")
     block = stage.block
-    kept = 1 << max(int(count) - 1, 0).bit_length() if count.is_Integer else block
+    kept = pow2_ceil(int(count)) if count.is_Integer else block
     if kept < block:
         w.helpers.add("smallest_rows")
         ordered = w.assign(f"_smallest_rows({keys.text}, {block}, {kept})", "tl.int64", keys.deps, "sorted")

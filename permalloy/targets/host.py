@@ -202,7 +202,9 @@ class _Emitter:
     kernel_count: int = 0
     extern_count: int = 0
     launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
-    """Each launch's compiled kernel and the symbols it takes."""
+    """Each launch's compiled kernel and the symbols it takes, and each
+    extern's call that runs permalloy's kernels by a plan (`PlannedCall`,
+    with no symbols), whose launches a native program can make."""
     updated: list[SSAValue] = field(default_factory=list)
     """The arguments the program writes (`ptensor.updated`): a copy of one in
     the expected layout is copied back into the caller's tensor at the end."""
@@ -393,7 +395,10 @@ class _Emitter:
             return
         if self._emit_extern_into(op):
             return
-        call = self.constant("extern", extern_call(op))
+        made = extern_call(op)
+        if hasattr(made, "native_launches"):  # permalloy's kernels by a plan, which a native program can launch
+            self.launched[op] = (made, [])
+        call = self.constant("extern", made)
         symbols = extern_symbols(op)
         if symbols:
             symbol_map = self.constant("symbols", symbols)

@@ -139,14 +139,14 @@ def _check_triton(backend_check, device: str, fn, inputs: list[torch.Tensor], **
 def test_triton_option_fuses_attention(backend_check, triton_device, monkeypatch, fn, dtype, kernel):
     from permalloy.targets.triton import flash_attention as flash
 
-    ran, original = [], flash.flash_attention
+    ran, original = [], flash.run_flash
 
     def spied(*args, **kwargs):
         out = original(*args, **kwargs)
         ran.append(out is not None)
         return out
 
-    monkeypatch.setattr(flash, "flash_attention", spied)
+    monkeypatch.setattr(flash, "run_flash", spied)
     _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), attention=kernel)
     assert _extern_calls() == 1  # the attention
     if kernel == "measured" and triton_device == "cuda":
@@ -182,8 +182,8 @@ def test_triton_kernel_takes_left_padded_causal_attention(backend_check, triton_
     the math; the blocks above the diagonal are skipped."""
     from permalloy.targets.triton import flash_attention as flash
 
-    ranges, original = [], flash.key_block_ranges
-    monkeypatch.setattr(flash, "key_block_ranges", lambda *args: ranges.append(original(*args)) or ranges[-1])
+    plans, original = [], flash.run_plan
+    monkeypatch.setattr(flash, "run_plan", lambda plan, inputs, **kw: plans.append((plan, inputs)) or original(plan, inputs, **kw))
     monkeypatch.setattr(flash, "SKIPPING_WORK", 0)
     torch.manual_seed(3)
     q, k, v = (torch.randn(2, 2, 96, 16) for _ in range(3))
@@ -192,9 +192,16 @@ def test_triton_kernel_takes_left_padded_causal_attention(backend_check, triton_
     assert _fused_calls(causal_and_left_padding_as_most_negative, [q, k, v, keep]) == 1
     fn = causal_and_left_padding_as_most_negative
     _check_triton(backend_check, triton_device, fn, [q, k, v, keep], attention="triton")
+    # one plan: the search for the key blocks each block of queries keeps, then the attention walking them
+    ((plan, inputs),) = plans
+    monkeypatch.setattr(flash, "run_plan", original)
+    search, attention = plan.launches
+    assert attention.keywords["SKIP_BLOCKS"] and search.kernel is flash.triton_attention_key_ranges
+    block_m, block_n = search.keywords["BLOCK_M"], search.keywords["BLOCK_N"]
+    ranges = flash.key_block_ranges(inputs[3], 96, block_m, block_n)
     # the second batch's two blocks of 64 queries (key blocks less the first kept, one past the last):
     # the first walks one block of 64 keys, the second two
-    assert len(ranges) == 1 and ranges[0][1, 0, :, :2].tolist() == [[2, 1], [2, 2]]
+    assert (block_m, block_n) == (64, 64) and ranges[1, 0, :, :2].tolist() == [[2, 1], [2, 2]]
 
 
 def test_cross_attention_lengths(backend_check, triton_device):

@@ -325,6 +325,80 @@ def test_gpu_native_host_calls_back_for_other_alignments():
     _assert_identical(program.function(*args), program.python_function(*args))
 
 
+def _causal_bias(q, k, v):
+    """Attention under an additive causal mask of the most negative float."""
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+    mask = torch.zeros(causal.shape, device=q.device).masked_fill(~causal, torch.finfo(torch.float32).min)
+    return torch.softmax(q @ k.transpose(-2, -1) * 0.25 + mask, dim=-1) @ v
+
+
+def _causal_boolean(q, k, v):
+    causal = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool, device=q.device).tril()
+    return torch.softmax((q @ k.transpose(-2, -1) * 0.25).masked_fill(~causal, float("-inf")), dim=-1) @ v
+
+
+def _padding_as_bias(q, k, v, keep):
+    extended = (1.0 - keep[:, None, None, :].to(q.dtype)) * torch.finfo(q.dtype).min
+    return torch.softmax(q @ k.transpose(-1, -2) * 0.25 + extended, dim=-1) @ v
+
+
+def _batch_products(q, k, v):
+    return torch.bmm(torch.softmax(torch.bmm(q, k.transpose(1, 2)) * 0.3, dim=-1), v)
+
+
+ATTENTION_CASES = {
+    "causal_bias_searched": (_causal_bias, ((2, 4, 96, 16),) * 3, True),
+    "causal_bias": (_causal_bias, ((2, 4, 96, 16),) * 3, False),
+    "causal_boolean_searched": (_causal_boolean, ((2, 4, 96, 16),) * 3, True),
+    "padding_as_bias_searched": (_padding_as_bias, ((2, 4, 80, 16), (2, 4, 80, 16), (2, 4, 80, 32), (2, 80)), True),
+    "batch_products": (_batch_products, ((3, 40, 16),) * 3, False),
+}
+"""Each case's function, input shapes and whether the attention searches
+for the key blocks its mask keeps (every size is then large enough)."""
+
+
+def _attention_inputs(shapes):
+    torch.manual_seed(0)
+    inputs = [torch.randn(*s, device="cuda") for s in shapes]
+    if len(shapes) == 4:  # a padding mask keeping the first keys of each batch
+        keys = torch.arange(shapes[3][1], device="cuda")
+        inputs[3] = keys[None, :] < torch.tensor([[shapes[3][1] - 7], [shapes[3][1] - 50]], device="cuda")
+    return inputs
+
+
+@cuda
+@pytest.mark.parametrize("case", list(ATTENTION_CASES))
+def test_gpu_native_host_launches_the_flash_kernel_itself(case, monkeypatch):
+    """Attention run by permalloy's flash kernel (`attention=triton`): the
+    native program allocates the result and the zeroed key-block ranges and
+    launches the search and the attention with the driver, calling nothing
+    back; results match the Python host's bit for bit and the math's. Inputs
+    of another alignment than the first call's call the kernel back."""
+    from permalloy.targets.triton import flash_attention
+
+    fn, shapes, searched = ATTENTION_CASES[case]
+    monkeypatch.setattr(flash_attention, "SKIPPING_WORK", 0 if searched else 1 << 40)
+    inputs = _attention_inputs(shapes)
+    (captured,) = capture_with_inputs(fn, *inputs)
+    options = CompileOptions(target="triton", cache=False, target_options={"attention": "triton"})
+    compiled = compile_graph(captured.graph_module, options)
+    program = compiled.program
+    first = program(*captured.inputs)
+    assert program.native_source is not None and compiled.stats.host == "native"
+    assert program.callback_count == 0
+    assert ("cuMemsetD8Async" in program.native_source) == searched  # the search's ranges start at zero
+    for _ in range(2):
+        _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
+    _assert_identical(program.function(*captured.inputs), first)
+    torch.testing.assert_close(first[0], fn(*inputs), rtol=1e-4, atol=1e-4)
+    query = next(i for i, a in enumerate(captured.inputs) if a.is_floating_point())
+    backing = torch.randn(captured.inputs[query].numel() + 1, device="cuda")
+    shifted = list(captured.inputs)
+    shifted[query] = backing[1:].view(shifted[query].shape)  # 4 bytes past an aligned address
+    _assert_identical(program.function(*shifted), program.python_function(*shifted))
+    torch.cuda.synchronize()
+
+
 PRODUCT_CASES = {
     "gelu": lambda x, w, b: F.gelu(x @ w.t() + b) * 2,
     "bare": lambda x, w, b: x @ w.t(),
@@ -368,10 +442,10 @@ def test_gpu_native_host_runs_a_product_template_itself(path, case, monkeypatch)
 # -- GPU programs kept beside the compiled-graph entry --------------------------------
 
 
-def _cached_cuda_program(fn, inputs):
+def _cached_cuda_program(fn, inputs, **target_options):
     """`fn` compiled for the GPU with the compiled-graph cache on."""
     (captured,) = capture_with_inputs(fn, *inputs)
-    return compile_graph(captured.graph_module, CompileOptions(target="triton")), captured.inputs
+    return compile_graph(captured.graph_module, CompileOptions(target="triton", target_options=target_options)), captured.inputs
 
 
 def _images(cache):
@@ -405,6 +479,35 @@ def test_a_gpu_native_host_is_loaded_from_the_image_kept_for_its_launches(name, 
     assert loaded.stats.host == "native" and loaded.program.native_source == compiled.program.native_source
     for _ in range(2):
         _assert_identical(loaded.program.function(*args), expected)
+    torch.cuda.synchronize()
+
+
+@cuda
+def test_a_gpu_native_host_launching_the_flash_kernel_is_loaded_from_its_image(cache, monkeypatch):
+    """The image of a program that launches the flash kernel itself names
+    the kernel's binaries by the attention's position: loaded in a graph
+    from the cache, it launches them, calls nothing back and gives the
+    first program's results bit for bit."""
+    from permalloy.targets.native.emitter import NativeHostEmitter
+    from permalloy.targets.triton import flash_attention
+
+    monkeypatch.setattr(flash_attention, "SKIPPING_WORK", 0)
+    fn, shapes, _ = ATTENTION_CASES["causal_bias_searched"]
+    inputs = _attention_inputs(shapes)
+    compiled, args = _cached_cuda_program(fn, inputs, attention="triton")
+    compiled.program(*args)
+    expected = compiled.program.function(*args)
+    assert compiled.program.callback_count == 0 and len(_images(cache)) == 1
+
+    def no_emission(self):
+        raise AssertionError("a native host program was emitted although its image was kept")
+
+    monkeypatch.setattr(NativeHostEmitter, "emit", no_emission)
+    loaded, args = _cached_cuda_program(fn, inputs, attention="triton")
+    assert loaded.stats.cache == "hit"
+    _assert_identical(loaded.program(*args), expected)
+    assert loaded.stats.host == "native" and loaded.program.callback_count == 0
+    _assert_identical(loaded.program.function(*args), expected)
     torch.cuda.synchronize()
 
 

@@ -18,7 +18,7 @@ from xdsl.ir import Operation
 from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_as_real
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor.types import IntListAttr
-from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, Symbols, Tensors, size_function
+from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, PlannedCall, Symbols, Tensors, size_function
 
 
 def _matmul(op: pt.MatmulOp) -> ExternCall:
@@ -167,7 +167,7 @@ def _flash_attention(scale: float, measured: bool) -> ExternCall:
     strides and types (timed once per program and signature, outside the
     caller's dispatch modes, as launch configurations are)."""
     from permalloy.targets.triton import interpreter_enabled
-    from permalloy.targets.triton.flash_attention import flash_attention, flash_is_faster
+    from permalloy.targets.triton.flash_attention import flash_is_faster, run_flash
 
     faster: dict[tuple, bool] = {}
     """Per signature of the tensors, whether the flash kernel timed faster."""
@@ -188,16 +188,19 @@ def _flash_attention(scale: float, measured: bool) -> ExternCall:
                 faster[signature] = flash_is_faster(query, key, value, mask, scale, gpu_timer())
         return faster[signature]
 
-    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+    def run(tensors: Tensors) -> tuple | None:
         query, key, value, *masks = tensors
         mask = masks[0] if masks else None
-        if runs_flash(query, key, value, mask):
-            out = flash_attention(query, key, value, mask, scale)
-            if out is not None:
-                return (out,)
-        return (F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale),)
+        if not runs_flash(query, key, value, mask):
+            return None
+        ran = run_flash(query, key, value, mask, scale)
+        return None if ran is None else ([ran[0]], ran[1], ran[2])
 
-    return call
+    def library(tensors: Tensors, symbols: Symbols) -> tuple:
+        query, key, value, *masks = tensors
+        return (F.scaled_dot_product_attention(query, key, value, attn_mask=masks[0] if masks else None, scale=scale),)
+
+    return PlannedCall(run, library)
 
 
 def _fft(op: pt.FftOp) -> ExternCall:

@@ -21,7 +21,9 @@ to a CPU kernel's entry or, for a Triton kernel, each of its launches to
 the driver's `cuLaunchKernel`, the matrix products whose result the
 program allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out`
 and `addmm_out`, convolutions its `convolution` and their gradients its
-`convolution_backward`. An argument whose
+`convolution_backward`, and an extern whose call runs permalloy's own
+kernels by a plan (attention) allocates the plan's tensors and launches its
+kernels as a Triton kernel's are launched. An argument whose
 strides differ from its buffer's is copied into a tensor of the buffer's
 layout first.
 
@@ -63,7 +65,7 @@ STATUS_SHIM = 3
 
 ENTRY = "permalloy_host"
 
-_TYPES = {"ptr": PTR, "i32": I32, "i64": I64, "f64": ir.DoubleType()}
+_TYPES = {"ptr": PTR, "i8": ir.IntType(8), "i32": I32, "i64": I64, "f64": ir.DoubleType()}
 _NULL = ir.Constant(PTR, None)
 KERNEL = ir.FunctionType(I32, [PTR, PTR, I32])
 """A kernel's entry: data pointers, symbol values, thread count -> status."""
@@ -596,11 +598,13 @@ class NativeHostEmitter:
             b.call(self.release, [slot])
 
     def _launch_cuda_function(
-        self, grid: int, function: int, launch: Any, values: tuple, data: list[ir.Value], owner: Any
+        self, grid: int | tuple[int, ...], function: int, launch: Any, values: tuple, data: list[ir.Value], owner: Any
     ) -> None:
-        """One `cuLaunchKernel` of a static launch (`StaticLaunch`): each
-        passed parameter's value in a stack slot, null scratch pointers last."""
+        """One `cuLaunchKernel` of a static launch (`StaticLaunch`) on a grid
+        of programs (x, or x, y and z): each passed parameter's value in a
+        stack slot, null scratch pointers last."""
         b = self.cg.builder
+        x, y, z = (*grid, 1, 1)[:3] if isinstance(grid, tuple) else (grid, 1, 1)
         passed = [values[p] for p in launch.positions]
         parameters = self.cg.alloca(PTR, count=max(len(passed) + launch.scratch, 1))
         for j, (value, code) in enumerate(zip(passed, launch.types, strict=True)):
@@ -622,7 +626,7 @@ class NativeHostEmitter:
         cuda_function = b.load(b.gep(self.kernel_table, [I64(position)], source_etype=PTR), typ=PTR)
         status = self._call(
             "cuLaunchKernel",
-            [cuda_function, I32(int(grid)), I32(1), I32(1), I32(32 * launch.warps), I32(1), I32(1),
+            [cuda_function, I32(int(x)), I32(int(y)), I32(int(z)), I32(32 * launch.warps), I32(1), I32(1),
              I32(launch.shared), self.stream, parameters, _NULL],
         )  # fmt: skip
         self._check(status, STATUS_SHIM + self.index)
@@ -662,14 +666,92 @@ class NativeHostEmitter:
             self.roots[result] = result
         if self._emit_product(op) or self._emit_convolution(op) or self._emit_convolution_backward(op):
             return
+        if self._emit_planned(op):
+            return
         callback = Callback(op, len(op.inputs), self._callback_symbols(op))
         self._emit_callback(op, list(op.inputs), list(op.results), callback)
 
+    def _emit_planned(self, op: buf.ExternOp) -> bool:
+        """An extern whose call ran permalloy's kernels by a plan on the first
+        call (`PlannedCall`): the plan's results and zeroed temporaries
+        allocated and its launches made with the driver where the call's
+        device and its inputs' 16-byte alignments are the first call's (the
+        binaries were compiled for them), else its Python call, called back;
+        False where the call recorded no plan."""
+        found = self.launches.get(op)
+        recorded = None if found is None else found[0].native_launches()
+        if recorded is None or len(recorded.aligned) != len(op.inputs) or len(recorded.results) != len(op.results):
+            return False
+        if recorded.temporaries and "cuMemsetD8Async" not in self.shim.addresses:
+            return False
+        call = found[0]
+        b = self.cg.builder
+        inputs = list(op.inputs)
+        slots = [self._owned(result) for result in op.results]  # filled on either path
+        pointers = self._data_pointers(inputs)
+        data = [b.ptrtoint(b.load(b.gep(pointers, [I64(i)], source_etype=PTR), typ=PTR), I64) for i in range(len(inputs))]
+        same = b.icmp_signed("==", self.device_index, I32(recorded.device))
+        for value, aligned in zip(data, recorded.aligned, strict=True):
+            is_aligned = b.icmp_signed("==", b.and_(value, I64(15)), I64(0))
+            same = b.and_(same, is_aligned if aligned else b.not_(is_aligned))
+        direct = self.llvm_function.append_basic_block(f"direct{self.index}")
+        called_back = self.llvm_function.append_basic_block(f"called_back{self.index}")
+        done = self.llvm_function.append_basic_block(f"launched{self.index}")
+        b.cbranch(same, direct, called_back)
+        b.position_at_end(direct)
+        for allocation, slot in zip(recorded.results, slots, strict=True):
+            data.append(self._empty(allocation, slot))
+        scratch = []
+        for allocation in recorded.temporaries:
+            slot = self._new_slot()
+            pointer = self._empty(allocation, slot)
+            size = I64(allocation.storage_elements * allocation.dtype.itemsize)
+            status = self._call("cuMemsetD8Async", [pointer, ir.Constant(ir.IntType(8), 0), size, self.stream])
+            self._check(status, STATUS_SHIM + self.index)
+            scratch.append(slot)
+            data.append(pointer)
+        for grid, (_, function, launch), values in recorded.steps:
+            self._launch_cuda_function(grid, function, launch, values, data, call)
+        for slot in scratch:
+            b.call(self.release, [slot])
+        for result, slot in zip(op.results, slots, strict=True):
+            self._conform_result(result, slot)
+        b.branch(done)
+        b.position_at_end(called_back)
+        callback = Callback(op, len(inputs), self._callback_symbols(op), fallback=True)
+        self._emit_callback(op, inputs, list(op.results), callback, slots)
+        b.branch(done)
+        b.position_at_end(done)
+        return True
+
+    def _empty(self, allocation: Any, slot: ir.Value) -> ir.Value:
+        """A new tensor of `allocation`'s sizes, strides and element type
+        (`launch_plan.Allocation`) on the program's device, in `slot`; its
+        data pointer as an integer."""
+        code = self.shim.dtype_code(allocation.dtype)
+        if code is None:
+            raise NativeHostUnsupported(f"a tensor of dtype {allocation.dtype}")
+        sizes = self._int64_array([I64(v) for v in allocation.sizes])
+        strides = self._int64_array([I64(v) for v in allocation.strides])
+        self._checked(
+            "aoti_torch_empty_strided",
+            [I64(len(allocation.sizes)), sizes, strides, I32(code), self.device_type, self.device_index, slot],
+        )
+        b = self.cg.builder
+        pointer = self.cg.alloca(PTR)
+        self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])
+        return b.ptrtoint(b.load(pointer, typ=PTR), I64)
+
     def _emit_callback(
-        self, op: Operation, inputs: Sequence[SSAValue], results: Sequence[SSAValue], callback: Callback
+        self,
+        op: Operation,
+        inputs: Sequence[SSAValue],
+        results: Sequence[SSAValue],
+        callback: Callback,
+        slots: Sequence[ir.Value] = (),
     ) -> None:
         """Run `callback` in Python: new handles of `inputs` go to it, the
-        handles it gives back become `results`."""
+        handles it gives back become `results` (in `slots` where given)."""
         b = self.cg.builder
         handles = self.cg.alloca(PTR, count=max(len(inputs), 1))
         for i, value in enumerate(inputs):
@@ -679,7 +761,7 @@ class NativeHostEmitter:
             b.store(_NULL, b.gep(outputs, [I64(i)], source_etype=PTR))
         status = b.call(self.callback, [I64(len(self.callbacks)), handles, outputs, self.symbol_array])
         for i, result in enumerate(results):
-            slot = self._owned(result)
+            slot = slots[i] if slots else self._owned(result)
             b.store(b.load(b.gep(outputs, [I64(i)], source_etype=PTR), typ=PTR), slot)
         self.callbacks.append(callback)
         self._check(status, STATUS_CALLBACK)

@@ -117,12 +117,16 @@ def _kernel_functions(compiled: Any) -> list[int]:
     found = None if make is None else make()
     if found is None:
         return []
+    if not isinstance(found, tuple):  # a planned extern's `RecordedLaunches`
+        return [step[1][1] for step in found.steps]
     return [step[1][1] for step in found[2] if step[0] != "product"]
 
 
 def _launched_ops(function: func.FuncOp, launches: dict[Operation, tuple[Any, list[str]]]) -> list[tuple[int, Any]]:
-    """Each launch of the function's body with a compiled kernel: its position and kernel."""
-    return [(p, launches[op][0]) for p, op in enumerate(_body(function)) if isinstance(op, buf.LaunchOp) and op in launches]
+    """Each launch of the function's body with a compiled kernel, and each
+    extern whose call runs permalloy's kernels by a plan: its position and
+    kernel or call."""
+    return [(p, launches[op][0]) for p, op in enumerate(_body(function)) if op in launches]
 
 
 def launch_facts(function: func.FuncOp, launches: dict[Operation, tuple[Any, list[str]]]) -> str:
@@ -130,13 +134,18 @@ def launch_facts(function: func.FuncOp, launches: dict[Operation, tuple[Any, lis
     `function` takes from its kernels' launches besides the function: each
     launch's native launches (the first call's device and alignments, the
     temporaries, each step's grid, launch settings and parameter values, the
-    library products' views), the CUDA functions' addresses left out."""
+    library products' views), and each planned extern's recorded plan
+    (`RecordedLaunches`), the CUDA functions' addresses left out."""
     facts = []
     for position, compiled in _launched_ops(function, launches):
         make = getattr(compiled, "native_launches", None)
         found = None if make is None else make()
         if found is None:
             facts.append((position, None))
+            continue
+        if not isinstance(found, tuple):  # a planned extern's `RecordedLaunches`
+            described = [(grid, _launch_settings(binary[2]), values) for grid, binary, values in found.steps]
+            facts.append((position, found.device, found.aligned, found.results, found.temporaries, described))
             continue
         key, temporaries, steps = found
         described = [
@@ -211,7 +220,7 @@ def native_host_source(
 
     def launched(position: int) -> Any:
         op = op_at(position)
-        if not isinstance(op, buf.LaunchOp) or op not in launches:
+        if op not in launches:
             raise NativeImageMismatch(f"the op at position {position} is no launch")
         return launches[op][0]
 

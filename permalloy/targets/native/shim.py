@@ -57,6 +57,7 @@ SHIM_FUNCTIONS["cuLaunchKernel"] = (
     "i32",
     ("ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "ptr"),
 )  # the CUDA driver's, which launches a loaded CUDA function
+SHIM_FUNCTIONS["cuMemsetD8Async"] = ("i32", ("i64", "i8", "i64", "ptr"))  # the driver's: bytes set on a stream
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ import triton.language as tl
 
 from permalloy.targets.triton.autotune import Timer
 from permalloy.targets.triton.configs import pow2_ceil
+from permalloy.targets.triton.launch_plan import Allocation, LaunchPlan, PlannedLaunch, Slot, allocate, run_plan
 from permalloy.targets.triton.modal_kernel import cdiv, modal_jit
 
 MAX_FEATURES = 256
@@ -201,10 +202,6 @@ def triton_flash_attention_forward(
         tl.store(o_pointers, out.to(OUT.dtype.element_ty), mask=row_ok[:, None] & (dv[None, :] < value_features))
 
 
-def _four_d(tensor: torch.Tensor) -> torch.Tensor:
-    return tensor if tensor.dim() == 4 else tensor.unsqueeze(0)
-
-
 def _block(size: int, largest: int) -> int:
     return max(16, min(largest, pow2_ceil(size)))
 
@@ -284,18 +281,138 @@ def key_block_ranges(mask: torch.Tensor, keys: int, block_m: int, block_n: int) 
     that keeps nothing walks every key: the math gives NaN there, or its mean
     of values where the mask is finite throughout; under a boolean one, NaN,
     which the range gives."""
-    four_d = mask.reshape((1,) * (4 - mask.dim()) + tuple(mask.shape))
-    batches, heads, rows = four_d.shape[:3]
-    four_d = four_d.expand(batches, heads, rows, keys)
-    ranges = torch.zeros(batches, heads, cdiv(rows, block_m), 2 + block_m, dtype=torch.int32, device=mask.device)
+    ranges, launch = _key_ranges_launch(mask, keys, block_m, block_n, Slot(0), Slot(1))
+    plan = LaunchPlan(results=(ranges,), temporaries=(), launches=(launch,))
+    (found,), _ = run_plan(plan, [mask], out=[allocate(ranges, mask.device, zeroed=True)])
+    return found
+
+
+def _key_ranges_launch(
+    mask: torch.Tensor, keys: int, block_m: int, block_n: int, mask_slot: Slot, ranges_slot: Slot
+) -> tuple[Allocation, PlannedLaunch]:
+    """The ranges `key_block_ranges` finds (to be zeroed before) and the
+    launch finding them, the mask and the ranges at these slots."""
+    shape = (1,) * (4 - mask.dim()) + tuple(mask.shape)
+    batches, heads, rows = shape[:3]
+    mask_strides = _expanded_strides(shape, _padded_strides(mask), (batches, heads, rows, keys))
+    ranges = Allocation(
+        (batches, heads, cdiv(rows, block_m), 2 + block_m), _dense_strides((batches, heads, cdiv(rows, block_m), 2 + block_m)), torch.int32
+    )
     chunks = cdiv(cdiv(keys, block_n), KEY_BLOCKS_PER_PROGRAM)
-    triton_attention_key_ranges.launch(
-        (batches * heads, ranges.size(2), chunks),
-        four_d, ranges, *four_d.stride(), *ranges.stride()[:3], heads, rows, keys,
-        MASK_KIND=2 if mask.dtype == torch.bool else 1, BLOCK_M=block_m, BLOCK_N=block_n,
-        CHUNK=KEY_BLOCKS_PER_PROGRAM, num_warps=4, num_stages=1,
+    launch = PlannedLaunch(
+        triton_attention_key_ranges,
+        (batches * heads, ranges.sizes[2], chunks),
+        (mask_slot, ranges_slot, *mask_strides, *ranges.strides[:3], heads, rows, keys),
+        {"MASK_KIND": 2 if mask.dtype == torch.bool else 1, "BLOCK_M": block_m, "BLOCK_N": block_n,
+         "CHUNK": KEY_BLOCKS_PER_PROGRAM, "num_warps": 4, "num_stages": 1},
     )  # fmt: skip
-    return ranges
+    return ranges, launch
+
+
+def _dense_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], 1
+    for size in reversed(sizes):
+        strides.append(step)
+        step *= max(size, 1)
+    return tuple(reversed(strides))
+
+
+def _padded_strides(tensor: torch.Tensor) -> tuple[int, ...]:
+    """A tensor's strides as a four-dimensional view unsqueezed in front gives them."""
+    strides = tensor.stride()
+    leading = tensor.size(0) * strides[0] if tensor.dim() else 1
+    return (leading,) * (4 - tensor.dim()) + tuple(strides)
+
+
+def _expanded_strides(shape: tuple[int, ...], strides: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
+    """The strides `expand` gives a tensor of `shape` and `strides` expanded to `target`."""
+    return tuple(0 if size == 1 and wanted != 1 else stride for size, stride, wanted in zip(shape, strides, target, strict=True))
+
+
+def flash_plan(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float,
+    config: Config | None = None,
+) -> LaunchPlan | None:
+    """What `flash_attention` allocates and launches for these tensors (the
+    inputs query, key, value and the mask where there is one, in order), or
+    None where `supported` says no."""
+    if not supported(query, key, value, mask):
+        return None
+    q_shape, k_shape, v_shape = (_four_d_shape(t) for t in (query, key, value))
+    batch, heads, queries, features = q_shape
+    keys, value_features = k_shape[2], v_shape[3]
+    # token by token, each token's heads together
+    out_strides = (queries * heads * value_features, value_features, heads * value_features, 1)
+    out = Allocation((batch, heads, queries, value_features), out_strides, query.dtype)
+    result = out if query.dim() == 4 else Allocation(out.sizes[1:], out.strides[1:], query.dtype)
+    inputs = 3 if mask is None else 4
+    out_slot, ranges_slot = Slot(inputs), Slot(inputs + 1)
+    kind, mask_strides, mask_slot = 0, (0, 0, 0, 0), Slot(0)
+    if mask is not None:
+        padded = (1,) * (4 - mask.dim()) + tuple(mask.shape)
+        mask_strides = _expanded_strides(padded, _padded_strides(mask), (batch, heads, queries, keys))
+        kind, mask_slot = (2 if mask.dtype == torch.bool else 1), Slot(3)
+    precision = "tf32" if query.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
+    block_d, block_dv = _block(features, MAX_FEATURES), _block(value_features, MAX_FEATURES)
+    if config is None:
+        config = default_config(queries, keys, max(block_d, block_dv), query.dtype)
+    block_m, block_n, warps, stages = config
+    score_cost = FLOAT32_SCORE_COST if precision == "ieee" and query.dtype == torch.float32 else 1
+    skip = mask is not None and cdiv(keys, block_n) > 1 and batch * heads * queries * keys * score_cost >= SKIPPING_WORK
+    query_blocks = cdiv(queries, block_m)
+    temporaries, launches = (), []
+    ranges_arg, ranges_strides, masked_rows = Slot(0), (0, 0, 0), 0
+    if skip:
+        ranges, search = _key_ranges_launch(mask, keys, block_m, block_n, mask_slot, ranges_slot)
+        temporaries, ranges_arg = (ranges,), ranges_slot
+        ranges_strides = _expanded_strides(ranges.sizes, ranges.strides, (batch, heads, query_blocks, ranges.sizes[3]))[:3]
+        masked_rows = mask.size(-2) if mask.dim() >= 2 else 1
+        launches.append(search)
+    q_strides, k_strides, v_strides = (_padded_strides(t) for t in (query, key, value))
+    launches.append(PlannedLaunch(
+        triton_flash_attention_forward,
+        (batch * heads, query_blocks),
+        (Slot(0), Slot(1), Slot(2), mask_slot, ranges_arg, out_slot,
+         *q_strides, *k_strides, *v_strides, *mask_strides, *ranges_strides, *out_strides,
+         heads, queries, keys, features, value_features, masked_rows, scale if kind == 1 else scale * LOG2E),
+        {"MASK_KIND": kind, "MASK_ROWS": queries > 1 and mask_strides[2] != 0, "SKIP_BLOCKS": skip,
+         "PRECISION": precision, "BLOCK_M": block_m, "BLOCK_N": block_n, "BLOCK_D": block_d, "BLOCK_DV": block_dv,
+         "EVEN_M": queries % block_m == 0, "EVEN_N": keys % block_n == 0,
+         "EVEN_D": features == block_d and value_features == block_dv, "num_warps": warps, "num_stages": stages},
+    ))  # fmt: skip
+    return LaunchPlan(results=(result,), temporaries=temporaries, launches=tuple(launches))
+
+
+def _four_d_shape(tensor: torch.Tensor) -> tuple[int, int, int, int]:
+    return tuple(tensor.shape) if tensor.dim() == 4 else (1, *tensor.shape)
+
+
+def run_flash(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    mask: torch.Tensor | None,
+    scale: float,
+    config: Config | None = None,
+) -> tuple[torch.Tensor, LaunchPlan, list] | None:
+    """`flash_attention`'s result with the plan that ran and what each of its
+    launches ran (`run_plan`), or None where `supported` says no. A
+    configuration that needs more shared memory or registers than the GPU
+    has gives way to `FALLBACK_CONFIG`."""
+    plan = flash_plan(query, key, value, mask, scale, config)
+    if plan is None:
+        return None
+    inputs = [query, key, value] if mask is None else [query, key, value, mask]
+    try:
+        (out,), launched = run_plan(plan, inputs)
+    except triton.runtime.errors.OutOfResources:
+        plan = flash_plan(query, key, value, mask, scale, FALLBACK_CONFIG)
+        (out,), launched = run_plan(plan, inputs)
+    return out, plan, launched
 
 
 def flash_attention(
@@ -309,51 +426,8 @@ def flash_attention(
     """`softmax(query @ key^T * scale + mask) @ value` in one kernel, or None
     where `supported` says no. `config` replaces the sizes' default
     (`default_config`)."""
-    if not supported(query, key, value, mask):
-        return None
-    q, k, v = _four_d(query), _four_d(key), _four_d(value)
-    batch, heads, queries, features = q.shape
-    keys, value_features = k.size(2), v.size(3)
-    # token by token, each token's heads together
-    out = torch.empty(batch, queries, heads, value_features, dtype=q.dtype, device=q.device).permute(0, 2, 1, 3)
-    kind, mask_strides, mask_arg = 0, (0, 0, 0, 0), q
-    if mask is not None:
-        expanded = mask.expand(batch, heads, queries, keys)
-        kind = 2 if mask.dtype == torch.bool else 1
-        mask_strides, mask_arg = expanded.stride(), expanded
-    precision = "tf32" if q.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
-    block_d, block_dv = _block(features, MAX_FEATURES), _block(value_features, MAX_FEATURES)
-    if config is None:
-        config = default_config(queries, keys, max(block_d, block_dv), q.dtype)
-    score_cost = FLOAT32_SCORE_COST if precision == "ieee" and q.dtype == torch.float32 else 1
-    work = batch * heads * queries * keys * score_cost
-
-    def launch(chosen: Config) -> None:
-        block_m, block_n, warps, stages = chosen
-        query_blocks = cdiv(queries, block_m)
-        skip = mask is not None and cdiv(keys, block_n) > 1 and work >= SKIPPING_WORK
-        ranges_arg, ranges_strides, masked_rows = q, (0, 0, 0), 0
-        if skip:
-            ranges = key_block_ranges(mask, keys, block_m, block_n)
-            ranges_arg = ranges.expand(batch, heads, query_blocks, ranges.size(3))
-            ranges_strides, masked_rows = ranges_arg.stride()[:3], mask.size(-2) if mask.dim() >= 2 else 1
-        triton_flash_attention_forward.launch(
-            (batch * heads, query_blocks),
-            q, k, v, mask_arg, ranges_arg, out,
-            *q.stride(), *k.stride(), *v.stride(), *mask_strides, *ranges_strides, *out.stride(),
-            heads, queries, keys, features, value_features, masked_rows, scale if kind == 1 else scale * LOG2E,
-            MASK_KIND=kind, MASK_ROWS=queries > 1 and mask_strides[2] != 0, SKIP_BLOCKS=skip, PRECISION=precision,
-            BLOCK_M=block_m, BLOCK_N=block_n, BLOCK_D=block_d, BLOCK_DV=block_dv,
-            EVEN_M=queries % block_m == 0, EVEN_N=keys % block_n == 0,
-            EVEN_D=features == block_d and value_features == block_dv,
-            num_warps=warps, num_stages=stages,
-        )  # fmt: skip
-
-    try:
-        launch(config)
-    except triton.runtime.errors.OutOfResources:
-        launch(FALLBACK_CONFIG)
-    return out if query.dim() == 4 else out.squeeze(0)
+    ran = run_flash(query, key, value, mask, scale, config)
+    return None if ran is None else ran[0]
 
 
 def flash_is_faster(

@@ -33,7 +33,7 @@ from typing import Any
 import triton
 
 from permalloy.targets.triton import interpreter_enabled
-from permalloy.targets.triton.direct import compiled_launches, current_stream, direct_launch_available
+from permalloy.targets.triton.direct import Launch, compiled_launches, current_stream, direct_launch_available
 
 
 LAUNCH_OPTIONS = frozenset({"num_warps", "num_stages", "num_ctas", "maxnreg"})
@@ -48,7 +48,8 @@ class ModalKernel:
         self.function = function
         self.options = options
         self._by_mode: dict[bool, Any] = {}
-        self._parameters = tuple(inspect.signature(function).parameters)
+        self.parameters = tuple(inspect.signature(function).parameters)
+        """The names of the function's parameters, in order."""
         self._direct: dict[tuple, tuple] = {}
         """Compiled launchers on GPUs by the arguments' specialization."""
 
@@ -63,30 +64,33 @@ class ModalKernel:
     def __getitem__(self, grid: Any) -> Callable[..., Any]:
         return self.current()[grid]
 
-    def launch(self, grid: Sequence[int], *args: Any, **keywords: Any) -> None:
+    def launch(self, grid: Sequence[int], *args: Any, **keywords: Any) -> Launch | None:
         """`self[grid](*args, **keywords)`, through the compiled binary's
         launcher where an earlier launch on a GPU had the same specialization
         (`args` the leading parameters, `keywords` the rest and Triton's
-        launch options, such as `num_warps`)."""
+        launch options, such as `num_warps`). The binary's launch (launcher,
+        CUDA function, metadata) where it has a direct one, else None."""
         if interpreter_enabled():
             self.current()[grid](*args, **keywords)
-            return
+            return None
         key = (tuple(map(_specialization, args)), tuple(keywords.items()))
         direct = self._direct.get(key)
         if direct is not None:
             run, function, metadata, device, stream = direct
             x, y, z = (*grid, 1, 1)[:3]
-            rest = tuple(keywords[name] for name in self._parameters[len(args) :])
+            rest = tuple(keywords[name] for name in self.parameters[len(args) :])
             run(x, y, z, stream(device), function, metadata, None, None, None, *args, *rest)
-            return
+            return run, function, metadata
         compiled = self.current()[grid](*args, **keywords)
         devices = [arg.get_device() for arg in args if hasattr(arg, "data_ptr")]
-        given = set(self._parameters[len(args) :])
+        given = set(self.parameters[len(args) :])
         if not given <= set(keywords) or set(keywords) - given - LAUNCH_OPTIONS or not devices:
-            return
+            return None
         launches = compiled_launches([compiled], devices[0]) if direct_launch_available() else None
-        if launches is not None:
-            self._direct[key] = (*launches[0], devices[0], current_stream())
+        if launches is None:
+            return None
+        self._direct[key] = (*launches[0], devices[0], current_stream())
+        return launches[0]
 
     def __repr__(self) -> str:
         return f"ModalKernel({self.function.__name__})"

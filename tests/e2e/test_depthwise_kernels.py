@@ -141,9 +141,9 @@ def _plan(monkeypatch, channels_last: bool) -> None:
     monkeypatch.setattr(choose_depthwise_kernels, "measured_tile", lambda op, device: choose_depthwise_kernels.first_tile(op))
 
 
-def spy(monkeypatch, module=None, name: str = "depthwise_convolution") -> list[bool]:
+def spy(monkeypatch, module=None, name: str = "run_depthwise") -> list[bool]:
     """Whether each call of the kernel function `module.name` (by default
-    the depthwise convolution's) computed its result, in order."""
+    the depthwise convolution's run by the host program) computed its result, in order."""
     module = module or _kernel()
     ran, original = [], getattr(module, name)
 

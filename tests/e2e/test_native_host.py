@@ -399,6 +399,29 @@ def test_gpu_native_host_launches_the_flash_kernel_itself(case, monkeypatch):
     torch.cuda.synchronize()
 
 
+@cuda
+@pytest.mark.parametrize("bias", [False, True], ids=["no_bias", "bias"])
+def test_gpu_native_host_launches_the_depthwise_kernel_itself(bias):
+    """Depthwise convolutions run by permalloy's kernel (`depthwise_convolutions=triton`)
+    are launched by the native program, nothing called back; results match
+    the Python host's bit for bit and torch's convolution."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 32, 20, 20, device="cuda")
+    weight, b = torch.randn(32, 1, 3, 3, device="cuda"), torch.randn(32, device="cuda") if bias else None
+    fn = lambda x: torch.relu(F.conv2d(x, weight, b, padding=1, groups=32)) * 2  # noqa: E731
+    (captured,) = capture_with_inputs(fn, x)
+    options = CompileOptions(target="triton", cache=False, target_options={"depthwise_convolutions": "triton"})
+    compiled = compile_graph(captured.graph_module, options)
+    program = compiled.program
+    first = program(*captured.inputs)
+    assert program.native_source is not None and compiled.stats.host == "native"
+    assert program.callback_count == 0 and compiled.stats.extern_calls >= 1
+    _assert_identical(program.function(*captured.inputs), program.python_function(*captured.inputs))
+    _assert_identical(program.function(*captured.inputs), first)
+    torch.testing.assert_close(first[0], fn(x), rtol=1e-4, atol=1e-4)
+    torch.cuda.synchronize()
+
+
 PRODUCT_CASES = {
     "gelu": lambda x, w, b: F.gelu(x @ w.t() + b) * 2,
     "bare": lambda x, w, b: x @ w.t(),

@@ -77,22 +77,24 @@ def _depthwise_convolution(geometry: tuple, tile: tuple[int, ...]) -> ExternCall
     (GPU tensors, or Triton's interpreter) and it takes the tensors, else
     torch's convolution."""
     from permalloy.targets.triton import interpreter_enabled
-    from permalloy.targets.triton.depthwise_convolution import DepthwiseConfig, Geometry, depthwise_convolution
+    from permalloy.targets.triton.depthwise_convolution import DepthwiseConfig, Geometry, run_depthwise
 
     config = DepthwiseConfig(*tile)
     window = Geometry(*geometry[:3])
     convolution = torch.convolution
 
-    def call(tensors: Tensors, symbols: Symbols) -> tuple:
+    def run(tensors: Tensors) -> tuple | None:
         x, weight, *rest = tensors
-        bias = rest[0] if rest else None
-        if x.is_cuda or interpreter_enabled():
-            out = depthwise_convolution(x, weight, bias, window, config)
-            if out is not None:
-                return (out,)
-        return (convolution(x, weight, bias, *geometry),)
+        if not (x.is_cuda or interpreter_enabled()):
+            return None
+        ran = run_depthwise(x, weight, rest[0] if rest else None, window, config)
+        return None if ran is None else ([ran[0]], ran[1], ran[2])
 
-    return call
+    def library(tensors: Tensors, symbols: Symbols) -> tuple:
+        x, weight, *rest = tensors
+        return (convolution(x, weight, rest[0] if rest else None, *geometry),)
+
+    return PlannedCall(run, library)
 
 
 def _convolution_backward(op: pt.ConvolutionBackwardOp) -> ExternCall:

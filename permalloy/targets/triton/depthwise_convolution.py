@@ -27,6 +27,7 @@ from typing import Any
 import torch
 import triton.language as tl
 
+from permalloy.targets.triton.launch_plan import Allocation, LaunchPlan, PlannedLaunch, Slot, run_plan
 from permalloy.targets.triton.modal_kernel import cdiv, modal_jit
 
 DTYPES = (torch.float32, torch.float16, torch.bfloat16)
@@ -158,6 +159,61 @@ def result_strides(x: torch.Tensor, sizes: Sequence[int]) -> tuple[int, ...]:
     return (c * h * w, h * w, w, 1)
 
 
+def depthwise_plan(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    geometry: Geometry,
+    config: DepthwiseConfig | None = None,
+    out_strides: Sequence[int] | None = None,
+) -> LaunchPlan | None:
+    """What `depthwise_convolution` allocates and launches for these tensors
+    (the inputs `x`, `weight` and the bias where there is one, in order), its
+    result of `out_strides` where given, else of `result_strides`; None
+    where `supported` says no."""
+    if not supported(x, weight, bias, geometry):
+        return None
+    batch, channels, height, width = x.shape
+    kh, kw = weight.size(2), weight.size(3)
+    out_h, out_w = geometry.output_size(0, height, kh), geometry.output_size(1, width, kw)
+    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
+    sizes = (batch, channels, out_h, out_w)
+    strides = tuple(out_strides) if out_strides is not None else result_strides(x, sizes)
+    config = config or candidate_configs(x)[0]
+    tiles_h, tiles_w = cdiv(out_h, config.tile_h), cdiv(out_w, config.tile_w)
+    out = Slot(2 if bias is None else 3)
+    launch = PlannedLaunch(
+        triton_depthwise_convolution_forward,
+        (batch * tiles_h * tiles_w, cdiv(channels, config.block_c)),
+        (Slot(0), Slot(1), Slot(0) if bias is None else Slot(2), out,
+         *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *strides,
+         channels, height, width, out_h, out_w, tiles_h, tiles_w),
+        {"STRIDE_H": stride_h, "STRIDE_W": stride_w, "PAD_H": pad_h, "PAD_W": pad_w,
+         "DIL_H": dil_h, "DIL_W": dil_w, "KH": kh, "KW": kw, "HAS_BIAS": bias is not None,
+         "TILE_H": config.tile_h, "TILE_W": config.tile_w, "BLOCK_C": config.block_c,
+         "num_warps": config.num_warps},
+    )  # fmt: skip
+    return LaunchPlan(results=(Allocation(sizes, strides, x.dtype),), temporaries=(), launches=(launch,))
+
+
+def run_depthwise(
+    x: torch.Tensor,
+    weight: torch.Tensor,
+    bias: torch.Tensor | None,
+    geometry: Geometry,
+    config: DepthwiseConfig | None = None,
+    out: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, LaunchPlan, list] | None:
+    """`depthwise_convolution`'s result with the plan that ran and what its
+    launch ran (`run_plan`), or None where `supported` says no."""
+    plan = depthwise_plan(x, weight, bias, geometry, config, None if out is None else out.stride())
+    if plan is None:
+        return None
+    inputs = [x, weight] if bias is None else [x, weight, bias]
+    (result,), launched = run_plan(plan, inputs, None if out is None else [out])
+    return result, plan, launched
+
+
 def depthwise_convolution(
     x: torch.Tensor,
     weight: torch.Tensor,
@@ -170,29 +226,8 @@ def depthwise_convolution(
     where `supported` says no; written into `out` when given (of the
     result's sizes, any strides). `config` replaces the input layout's
     first candidate."""
-    if not supported(x, weight, bias, geometry):
-        return None
-    batch, channels, height, width = x.shape
-    kh, kw = weight.size(2), weight.size(3)
-    out_h, out_w = geometry.output_size(0, height, kh), geometry.output_size(1, width, kw)
-    (stride_h, stride_w), (pad_h, pad_w), (dil_h, dil_w) = geometry.stride, geometry.padding, geometry.dilation
-    sizes = (batch, channels, out_h, out_w)
-    if out is None:
-        out = torch.empty_strided(sizes, result_strides(x, sizes), dtype=x.dtype, device=x.device)
-    config = config or candidate_configs(x)[0]
-    tiles_h, tiles_w = cdiv(out_h, config.tile_h), cdiv(out_w, config.tile_w)
-    grid = (batch * tiles_h * tiles_w, cdiv(channels, config.block_c))
-    triton_depthwise_convolution_forward.launch(
-        grid,
-        x, weight, x if bias is None else bias, out,
-        *x.stride(), weight.stride(0), weight.stride(2), weight.stride(3), *out.stride(),
-        channels, height, width, out_h, out_w, tiles_h, tiles_w,
-        STRIDE_H=stride_h, STRIDE_W=stride_w, PAD_H=pad_h, PAD_W=pad_w,
-        DIL_H=dil_h, DIL_W=dil_w, KH=kh, KW=kw, HAS_BIAS=bias is not None,
-        TILE_H=config.tile_h, TILE_W=config.tile_w, BLOCK_C=config.block_c,
-        num_warps=config.num_warps,
-    )  # fmt: skip
-    return out
+    ran = run_depthwise(x, weight, bias, geometry, config, out)
+    return None if ran is None else ran[0]
 
 
 def fastest_config(

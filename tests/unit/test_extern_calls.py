@@ -159,3 +159,19 @@ def test_random_numbers_have_the_declared_shape_and_type(distribution):
     (result,) = DIRECT_CALLS[pt.RandOp](op)([torch.empty(5)], {S0: 5})
     assert result.shape == (5, 8) and result.dtype == torch.float16
     assert bool(result.isfinite().all())
+
+
+def test_attention_gives_torch_s_fused_kernels_a_mask_of_contiguous_rows():
+    """A mask whose keys are strided (a relative position bias gathered with
+    its heads innermost) reaches torch's attention with contiguous rows, which
+    its fused kernels take (they run the math otherwise); other masks pass as
+    they are, broadcasts kept."""
+    from permalloy.targets.externs.library import fused_kernel_mask
+
+    bias = torch.randn(49 * 49, 6).view(49, 49, 6).permute(2, 0, 1).unsqueeze(0)
+    rows = fused_kernel_mask(bias)
+    assert bias.stride(-1) == 6 and rows.stride(-1) == 1 and torch.equal(rows, bias)
+    padding = torch.randn(2, 1, 1, 49).expand(2, 6, 49, 49)
+    assert fused_kernel_mask(padding) is padding
+    keys = torch.randn(2, 1, 1, 1).expand(2, 6, 49, 49)  # the same for every key: copied too
+    assert fused_kernel_mask(keys).stride(-1) == 1

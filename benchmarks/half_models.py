@@ -2,7 +2,7 @@
 The models suite's transformers in bf16 (or `--dtype`) on a GPU: eager, Inductor, permalloy,
 permalloy with the `matmul_templates` option (products as contractions,
 template or library timed per size), and permalloy with the `attention` option
-(attention written as its math run by torch's fused kernels, by
+(attention written as its math kept as the math, run by torch's fused kernels, by
 permalloy's flash kernel, or by the faster of the two at each size) in one
 process. Each compiled model is
 checked against eager (relative error of the output), timed in interleaved
@@ -33,6 +33,7 @@ BACKENDS = (
     "inductor",
     "permalloy",
     "permalloy-templates",
+    "permalloy-math-attention",
     "permalloy-torch-attention",
     "permalloy-flash-attention",
     "permalloy-measured-attention",
@@ -40,6 +41,7 @@ BACKENDS = (
 PERMALLOY_OPTIONS = {
     "permalloy": {},
     "permalloy-templates": {"matmul_templates": True},
+    "permalloy-math-attention": {"attention": "math"},
     "permalloy-torch-attention": {"attention": "torch"},
     "permalloy-flash-attention": {"attention": "triton"},
     "permalloy-measured-attention": {"attention": "measured"},

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import sympy
 from xdsl.context import Context
-from xdsl.dialects.builtin import FloatAttr, ModuleOp, StringAttr
+from xdsl.dialects.builtin import BFloat16Type, Float16Type, FloatAttr, ModuleOp, StringAttr
 from xdsl.ir import Attribute, Operation, SSAValue
 from xdsl.passes import ModulePass
 from xdsl.pattern_rewriter import (
@@ -21,6 +21,7 @@ from permalloy.dialects import ptensor as pt
 from permalloy.passes import check_option
 
 KERNELS = ("torch", "triton", "measured")
+PRECISIONS = ("all", "half")
 """What may run a fused attention."""
 
 
@@ -210,11 +211,15 @@ class FuseExplicitAttention(RewritePattern):
     `ptensor.attention` with `bias` (and any -inf masking) as its mask."""
 
     kernel: str = "torch"
+    half_only: bool = False
+    """Whether only float16 and bfloat16 attention is fused."""
 
     @op_type_rewrite_pattern
     def match_and_rewrite(self, op: pt.BatchMatmulOp, rewriter: PatternRewriter) -> None:
         probabilities, value = op.lhs, op.rhs
         if not _single_use(probabilities):
+            return
+        if self.half_only and not isinstance(pt.tensor_type(op.result).element_type, Float16Type | BFloat16Type):
             return
         softmax_of, batch = _batch_of(probabilities)
         if softmax_of is not probabilities and not _single_use(softmax_of):
@@ -424,9 +429,15 @@ class FuseAttentionPass(ModulePass):
     "measured" (the flash kernel on a GPU where it times faster than torch's
     fused kernels on the first call at each size, else torch's)."""
 
+    precisions: str = "all"
+    """Which attention is fused: "all", or "half" (float16 and bfloat16:
+    float32 attention keeps its math, whose library products outrun the
+    flash kernel's float32 ones)."""
+
     def __post_init__(self) -> None:
         check_option("kernel", self.kernel, KERNELS)
+        check_option("precisions", self.precisions, PRECISIONS)
 
     def apply(self, ctx: Context, op: ModuleOp) -> None:
-        pattern = FuseExplicitAttention(self.kernel)
+        pattern = FuseExplicitAttention(self.kernel, half_only=self.precisions == "half")
         PatternRewriteWalker(pattern, apply_recursively=False).rewrite_module(op)

@@ -155,11 +155,41 @@ def test_triton_option_fuses_attention(backend_check, triton_device, monkeypatch
     assert ran == ([True] if kernel == "triton" else [])
 
 
-@pytest.mark.parametrize("options", [{}, {"attention": "math"}], ids=["default", "math"])
-def test_triton_keeps_the_math_by_default(backend_check, triton_device, options):
+@pytest.mark.parametrize(
+    ("dtype", "options", "calls"),
+    [
+        (torch.float16, {}, 1),
+        (torch.float32, {}, 2),
+        (torch.float16, {"attention": "math"}, 2),
+        (torch.float16, {"attention": "auto"}, 1),
+    ],
+    ids=["default_half", "default_float32", "math", "auto"],
+)
+def test_triton_fuses_half_precision_attention_by_default(backend_check, triton_device, monkeypatch, dtype, options, calls):
+    """By default (`auto`) the flash kernel runs half-precision attention and
+    float32 attention keeps its math (two products around a softmax kernel)."""
+    from permalloy.targets.triton import flash_attention as flash
+
+    ran, original = [], flash.run_flash
+    monkeypatch.setattr(flash, "run_flash", lambda *args: ran.append(True) or original(*args))
     fn = relative_position_bias
-    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, torch.float16), **options)
-    assert _extern_calls() == 2
+    _check_triton(backend_check, triton_device, fn, _inputs(fn.__name__, dtype), **options)
+    assert _extern_calls() == calls
+    assert ran == ([True] if calls == 1 else [])
+
+
+def test_triton_interpreter_leaves_bfloat16_attention_to_torch(backend_check, triton_device, monkeypatch):
+    """Triton's interpreter multiplies bfloat16 wrongly: there the flash
+    kernel's attention runs torch's fused attention instead."""
+    from permalloy.targets.triton import flash_attention as flash
+
+    if triton_device != "cpu":
+        pytest.skip("Triton's interpreter runs CPU tensors")
+    ran, original = [], flash.run_flash
+    monkeypatch.setattr(flash, "run_flash", lambda *args: ran.append(True) or original(*args))
+    fn = relative_position_bias
+    _check_triton(backend_check, "cpu", fn, _inputs(fn.__name__, torch.bfloat16), attention="triton")
+    assert _extern_calls() == 1 and ran == []
 
 
 def test_triton_option_lists_its_values(backend_check, triton_device):

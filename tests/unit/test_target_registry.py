@@ -111,16 +111,22 @@ def test_pipeline_adds_each_targets_own_passes():
 
 @pytest.mark.parametrize(
     ("value", "added"),
-    [("math", []), ("torch", ["fuse-attention"]), ("triton", ["fuse-attention{kernel=triton}"])],
+    [
+        ("math", []),
+        ("torch", ["fuse-attention"]),
+        ("triton", ["fuse-attention{kernel=triton}"]),
+        ("auto", ["fuse-attention{kernel=triton precisions=half}"]),
+    ],
 )
 def test_an_option_value_adds_its_pass_before_the_targets_tensor_passes(value, added):
     """The Triton target's `attention` option: its value names the pass it
-    adds (none for the default), at the tensor level, before the target's own
-    tensor-level passes; without fusion it adds none."""
+    adds (none for the math; the default, auto, the flash kernel's in half
+    precision), at the tensor level, before the target's own tensor-level
+    passes; without fusion it adds none."""
     triton = registry.target_descriptor("triton")
     optional = triton.passes_turned_on({"attention": value, "autotune": False})
     assert list(optional) == added
-    assert triton.passes_turned_on({}) == ()
+    assert triton.passes_turned_on({}) == ("fuse-attention{kernel=triton precisions=half}",)
     gpu = default_pipeline(True, "triton", optional_passes=optional)
     assert gpu == [*gpu[:3], *added, *default_pipeline(True, "triton")[3:]]
     assert default_pipeline(False, "triton", optional_passes=optional) == default_pipeline(False, "triton")

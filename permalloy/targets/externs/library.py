@@ -177,7 +177,8 @@ def fused_kernel_mask(mask: torch.Tensor) -> torch.Tensor:
 
 def _flash_attention(scale: float, measured: bool) -> ExternCall:
     """permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
-    interpreter) and it takes the tensors, else torch's fused attention.
+    interpreter but for bfloat16, which it multiplies wrongly) and it takes
+    the tensors, else torch's fused attention.
     `measured`: only on a GPU, and only where the kernel timed faster than
     torch's fused attention on the call's first tensors of these sizes,
     strides and types (timed once per program and signature, outside the
@@ -189,8 +190,8 @@ def _flash_attention(scale: float, measured: bool) -> ExternCall:
     """Per signature of the tensors, whether the flash kernel timed faster."""
 
     def runs_flash(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None) -> bool:
-        if not measured:
-            return query.is_cuda or interpreter_enabled()
+        if not measured:  # not bfloat16 in Triton's interpreter, which multiplies it wrongly
+            return query.is_cuda or (interpreter_enabled() and query.dtype != torch.bfloat16)
         if not query.is_cuda:
             return False
         signature = tuple(None if t is None else (t.shape, t.stride(), t.dtype) for t in (query, key, value, mask))

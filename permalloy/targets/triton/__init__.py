@@ -89,6 +89,7 @@ TARGET = TargetDescriptor(
     tensor_passes=("unfuse-bias-add", "pad-products", "scatter-embedding-gradients"),
     optional_passes={
         "attention": {
+            "auto": "fuse-attention{kernel=triton precisions=half}",
             "torch": "fuse-attention",
             "triton": "fuse-attention{kernel=triton}",
             "measured": "fuse-attention{kernel=measured}",
@@ -127,12 +128,14 @@ TARGET = TargetDescriptor(
             boolean,
         ),
         "attention": TargetOption(
-            "how attention written as its math (products around a softmax) runs: 'math' (default), two "
-            "library products around one fused softmax kernel; 'torch', torch's fused attention (a row "
+            "how attention written as its math (products around a softmax) runs: 'auto' (default), "
+            "permalloy's flash-attention kernel in float16 and bfloat16 and the math in float32; 'math', "
+            "two library products around one fused softmax kernel; 'torch', torch's fused attention (a row "
             "whose scores are all -inf gives zeros where the math gives NaN); 'triton', permalloy's "
             "flash-attention kernel (NaN there, as the math); 'measured', on a GPU the faster of the two "
             "at each size, timed on the first call (torch's without a GPU)",
-            one_of("math", "torch", "triton", "measured"),
+            one_of("auto", "math", "torch", "triton", "measured"),
+            default="auto",
         ),
         "depthwise_convolutions": TargetOption(
             "how 2-d depthwise convolutions (one filter per channel) run: 'library' (default), cuDNN's "
@@ -173,10 +176,12 @@ sums and products of scatters for torch; rows of at most 4096 elements of at
 most 32 bits sort in registers, other sorts run with torch; with the
 `matmul_templates` option, half-precision matrix products are contractions,
 run by a tiled template with their fused prologues and epilogues or by the
-library, whichever is faster; the `attention` option runs attention written
-as its math as torch's fused attention or as permalloy's flash kernel
-(`fuse-attention`), neither of which was faster than the math in the models
-measured on an H200 (ARCHITECTURE.md); the `depthwise_convolutions` option
+library, whichever is faster; attention written as its math runs, by
+default, as permalloy's flash kernel in half precision (`fuse-attention`;
+on an H200 GPT-2 and BERT in bfloat16 ran 1.2-1.3x faster so than as the
+math, while in float32 the math's library products are faster, and it stays),
+and the `attention` option chooses the math, torch's fused attention or the
+flash kernel for every precision instead; the `depthwise_convolutions` option
 runs 2-d depthwise convolutions with permalloy's depthwise kernel where it
 times faster than cuDNN, or always (`choose-depthwise-kernels`), which made
 no model measured on an H200 faster (ARCHITECTURE.md); with the

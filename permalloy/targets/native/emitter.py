@@ -539,29 +539,12 @@ class NativeHostEmitter:
             return
         key, temporaries, launches = found
         b = self.cg.builder
-        pointers = self._data_pointers(operands)
-        data = [b.ptrtoint(b.load(b.gep(pointers, [I64(i)], source_etype=PTR), typ=PTR), I64) for i in range(len(operands))]
+        data, called_back, done = self._direct_or_called_back(operands, int(key[0]), key[1 + len(symbols) :])
         scratch = []
-        same = b.icmp_signed("==", self.device_index, I32(int(key[0])))
-        for value, aligned in zip(data, key[1 + len(symbols) :], strict=True):
-            is_aligned = b.icmp_signed("==", b.and_(value, I64(15)), I64(0))
-            same = b.and_(same, is_aligned if aligned else b.not_(is_aligned))
-        direct = self.llvm_function.append_basic_block(f"direct{self.index}")
-        called_back = self.llvm_function.append_basic_block(f"called_back{self.index}")
-        done = self.llvm_function.append_basic_block(f"launched{self.index}")
-        b.cbranch(same, direct, called_back)
-        b.position_at_end(direct)
         for elements, dtype in temporaries:
-            code = self.shim.dtype_code(dtype)
-            if code is None:
-                raise NativeHostUnsupported(f"a temporary of dtype {dtype}")
             slot = self._new_slot()
-            sizes, strides = self._int64_array([I64(int(elements))]), self._int64_array([I64(1)])
-            self._checked("aoti_torch_empty_strided", [I64(1), sizes, strides, I32(code), self.device_type, self.device_index, slot])
+            data.append(self._empty((int(elements),), (1,), dtype, slot))
             scratch.append(slot)
-            pointer = self.cg.alloca(PTR)
-            self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])
-            data.append(b.ptrtoint(b.load(pointer, typ=PTR), I64))
         products = any(step[0] == "product" for step in launches)
         handles = [self.handle(o) for o in operands] + [b.load(slot, typ=PTR) for slot in scratch] if products else []
         for step in launches:
@@ -688,23 +671,13 @@ class NativeHostEmitter:
         b = self.cg.builder
         inputs = list(op.inputs)
         slots = [self._owned(result) for result in op.results]  # filled on either path
-        pointers = self._data_pointers(inputs)
-        data = [b.ptrtoint(b.load(b.gep(pointers, [I64(i)], source_etype=PTR), typ=PTR), I64) for i in range(len(inputs))]
-        same = b.icmp_signed("==", self.device_index, I32(recorded.device))
-        for value, aligned in zip(data, recorded.aligned, strict=True):
-            is_aligned = b.icmp_signed("==", b.and_(value, I64(15)), I64(0))
-            same = b.and_(same, is_aligned if aligned else b.not_(is_aligned))
-        direct = self.llvm_function.append_basic_block(f"direct{self.index}")
-        called_back = self.llvm_function.append_basic_block(f"called_back{self.index}")
-        done = self.llvm_function.append_basic_block(f"launched{self.index}")
-        b.cbranch(same, direct, called_back)
-        b.position_at_end(direct)
+        data, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
         for allocation, slot in zip(recorded.results, slots, strict=True):
-            data.append(self._empty(allocation, slot))
+            data.append(self._empty(allocation.sizes, allocation.strides, allocation.dtype, slot))
         scratch = []
         for allocation in recorded.temporaries:
             slot = self._new_slot()
-            pointer = self._empty(allocation, slot)
+            pointer = self._empty(allocation.sizes, allocation.strides, allocation.dtype, slot)
             size = I64(allocation.storage_elements * allocation.dtype.itemsize)
             status = self._call("cuMemsetD8Async", [pointer, ir.Constant(ir.IntType(8), 0), size, self.stream])
             self._check(status, STATUS_SHIM + self.index)
@@ -724,19 +697,39 @@ class NativeHostEmitter:
         b.position_at_end(done)
         return True
 
-    def _empty(self, allocation: Any, slot: ir.Value) -> ir.Value:
-        """A new tensor of `allocation`'s sizes, strides and element type
-        (`launch_plan.Allocation`) on the program's device, in `slot`; its
-        data pointer as an integer."""
-        code = self.shim.dtype_code(allocation.dtype)
+    def _direct_or_called_back(
+        self, operands: Sequence[SSAValue], device: int, aligned: Sequence[bool]
+    ) -> tuple[list[ir.Value], ir.Block, ir.Block]:
+        """The operands' data pointers (integers), and a branch to launches
+        made directly, where the builder is left, if the call's device and
+        each operand's 16-byte alignment are the first call's (`device`,
+        `aligned`: the binaries were compiled for them), else to the
+        `called_back` block returned; both paths are to end in `done`."""
+        b = self.cg.builder
+        pointers = self._data_pointers(operands)
+        data = [b.ptrtoint(b.load(b.gep(pointers, [I64(i)], source_etype=PTR), typ=PTR), I64) for i in range(len(operands))]
+        same = b.icmp_signed("==", self.device_index, I32(device))
+        for value, was_aligned in zip(data, aligned, strict=True):
+            is_aligned = b.icmp_signed("==", b.and_(value, I64(15)), I64(0))
+            same = b.and_(same, is_aligned if was_aligned else b.not_(is_aligned))
+        direct = self.llvm_function.append_basic_block(f"direct{self.index}")
+        called_back = self.llvm_function.append_basic_block(f"called_back{self.index}")
+        done = self.llvm_function.append_basic_block(f"launched{self.index}")
+        b.cbranch(same, direct, called_back)
+        b.position_at_end(direct)
+        return data, called_back, done
+
+    def _empty(self, sizes: Sequence[int], strides: Sequence[int], dtype: Any, slot: ir.Value) -> ir.Value:
+        """A new tensor of these sizes, strides and element type on the
+        program's device, in `slot`; its data pointer as an integer."""
+        code = self.shim.dtype_code(dtype)
         if code is None:
-            raise NativeHostUnsupported(f"a tensor of dtype {allocation.dtype}")
-        sizes = self._int64_array([I64(v) for v in allocation.sizes])
-        strides = self._int64_array([I64(v) for v in allocation.strides])
+            raise NativeHostUnsupported(f"a tensor of dtype {dtype}")
         self._checked(
             "aoti_torch_empty_strided",
-            [I64(len(allocation.sizes)), sizes, strides, I32(code), self.device_type, self.device_index, slot],
-        )
+            [I64(len(sizes)), self._int64_array([I64(int(v)) for v in sizes]),
+             self._int64_array([I64(int(v)) for v in strides]), I32(code), self.device_type, self.device_index, slot],
+        )  # fmt: skip
         b = self.cg.builder
         pointer = self.cg.alloca(PTR)
         self._call("aoti_torch_get_data_ptr", [b.load(slot, typ=PTR), pointer])

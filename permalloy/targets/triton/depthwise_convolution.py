@@ -214,19 +214,13 @@ def run_depthwise(
     return result, plan, launched
 
 
-def depthwise_convolution(
-    x: torch.Tensor,
-    weight: torch.Tensor,
-    bias: torch.Tensor | None,
-    geometry: Geometry,
-    config: DepthwiseConfig | None = None,
-    out: torch.Tensor | None = None,
-) -> torch.Tensor | None:
+def depthwise_convolution(*arguments: Any, **keywords: Any) -> torch.Tensor | None:
     """The depthwise convolution of `x` by `weight` (plus `bias`), or None
-    where `supported` says no; written into `out` when given (of the
-    result's sizes, any strides). `config` replaces the input layout's
-    first candidate."""
-    ran = run_depthwise(x, weight, bias, geometry, config, out)
+    where `supported` says no; the arguments `x, weight, bias, geometry` and
+    optionally `config`, which replaces the input layout's first candidate,
+    and `out`, a tensor of the result's sizes (any strides) to write into,
+    as `run_depthwise` takes them."""
+    ran = run_depthwise(*arguments, **keywords)
     return None if ran is None else ran[0]
 
 

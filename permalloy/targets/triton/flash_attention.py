@@ -34,6 +34,8 @@ kernels write it.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 import torch.nn.functional as F
 import triton
@@ -415,18 +417,12 @@ def run_flash(
     return out, plan, launched
 
 
-def flash_attention(
-    query: torch.Tensor,
-    key: torch.Tensor,
-    value: torch.Tensor,
-    mask: torch.Tensor | None,
-    scale: float,
-    config: Config | None = None,
-) -> torch.Tensor | None:
+def flash_attention(*arguments: Any) -> torch.Tensor | None:
     """`softmax(query @ key^T * scale + mask) @ value` in one kernel, or None
-    where `supported` says no. `config` replaces the sizes' default
-    (`default_config`)."""
-    ran = run_flash(query, key, value, mask, scale, config)
+    where `supported` says no; the arguments `query, key, value, mask, scale`
+    and optionally `config`, which replaces the sizes' default
+    (`default_config`), as `run_flash` takes them."""
+    ran = run_flash(*arguments)
     return None if ran is None else ran[0]
 
 

@@ -297,9 +297,8 @@ def _key_ranges_launch(
     shape = (1,) * (4 - mask.dim()) + tuple(mask.shape)
     batches, heads, rows = shape[:3]
     mask_strides = _expanded_strides(shape, _padded_strides(mask), (batches, heads, rows, keys))
-    ranges = Allocation(
-        (batches, heads, cdiv(rows, block_m), 2 + block_m), _dense_strides((batches, heads, cdiv(rows, block_m), 2 + block_m)), torch.int32
-    )
+    sizes = (batches, heads, cdiv(rows, block_m), 2 + block_m)
+    ranges = Allocation(sizes, _dense_strides(sizes), torch.int32)
     chunks = cdiv(cdiv(keys, block_n), KEY_BLOCKS_PER_PROGRAM)
     launch = PlannedLaunch(
         triton_attention_key_ranges,
@@ -328,7 +327,8 @@ def _padded_strides(tensor: torch.Tensor) -> tuple[int, ...]:
 
 def _expanded_strides(shape: tuple[int, ...], strides: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
     """The strides `expand` gives a tensor of `shape` and `strides` expanded to `target`."""
-    return tuple(0 if size == 1 and wanted != 1 else stride for size, stride, wanted in zip(shape, strides, target, strict=True))
+    pairs = zip(shape, strides, target, strict=True)
+    return tuple(0 if size == 1 and wanted != 1 else stride for size, stride, wanted in pairs)
 
 
 def flash_plan(
@@ -371,7 +371,8 @@ def flash_plan(
     if skip:
         ranges, search = _key_ranges_launch(mask, keys, block_m, block_n, mask_slot, ranges_slot)
         temporaries, ranges_arg = (ranges,), ranges_slot
-        ranges_strides = _expanded_strides(ranges.sizes, ranges.strides, (batch, heads, query_blocks, ranges.sizes[3]))[:3]
+        walked = (batch, heads, query_blocks, ranges.sizes[3])
+        ranges_strides = _expanded_strides(ranges.sizes, ranges.strides, walked)[:3]
         masked_rows = mask.size(-2) if mask.dim() >= 2 else 1
         launches.append(search)
     q_strides, k_strides, v_strides = (_padded_strides(t) for t in (query, key, value))

@@ -456,7 +456,8 @@ class AttentionOp(IRDLOperation):
     KERNEL: ClassVar[str] = "kernel"
     """An optional string attribute, `KERNELS`: `"triton"`, run by
     permalloy's flash kernel where Triton runs (GPU tensors, or Triton's
-    interpreter), with the math's semantics (a row whose scores are all -inf
+    interpreter but for bfloat16, which it multiplies wrongly), with the
+    math's semantics (a row whose scores are all -inf
     gives NaN), instead of torch's fused attention; `"measured"`, by the
     flash kernel on a GPU where it times faster than torch's fused attention
     on the first call at each size, else by torch's."""

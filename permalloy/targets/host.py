@@ -28,6 +28,7 @@ from permalloy.dialects.sym import CeilDiv, FloorDiv, SymExprAttr, symbol_kind
 from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
 from permalloy.targets.externs import extern_call, extern_into_call
+from permalloy.targets.externs.calls import PlannedCall
 from permalloy.targets.workspace import KeptWorkspace, kept_workspace
 
 SYMBOL_ATTR = "ptensor.symbol"
@@ -396,7 +397,7 @@ class _Emitter:
         if self._emit_extern_into(op):
             return
         made = extern_call(op)
-        if hasattr(made, "native_launches"):  # permalloy's kernels by a plan, which a native program can launch
+        if isinstance(made, PlannedCall):  # permalloy's kernels by a plan, which a native program can launch
             self.launched[op] = (made, [])
         call = self.constant("extern", made)
         symbols = extern_symbols(op)

@@ -294,9 +294,9 @@ def _key_ranges_launch(
 ) -> tuple[Allocation, PlannedLaunch]:
     """The ranges `key_block_ranges` finds (to be zeroed before) and the
     launch finding them, the mask and the ranges at these slots."""
-    shape = (1,) * (4 - mask.dim()) + tuple(mask.shape)
+    shape, strides = _four_d(mask)
     batches, heads, rows = shape[:3]
-    mask_strides = _expanded_strides(shape, _padded_strides(mask), (batches, heads, rows, keys))
+    mask_strides = _expanded_strides(shape, strides, (batches, heads, rows, keys))
     sizes = (batches, heads, cdiv(rows, block_m), 2 + block_m)
     ranges = Allocation(sizes, _dense_strides(sizes), torch.int32)
     chunks = cdiv(cdiv(keys, block_n), KEY_BLOCKS_PER_PROGRAM)
@@ -318,11 +318,13 @@ def _dense_strides(sizes: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(reversed(strides))
 
 
-def _padded_strides(tensor: torch.Tensor) -> tuple[int, ...]:
-    """A tensor's strides as a four-dimensional view unsqueezed in front gives them."""
+def _four_d(tensor: torch.Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The sizes and strides of a tensor of at most four dimensions as a
+    four-dimensional view unsqueezed in front gives them."""
     strides = tensor.stride()
     leading = tensor.size(0) * strides[0] if tensor.dim() else 1
-    return (leading,) * (4 - tensor.dim()) + tuple(strides)
+    padding = 4 - tensor.dim()
+    return (1,) * padding + tuple(tensor.shape), (leading,) * padding + tuple(strides)
 
 
 def _expanded_strides(shape: tuple[int, ...], strides: tuple[int, ...], target: tuple[int, ...]) -> tuple[int, ...]:
@@ -344,7 +346,7 @@ def flash_plan(
     None where `supported` says no."""
     if not supported(query, key, value, mask):
         return None
-    q_shape, k_shape, v_shape = (_four_d_shape(t) for t in (query, key, value))
+    (q_shape, q_strides), (k_shape, k_strides), (v_shape, v_strides) = (_four_d(t) for t in (query, key, value))
     batch, heads, queries, features = q_shape
     keys, value_features = k_shape[2], v_shape[3]
     # token by token, each token's heads together
@@ -355,8 +357,7 @@ def flash_plan(
     out_slot, ranges_slot = Slot(inputs), Slot(inputs + 1)
     kind, mask_strides, mask_slot = 0, (0, 0, 0, 0), Slot(0)
     if mask is not None:
-        padded = (1,) * (4 - mask.dim()) + tuple(mask.shape)
-        mask_strides = _expanded_strides(padded, _padded_strides(mask), (batch, heads, queries, keys))
+        mask_strides = _expanded_strides(*_four_d(mask), (batch, heads, queries, keys))
         kind, mask_slot = (2 if mask.dtype == torch.bool else 1), Slot(3)
     precision = "tf32" if query.dtype == torch.float32 and torch.backends.cuda.matmul.allow_tf32 else "ieee"
     block_d, block_dv = _block(features, MAX_FEATURES), _block(value_features, MAX_FEATURES)
@@ -375,7 +376,6 @@ def flash_plan(
         ranges_strides = _expanded_strides(ranges.sizes, ranges.strides, walked)[:3]
         masked_rows = mask.size(-2) if mask.dim() >= 2 else 1
         launches.append(search)
-    q_strides, k_strides, v_strides = (_padded_strides(t) for t in (query, key, value))
     launches.append(PlannedLaunch(
         triton_flash_attention_forward,
         (batch * heads, query_blocks),
@@ -388,10 +388,6 @@ def flash_plan(
          "EVEN_D": features == block_d and value_features == block_dv, "num_warps": warps, "num_stages": stages},
     ))  # fmt: skip
     return LaunchPlan(results=(result,), temporaries=temporaries, launches=tuple(launches))
-
-
-def _four_d_shape(tensor: torch.Tensor) -> tuple[int, int, int, int]:
-    return tuple(tensor.shape) if tensor.dim() == 4 else (1, *tensor.shape)
 
 
 def run_flash(

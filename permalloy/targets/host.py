@@ -29,6 +29,7 @@ from permalloy.dtypes import torch_dtype
 from permalloy.targets import CompiledKernel, KernelTarget, kernel_symbols
 from permalloy.targets.externs import extern_call, extern_into_call
 from permalloy.targets.externs.calls import PlannedCall
+from permalloy.targets.externs.recorded import RecordedCall
 from permalloy.targets.workspace import KeptWorkspace, kept_workspace
 
 SYMBOL_ATTR = "ptensor.symbol"
@@ -205,7 +206,9 @@ class _Emitter:
     launched: dict[Operation, tuple[CompiledKernel, list[str]]] = field(default_factory=dict)
     """Each launch's compiled kernel and the symbols it takes, and each
     extern's call that runs permalloy's kernels by a plan (`PlannedCall`,
-    with no symbols), whose launches a native program can make."""
+    with no symbols), whose launches a native program can make, or records
+    the library op it dispatched (`RecordedCall`), which a native program
+    can call."""
     updated: list[SSAValue] = field(default_factory=list)
     """The arguments the program writes (`ptensor.updated`): a copy of one in
     the expected layout is copied back into the caller's tensor at the end."""
@@ -397,7 +400,7 @@ class _Emitter:
         if self._emit_extern_into(op):
             return
         made = extern_call(op)
-        if isinstance(made, PlannedCall):  # permalloy's kernels by a plan, which a native program can launch
+        if isinstance(made, PlannedCall | RecordedCall):  # calls a native program can make itself
             self.launched[op] = (made, [])
         call = self.constant("extern", made)
         symbols = extern_symbols(op)

@@ -19,6 +19,7 @@ from permalloy.complex_layout import fft_c2c_as_real, fft_c2r_as_real, fft_r2c_a
 from permalloy.dialects import ptensor as pt
 from permalloy.dialects.ptensor.types import IntListAttr
 from permalloy.targets.externs.calls import ExternCall, ExternIntoCall, PlannedCall, Symbols, Tensors, size_function
+from permalloy.targets.externs.recorded import RecordedCall
 
 
 def _matmul(op: pt.MatmulOp) -> ExternCall:
@@ -158,7 +159,7 @@ def _attention(op: pt.AttentionOp) -> ExternCall:
         query, key, value, *mask = tensors
         return (attention(query, key, value, attn_mask=fused_kernel_mask(mask[0]) if mask else None, **keywords),)
 
-    return call
+    return RecordedCall(call)  # a native host program calls the fused kernel torch chose itself
 
 
 def fused_kernel_mask(mask: torch.Tensor) -> torch.Tensor:

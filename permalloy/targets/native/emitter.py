@@ -21,9 +21,11 @@ to a CPU kernel's entry or, for a Triton kernel, each of its launches to
 the driver's `cuLaunchKernel`, the matrix products whose result the
 program allocates (`extern_into_call`) are the shim's `mm_out`, `bmm_out`
 and `addmm_out`, convolutions its `convolution` and their gradients its
-`convolution_backward`, and an extern whose call runs permalloy's own
+`convolution_backward`, an extern whose call runs permalloy's own
 kernels by a plan (attention) allocates the plan's tensors and launches its
-kernels as a Triton kernel's are launched. An argument whose
+kernels as a Triton kernel's are launched, and one whose first call
+dispatched one fused ATen op (torch's fused attention, `RecordedCall`) calls
+that op's shim function. An argument whose
 strides differ from its buffer's is copied into a tensor of the buffer's
 layout first.
 
@@ -42,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import sympy
+import torch
 from llvmlite import ir
 from xdsl.dialects import func
 from xdsl.dialects.builtin import IndexType
@@ -51,7 +54,9 @@ from permalloy.dialects import buffer as buf
 from permalloy.dialects import ptensor as pt
 from permalloy.dtypes import torch_dtype
 from permalloy.targets.externs import extern_into_call
+from permalloy.targets.externs.calls import PlannedCall
 from permalloy.targets.externs.library import addmm_scales
+from permalloy.targets.externs.recorded import InputArgument, RecordedCall, ViewArgument
 from permalloy.targets.host import ON_CPU_ATTR, UPDATED_ATTR, argument_attribute, extern_symbols, index_argument_symbol
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
@@ -649,7 +654,7 @@ class NativeHostEmitter:
             self.roots[result] = result
         if self._emit_product(op) or self._emit_convolution(op) or self._emit_convolution_backward(op):
             return
-        if self._emit_planned(op):
+        if self._emit_planned(op) or self._emit_recorded(op):
             return
         callback = Callback(op, len(op.inputs), self._callback_symbols(op))
         self._emit_callback(op, list(op.inputs), list(op.results), callback)
@@ -662,7 +667,7 @@ class NativeHostEmitter:
         binaries were compiled for them), else its Python call, called back;
         False where the call recorded no plan."""
         found = self.launches.get(op)
-        recorded = None if found is None else found[0].native_launches()
+        recorded = found[0].native_launches() if found is not None and isinstance(found[0], PlannedCall) else None
         if recorded is None or len(recorded.aligned) != len(op.inputs) or len(recorded.results) != len(op.results):
             return False
         if recorded.temporaries and "cuMemsetD8Async" not in self.shim.addresses:
@@ -696,6 +701,85 @@ class NativeHostEmitter:
         b.branch(done)
         b.position_at_end(done)
         return True
+
+    def _emit_recorded(self, op: buf.ExternOp) -> bool:
+        """An extern whose first call dispatched one ATen op the shim has a
+        function for (`RecordedCall`): that function called with the recorded
+        arguments where the call's device and its inputs' 16-byte alignments
+        are the first call's, else its Python call, called back; False where
+        the call recorded no such op, or the extern's sizes are symbolic (the
+        recorded views' sizes are the first call's)."""
+        found = self.launches.get(op)
+        if found is None or not isinstance(found[0], RecordedCall) or self._callback_symbols(op):
+            return False
+        recorded = found[0].recorded
+        if recorded is None and self.device == "cpu":  # built before the first call: a trial call records it
+            recorded = found[0].record([_zeros(buf.buffer_type(value)) for value in op.inputs])
+        if recorded is None or len(recorded.aligned) != len(op.inputs) or len(op.results) != 1:
+            return False
+        name = f"aoti_torch_{self.device}_{recorded.name}"
+        if name not in self.shim.addresses:
+            return False
+        b = self.cg.builder
+        inputs = list(op.inputs)
+        (result,) = op.results
+        slot = self._owned(result)  # filled on either path
+        _, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
+        views: list[ir.Value] = []
+        arguments = [self._recorded_argument(kind, value, inputs, views) for kind, value in recorded.arguments]
+        others = []
+        for position, kind in enumerate(recorded.returns):
+            if kind != "Tensor":
+                arguments.append(self.cg.alloca(I64))
+            elif position == 0:
+                arguments.append(slot)
+            else:
+                others.append(self._new_slot())
+                arguments.append(others[-1])
+        self._checked(name, arguments)
+        for made in views + others:
+            b.call(self.release, [made])
+        self._conform_result(result, slot)
+        b.branch(done)
+        b.position_at_end(called_back)
+        callback = Callback(op, len(inputs), self._callback_symbols(op), fallback=True)
+        self._emit_callback(op, inputs, [result], callback, [slot])
+        b.branch(done)
+        b.position_at_end(done)
+        return True
+
+    def _recorded_argument(self, kind: str, value: Any, inputs: list[SSAValue], views: list[ir.Value]) -> ir.Value:
+        """A recorded op's argument as its shim function takes it (`shim`'s
+        `_SCHEMA_TYPES`): an input's handle, or a view of it made here (its
+        slot added to `views`); an optional one through a pointer to its
+        handle, null for None."""
+        b = self.cg.builder
+        if isinstance(value, InputArgument | ViewArgument):
+            handle = self.handle(inputs[value.position])
+            if isinstance(value, ViewArgument):
+                slot = self._new_slot()
+                self._checked(
+                    "aoti_torch__reinterpret_tensor",
+                    [handle, I64(len(value.sizes)), self._int64_array([I64(v) for v in value.sizes]),
+                     self._int64_array([I64(v) for v in value.strides]), I64(value.offset), slot],
+                )  # fmt: skip
+                views.append(slot)
+            else:
+                slot = self.cg.alloca(PTR)
+                b.store(handle, slot)
+            return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
+        if value is None:
+            return _NULL
+        if kind == "bool":
+            return I32(int(value))
+        if kind == "int":
+            return I64(int(value))
+        number = ir.Constant(ir.DoubleType(), float(value))
+        if kind == "float":
+            return number
+        slot = self.cg.alloca(ir.DoubleType())  # an optional float, through a pointer
+        b.store(number, slot)
+        return slot
 
     def _direct_or_called_back(
         self, operands: Sequence[SSAValue], device: int, aligned: Sequence[bool]
@@ -928,6 +1012,15 @@ class NativeHostEmitter:
         for slot in self.slots:
             b.call(self.release, [slot])
         b.ret(b.load(self.status, typ=I32))
+
+
+def _zeros(layout: buf.BufferType) -> torch.Tensor:
+    """A CPU tensor of zeros with the sizes, strides and element type of a
+    buffer of constant sizes."""
+    sizes = [int(size) for size in layout.sizes]
+    strides = [int(stride) for stride in layout.strides.data]
+    elements = 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides)) if all(sizes) else 0
+    return torch.zeros(elements, dtype=torch_dtype(layout.element_type)).as_strided(sizes, strides)
 
 
 def _reads(op: Operation, roots: dict[SSAValue, SSAValue]) -> list[SSAValue]:

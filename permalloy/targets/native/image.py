@@ -34,6 +34,7 @@ from xdsl.dialects import func
 from xdsl.ir import Operation
 
 from permalloy.dialects import buffer as buf
+from permalloy.targets.externs.recorded import RecordedCall
 from permalloy.targets.host import extern_symbols
 from permalloy.targets.native.emitter import Callback, NativeHostSource, result_stride_symbols
 from permalloy.targets.workspace import KeptWorkspace
@@ -134,10 +135,14 @@ def launch_facts(function: func.FuncOp, launches: dict[Operation, tuple[Any, lis
     `function` takes from its kernels' launches besides the function: each
     launch's native launches (the first call's device and alignments, the
     temporaries, each step's grid, launch settings and parameter values, the
-    library products' views), and each planned extern's recorded plan
-    (`RecordedLaunches`), the CUDA functions' addresses left out."""
+    library products' views), each planned extern's recorded plan
+    (`RecordedLaunches`) and each recorded library call's op (`RecordedOp`),
+    the CUDA functions' addresses left out."""
     facts = []
     for position, compiled in _launched_ops(function, launches):
+        if isinstance(compiled, RecordedCall):  # the op its first call dispatched, which the program calls
+            facts.append((position, compiled.recorded))
+            continue
         make = getattr(compiled, "native_launches", None)
         found = None if make is None else make()
         if found is None:

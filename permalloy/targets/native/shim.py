@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import ctypes
 import os
+import re
 from dataclasses import dataclass
 from functools import cache
 
 import torch
+
+from permalloy.targets.externs.recorded import RECORDED_OPS
 
 SHIM_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aoti_torch_get_data_ptr": ("i32", ("ptr", "ptr")),
@@ -58,6 +61,63 @@ SHIM_FUNCTIONS["cuLaunchKernel"] = (
     ("ptr", "i32", "i32", "i32", "i32", "i32", "i32", "i32", "ptr", "ptr", "ptr"),
 )  # the CUDA driver's, which launches a loaded CUDA function
 SHIM_FUNCTIONS["cuMemsetD8Async"] = ("i32", ("i64", "i8", "i64", "ptr"))  # the driver's: bytes set on a stream
+
+_SCHEMA_TYPES = {
+    "Tensor": "ptr", "Optional[Tensor]": "ptr", "bool": "i32", "float": "f64", "Optional[float]": "ptr",
+    "int": "i64", "SymInt": "i64",
+}  # fmt: skip
+"""How the shim passes each type of an op's schema: a tensor as its handle,
+an optional one or an optional float as a pointer to it (null for None), a
+bool as an `int32_t`; every result through a pointer."""
+
+_DECLARED_TYPES = {
+    "AtenTensorHandle": "ptr", "AtenTensorHandle*": "ptr", "int32_t": "i32", "double": "f64", "double*": "ptr",
+    "int64_t": "i64", "int64_t*": "ptr",
+}  # fmt: skip
+"""The same, for the C types of the shim's header."""
+
+
+def schema_parameters(op_name: str) -> tuple[str, ...] | None:
+    """The parameter types of the shim function of the ATen op `op_name` as
+    its schema in this torch gives them (arguments, then a pointer per
+    result); None where the op is not there or takes a type the shim passes
+    otherwise."""
+    overload = getattr(getattr(torch.ops.aten, op_name, None), "default", None)
+    if overload is None:
+        return None
+    schema = overload._schema
+    types = [_SCHEMA_TYPES.get(str(argument.type)) for argument in schema.arguments]
+    if None in types:
+        return None
+    return (*types, *("ptr" for _ in schema.returns))  # type: ignore[misc]
+
+
+def declared_parameters(device: str, op_name: str) -> tuple[str, ...] | None:
+    """The parameter types of `aoti_torch_<device>_<op_name>` as the shim's
+    header in this torch's package declares them; None where the header or
+    the function is not there, or a type is not one of `_DECLARED_TYPES`."""
+    header = os.path.join(
+        os.path.dirname(torch.__file__), "include", "torch", "csrc", "inductor", "aoti_torch", "generated", f"c_shim_{device}.h"
+    )
+    try:
+        with open(header) as file:
+            text = file.read()
+    except OSError:
+        return None
+    found = re.search(rf"\baoti_torch_{device}_{re.escape(op_name)}\(([^)]*)\);", text)
+    if found is None:
+        return None
+    types = [_DECLARED_TYPES.get(parameter.rsplit(" ", 1)[0].strip()) for parameter in found.group(1).split(",")]
+    return None if None in types else tuple(types)  # type: ignore[arg-type]
+
+
+for _device, _ops in RECORDED_OPS.items():
+    for _op in _ops:
+        _parameters = schema_parameters(_op)
+        if _parameters is not None and _parameters == declared_parameters(_device, _op):
+            SHIM_FUNCTIONS[f"aoti_torch_{_device}_{_op}"] = ("i32", _parameters)
+# a recorded op's shim function is called only where its header, shipped with this torch, declares the
+# parameters its schema gives (the shim keeps an old signature where a schema changed)
 
 
 @dataclass(frozen=True)

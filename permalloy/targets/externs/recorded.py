@@ -1,0 +1,172 @@
+"""
+A library call that a native host program makes itself: the one ATen op
+torch's call dispatched on the first call, recorded with where each of its
+arguments came from.
+
+torch's `scaled_dot_product_attention` is a composite: on each call it
+chooses a fused kernel (flash, memory-efficient or cuDNN on a GPU, flash on
+the CPU) for the tensors' sizes, strides, types and device, prepares the
+mask for it (a boolean mask made additive, a bias padded or broadcast) and
+calls that kernel's ATen op. Where the first call dispatched exactly that
+one op, on the call's own tensors or views of them (`VIEW_OPS`), and the op
+is one the shim has a function for (`RECORDED_OPS`), a native host
+program calls that function with the same arguments: in a graph of constant
+sizes every call has the same sizes and strides, so torch would choose the
+same, where the device and the inputs' 16-byte alignments are the first
+call's (which the program checks before calling). Elsewhere the program
+calls the Python call back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors
+
+RECORDED_OPS: dict[str, tuple[str, ...]] = {
+    "cpu": ("_scaled_dot_product_flash_attention_for_cpu",),
+    "cuda": (
+        "_scaled_dot_product_flash_attention",
+        "_scaled_dot_product_efficient_attention",
+        "_scaled_dot_product_cudnn_attention",
+    ),
+}
+"""The ATen ops, by device, that a native host program calls through their
+shim functions where a library call dispatched to one of them
+(`RecordedCall`): the fused attention kernels torch's
+`scaled_dot_product_attention` chooses among."""
+
+VIEW_OPS = frozenset({torch.ops.aten.expand.default})
+"""Ops the recorded op's arguments may be made by before it: views of the
+call's tensors (torch broadcasts a memory-efficient kernel's bias so)."""
+
+
+@dataclass(frozen=True)
+class InputArgument:
+    """A tensor argument that is the call's input at `position`."""
+
+    position: int
+
+
+@dataclass(frozen=True)
+class ViewArgument:
+    """A tensor argument that is a view of the call's input at `position`:
+    these sizes and strides, `offset` elements past the input's own offset."""
+
+    position: int
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+    offset: int
+
+
+Argument = InputArgument | ViewArgument | bool | int | float | None
+
+
+@dataclass(frozen=True)
+class RecordedOp:
+    """The ATen op (`torch.ops.aten.<name>.default`) a library call
+    dispatched: each argument of its schema with its type, the types of its
+    results (the call's result is the first), and the first call's device
+    index (-1 on the CPU) and inputs' 16-byte alignments."""
+
+    name: str
+    arguments: tuple[tuple[str, Argument], ...]
+    returns: tuple[str, ...]
+    device: int
+    aligned: tuple[bool, ...]
+
+
+class _Dispatched(TorchDispatchMode):
+    """Every ATen op run under it, with its arguments and results."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[Any, tuple, dict, Any]] = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.calls.append((func, args, kwargs, out))
+        return out
+
+
+def record_call(call: ExternCall, tensors: Tensors, symbols: Symbols) -> tuple[tuple, RecordedOp | None]:
+    """`call`'s results on these tensors, and the op it dispatched where it
+    is one a native host program can call (`RecordedOp`), else None."""
+    dispatched = _Dispatched()
+    with dispatched:
+        results = call(tensors, symbols)
+    return results, _recorded_op(dispatched.calls, tensors, results)
+
+
+def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | None:
+    if not calls or len(results) != 1 or not tensors:
+        return None
+    func, args, kwargs, out = calls[-1]
+    schema = func._schema
+    device = tensors[0].device
+    names = RECORDED_OPS.get(device.type, ())
+    if schema.name.removeprefix("aten::") not in names or func._overloadname != "default":
+        return None
+    if not isinstance(out, tuple) or out[0] is not results[0]:
+        return None
+    views: dict[int, ViewArgument] = {}
+    for view_func, view_args, _, view in calls[:-1]:
+        source = _position(view_args[0] if view_args else None, tensors)
+        if view_func not in VIEW_OPS or source is None or not isinstance(view, torch.Tensor):
+            return None
+        offset = view.storage_offset() - tensors[source].storage_offset()
+        views[id(view)] = ViewArgument(source, tuple(view.shape), tuple(view.stride()), offset)
+    arguments = []
+    for index, parameter in enumerate(schema.arguments):
+        value = args[index] if index < len(args) else kwargs.get(parameter.name, parameter.default_value)
+        if isinstance(value, torch.Tensor):
+            position = _position(value, tensors)
+            value = InputArgument(position) if position is not None else views.get(id(value))
+            if value is None:
+                return None
+        elif value is not None and not isinstance(value, bool | int | float):
+            return None
+        arguments.append((str(parameter.type), value))
+    return RecordedOp(
+        schema.name.removeprefix("aten::"),
+        tuple(arguments),
+        tuple(str(r.type) for r in schema.returns),
+        -1 if device.index is None else device.index,
+        tuple(t.data_ptr() % 16 == 0 for t in tensors),
+    )
+
+
+def _position(value: Any, tensors: Tensors) -> int | None:
+    """The position of `value` among the call's tensors (by identity)."""
+    return next((i for i, t in enumerate(tensors) if t is value), None)
+
+
+class RecordedCall:
+    """An extern call whose first call is recorded as the one ATen op it
+    dispatched (`record_call`): a native host program, built after that
+    call, calls the op's shim function where the recording holds one."""
+
+    def __init__(self, call: ExternCall):
+        self.call = call
+        self.recorded: RecordedOp | None = None
+        self.calls = 0
+
+    def __call__(self, tensors: Tensors, symbols: Symbols) -> tuple:
+        self.calls += 1
+        if self.calls > 1:
+            return self.call(tensors, symbols)
+        results, self.recorded = record_call(self.call, tensors, symbols)
+        return results
+
+    def record(self, tensors: Tensors) -> RecordedOp | None:
+        """The op a trial call on `tensors` (of the sizes, strides and types
+        the calls will have) dispatches, kept where no call has recorded one:
+        a CPU native host program, built before the first call, asks so."""
+        if self.recorded is None:
+            self.recorded = record_call(self.call, tensors, {})[1]
+        return self.recorded

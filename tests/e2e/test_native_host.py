@@ -152,6 +152,31 @@ def test_the_native_host_calls_torchs_fused_attention_kernel_itself(name):
     _assert_identical(program.function(*shifted), program.python_function(*shifted))
 
 
+def _flash_forward(q, k, v):
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
+
+
+def _flash_backward(grad, q, k, v):
+    out, logsumexp = _flash_forward(q, k, v)
+    return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu_backward.default(
+        grad, q, k, v, out, logsumexp, 0.0, True, scale=0.2
+    )
+
+
+@pytest.mark.parametrize("fn", [_flash_forward, _flash_backward], ids=["forward", "backward"])
+def test_the_native_host_calls_a_training_steps_attention_kernels_itself(fn):
+    """A training step calls torch's attention kernels by name (the forward
+    with its log-sum-exp, and the backward): the native program calls them
+    through the shim, every result of the op it uses taken, nothing called
+    back; results match the Python host's bit for bit and eager's."""
+    torch.manual_seed(0)
+    inputs = [torch.randn(2, 4, 24, 16) for _ in range(4 if fn is _flash_backward else 3)]
+    program, args = _run_both(fn, *inputs, callbacks=0)
+    assert "aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu" in program.native_source
+    for actual, expected in zip(program(*args), fn(*inputs)):
+        torch.testing.assert_close(actual, expected, rtol=1e-4, atol=1e-5)
+
+
 def test_convolution_gradients_call_back_without_their_shim_function(monkeypatch):
     """A libtorch whose shim lacks `convolution_backward` leaves the op to a
     callback; the rest of the program stays native."""
@@ -475,6 +500,48 @@ def test_gpu_native_host_calls_torchs_fused_attention_kernel_itself(name, dtype)
     torch.testing.assert_close(first[0], fn(*inputs), rtol=tolerance, atol=tolerance)
     torch.cuda.synchronize()
     # (no query of another alignment here: torch's fused kernels fault on a query 4 bytes past an aligned address)
+
+
+class _SelfAttention(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.qkv, self.out = torch.nn.Linear(64, 192), torch.nn.Linear(64, 64)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).view(2, 40, 3, 4, 16).permute(2, 0, 3, 1, 4)
+        attended = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None)
+        return self.out(attended.transpose(1, 2).reshape(2, 40, 64))
+
+
+@cuda
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=["fp32", "bf16"])
+@pytest.mark.parametrize("masked", [False, True], ids=["causal", "additive_mask"])
+def test_gpu_training_steps_call_torchs_attention_kernels_natively(masked, dtype):
+    """A training step through the backend: the forward's and the
+    backward's fused attention kernels (called by name) are called through
+    the shim by both graphs' native programs, nothing called back; the loss
+    and gradients match eager's."""
+    import permalloy
+
+    torch.manual_seed(0)
+    model = _SelfAttention().to("cuda", dtype)
+    x = torch.randn(2, 40, 64, device="cuda", dtype=dtype, requires_grad=True)
+    mask = torch.randn(2, 1, 40, 40, device="cuda", dtype=dtype) if masked else None
+    model(x, mask).float().square().mean().backward()
+    expected = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    torch._dynamo.reset()
+    permalloy.reset_stats()
+    compiled = torch.compile(model, backend="permalloy")
+    for _ in range(3):  # the native programs are built after each graph's first call
+        for t in (*model.parameters(), x):
+            t.grad = None
+        compiled(x, mask).float().square().mean().backward()
+    graphs = permalloy.stats()
+    assert [(g["host"], g["host_callbacks"]) for g in graphs] == [("native", 0)] * len(graphs) and len(graphs) == 2
+    tolerance = 1e-4 if dtype == torch.float32 else 3e-2
+    for actual, wanted in zip([p.grad for p in model.parameters()] + [x.grad], expected):
+        torch.testing.assert_close(actual, wanted, rtol=tolerance, atol=tolerance)
+    torch._dynamo.reset()
 
 
 @cuda

@@ -13,6 +13,7 @@ from permalloy.targets.externs.recorded import (
     RecordedCall,
     ViewArgument,
     record_call,
+    recordable,
 )
 from permalloy.targets.native.shim import SHIM_FUNCTIONS, declared_parameters, schema_parameters
 
@@ -43,7 +44,7 @@ def test_torchs_fused_attention_is_recorded_with_its_arguments():
     assert arguments["is_causal"] == ("bool", True)
     assert arguments["scale"] == ("Optional[float]", 0.3)
     assert arguments["attn_mask"] == ("Optional[Tensor]", None)
-    assert recorded.returns == ("Tensor", "Tensor") and recorded.device == -1
+    assert recorded.returns == ("Tensor", "Tensor") and recorded.results == (0,) and recorded.device == -1
     assert recorded.aligned == tuple(t.data_ptr() % 16 == 0 for t in tensors)
     torch.testing.assert_close(result, F.scaled_dot_product_attention(*tensors, is_causal=True, scale=0.3))
 
@@ -125,3 +126,28 @@ def test_the_shim_declares_each_recorded_op_as_its_schema_gives_it(device, name)
 def test_an_op_missing_from_the_header_is_not_declared():
     assert declared_parameters("cpu", "_no_such_op") is None
     assert schema_parameters("_no_such_op") is None
+
+
+def test_an_ops_results_are_recorded_by_their_position():
+    """A call returning several of the op's results (a training step's
+    forward keeps the log-sum-exp) records which result each is."""
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default
+
+    def both(tensors, symbols):
+        return flash(*tensors)
+
+    def swapped(tensors, symbols):
+        out, logsumexp = flash(*tensors)
+        return logsumexp, out
+
+    assert record_call(both, _qkv(), {})[1].results == (0, 1)
+    assert record_call(swapped, _qkv(), {})[1].results == (1, 0)
+    twice = lambda tensors, symbols: (flash(*tensors)[0],) * 2  # noqa: E731
+    assert record_call(twice, _qkv(), {})[1] is None
+
+
+def test_only_the_fused_attention_ops_are_recordable():
+    assert recordable(torch.ops.aten._scaled_dot_product_efficient_attention_backward.default)
+    assert recordable(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
+    assert not recordable(torch.ops.aten.mm.default)
+    assert not recordable(torch.ops.aten.add.Tensor)

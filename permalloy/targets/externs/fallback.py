@@ -26,6 +26,7 @@ from permalloy.interpreter.ptensor_library import (
     tensor_outputs,
 )
 from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors, size_function
+from permalloy.targets.externs.recorded import RecordedCall, recordable
 
 
 def fallback_call(op: pt.FallbackOp) -> ExternCall:
@@ -52,7 +53,7 @@ def fallback_call(op: pt.FallbackOp) -> ExternCall:
             )
         return tuple(outputs)
 
-    return call
+    return RecordedCall(call) if recordable(target) else call  # a native host program may call the op itself
 
 
 _Bound = Any

@@ -28,17 +28,31 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from permalloy.targets.externs.calls import ExternCall, Symbols, Tensors
 
 RECORDED_OPS: dict[str, tuple[str, ...]] = {
-    "cpu": ("_scaled_dot_product_flash_attention_for_cpu",),
+    "cpu": ("_scaled_dot_product_flash_attention_for_cpu", "_scaled_dot_product_flash_attention_for_cpu_backward"),
     "cuda": (
         "_scaled_dot_product_flash_attention",
         "_scaled_dot_product_efficient_attention",
         "_scaled_dot_product_cudnn_attention",
+        "_scaled_dot_product_flash_attention_backward",
+        "_scaled_dot_product_efficient_attention_backward",
+        "_scaled_dot_product_cudnn_attention_backward",
     ),
 }
 """The ATen ops, by device, that a native host program calls through their
-shim functions where a library call dispatched to one of them
+shim functions where a library or fallback call dispatched to one of them
 (`RecordedCall`): the fused attention kernels torch's
-`scaled_dot_product_attention` chooses among."""
+`scaled_dot_product_attention` chooses among, and their backwards (a
+training step's forward and backward call them by name)."""
+
+
+def recordable(overload: Any) -> bool:
+    """Whether the ATen op overload is one of `RECORDED_OPS` (on any device)."""
+    schema = getattr(overload, "_schema", None)
+    if schema is None or getattr(overload, "_overloadname", None) != "default":
+        return False
+    name = schema.name.removeprefix("aten::")
+    return any(name in names for names in RECORDED_OPS.values())
+
 
 VIEW_OPS = frozenset({torch.ops.aten.expand.default})
 """Ops the recorded op's arguments may be made by before it: views of the
@@ -63,19 +77,20 @@ class ViewArgument:
     offset: int
 
 
-Argument = InputArgument | ViewArgument | bool | int | float | None
+Argument = InputArgument | ViewArgument | bool | int | float | tuple[bool, ...] | None
 
 
 @dataclass(frozen=True)
 class RecordedOp:
     """The ATen op (`torch.ops.aten.<name>.default`) a library call
     dispatched: each argument of its schema with its type, the types of its
-    results (the call's result is the first), and the first call's device
-    index (-1 on the CPU) and inputs' 16-byte alignments."""
+    results and which of them each of the call's results is, and the first
+    call's device index (-1 on the CPU) and inputs' 16-byte alignments."""
 
     name: str
     arguments: tuple[tuple[str, Argument], ...]
     returns: tuple[str, ...]
+    results: tuple[int, ...]
     device: int
     aligned: tuple[bool, ...]
 
@@ -104,7 +119,7 @@ def record_call(call: ExternCall, tensors: Tensors, symbols: Symbols) -> tuple[t
 
 
 def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | None:
-    if not calls or len(results) != 1 or not tensors:
+    if not calls or not results or not tensors or not all(isinstance(r, torch.Tensor) for r in results):
         return None
     func, args, kwargs, out = calls[-1]
     schema = func._schema
@@ -112,8 +127,10 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
     names = RECORDED_OPS.get(device.type, ())
     if schema.name.removeprefix("aten::") not in names or func._overloadname != "default":
         return None
-    if not isinstance(out, tuple) or out[0] is not results[0]:
-        return None
+    outputs = out if isinstance(out, tuple) else (out,)
+    positions = tuple(next((i for i, o in enumerate(outputs) if o is r), None) for r in results)
+    if None in positions or len(set(positions)) != len(positions):
+        return None  # a result the op did not give, or gave twice
     views: dict[int, ViewArgument] = {}
     for view_func, view_args, _, view in calls[:-1]:
         source = _position(view_args[0] if view_args else None, tensors)
@@ -129,6 +146,8 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
             value = InputArgument(position) if position is not None else views.get(id(value))
             if value is None:
                 return None
+        elif isinstance(value, list | tuple) and all(isinstance(v, bool) for v in value):
+            value = tuple(value)
         elif value is not None and not isinstance(value, bool | int | float):
             return None
         arguments.append((str(parameter.type), value))
@@ -136,6 +155,7 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
         schema.name.removeprefix("aten::"),
         tuple(arguments),
         tuple(str(r.type) for r in schema.returns),
+        positions,  # type: ignore[arg-type]
         -1 if device.index is None else device.index,
         tuple(t.data_ptr() % 16 == 0 for t in tensors),
     )
@@ -149,7 +169,8 @@ def _position(value: Any, tensors: Tensors) -> int | None:
 class RecordedCall:
     """An extern call whose first call is recorded as the one ATen op it
     dispatched (`record_call`): a native host program, built after that
-    call, calls the op's shim function where the recording holds one."""
+    call, calls the op's shim function where the recording holds one (on
+    the CPU, built before it, after a trial call, `record`)."""
 
     def __init__(self, call: ExternCall):
         self.call = call

@@ -82,6 +82,8 @@ _PARAMETER_TYPES = {
 }  # fmt: skip
 """The type of each static-launcher code of a scalar kernel parameter."""
 
+_UNDEFINED = "aoti_torch_new_uninitialized_tensor"
+"""The shim function that makes an undefined tensor's handle."""
 _PRODUCTS = {pt.MatmulOp: "mm_out", pt.BatchMatmulOp: "bmm_out", pt.AddmmOp: "addmm_out"}
 """The library ops the shim computes into a given tensor, by op class."""
 
@@ -715,44 +717,62 @@ class NativeHostEmitter:
         recorded = found[0].recorded
         if recorded is None and self.device == "cpu":  # built before the first call: a trial call records it
             recorded = found[0].record([_zeros(buf.buffer_type(value)) for value in op.inputs])
-        if recorded is None or len(recorded.aligned) != len(op.inputs) or len(op.results) != 1:
+        if recorded is None or len(recorded.aligned) != len(op.inputs) or len(recorded.results) != len(op.results):
             return False
         name = f"aoti_torch_{self.device}_{recorded.name}"
-        if name not in self.shim.addresses:
+        undefined = ("Tensor", None) in recorded.arguments  # a tensor the op takes undefined, as a handle
+        if name not in self.shim.addresses or (undefined and _UNDEFINED not in self.shim.addresses):
             return False
         b = self.cg.builder
         inputs = list(op.inputs)
-        (result,) = op.results
-        slot = self._owned(result)  # filled on either path
+        slots = [self._owned(result) for result in op.results]  # filled on either path
         _, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
-        views: list[ir.Value] = []
-        arguments = [self._recorded_argument(kind, value, inputs, views) for kind, value in recorded.arguments]
+        made: list[ir.Value] = []
+        arguments = []
+        for kind, value in recorded.arguments:
+            arguments += self._recorded_argument(kind, value, inputs, made)
         others = []
         for position, kind in enumerate(recorded.returns):
-            if kind != "Tensor":
-                arguments.append(self.cg.alloca(I64))
-            elif position == 0:
-                arguments.append(slot)
-            else:
+            if position in recorded.results:
+                arguments.append(slots[recorded.results.index(position)])
+            elif kind == "Tensor":
                 others.append(self._new_slot())
                 arguments.append(others[-1])
+            else:
+                arguments.append(self.cg.alloca(I64))
         self._checked(name, arguments)
-        for made in views + others:
-            b.call(self.release, [made])
-        self._conform_result(result, slot)
+        for slot in made + others:
+            b.call(self.release, [slot])
+        for result, slot in zip(op.results, slots, strict=True):
+            self._conform_result(result, slot)
         b.branch(done)
         b.position_at_end(called_back)
         callback = Callback(op, len(inputs), self._callback_symbols(op), fallback=True)
-        self._emit_callback(op, inputs, [result], callback, [slot])
+        self._emit_callback(op, inputs, list(op.results), callback, slots)
         b.branch(done)
         b.position_at_end(done)
         return True
 
-    def _recorded_argument(self, kind: str, value: Any, inputs: list[SSAValue], views: list[ir.Value]) -> ir.Value:
-        """A recorded op's argument as its shim function takes it (`shim`'s
-        `_SCHEMA_TYPES`): an input's handle, or a view of it made here (its
-        slot added to `views`); an optional one through a pointer to its
-        handle, null for None."""
+    def _recorded_argument(
+        self, kind: str, value: Any, inputs: list[SSAValue], made: list[ir.Value]
+    ) -> list[ir.Value]:
+        """A recorded op's argument as its shim function takes it
+        (`shim.SCHEMA_TYPES`): an input's handle, a view of it made here or an
+        undefined tensor's (each made one's slot added to `made`, released
+        after the call); an optional one through a pointer to its handle,
+        null for None; a list of bools as an array of `i32`s and its length."""
+        b = self.cg.builder
+        if kind == "List[bool]":
+            array = self.cg.alloca(I32, count=max(len(value), 1))
+            for position, flag in enumerate(value):
+                b.store(I32(int(flag)), b.gep(array, [I64(position)], source_etype=I32))
+            return [array, I64(len(value))]
+        return [self._recorded_scalar_or_tensor(kind, value, inputs, made)]
+
+    def _recorded_scalar_or_tensor(
+        self, kind: str, value: Any, inputs: list[SSAValue], made: list[ir.Value]
+    ) -> ir.Value:
+        """`_recorded_argument` of a single value."""
         b = self.cg.builder
         if isinstance(value, InputArgument | ViewArgument):
             handle = self.handle(inputs[value.position])
@@ -763,16 +783,21 @@ class NativeHostEmitter:
                     [handle, I64(len(value.sizes)), self._int64_array([I64(v) for v in value.sizes]),
                      self._int64_array([I64(v) for v in value.strides]), I64(value.offset), slot],
                 )  # fmt: skip
-                views.append(slot)
+                made.append(slot)
             else:
                 slot = self.cg.alloca(PTR)
                 b.store(handle, slot)
             return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
+        if value is None and kind == "Tensor":  # an undefined tensor (a backward's unused sequence offsets)
+            slot = self._new_slot()
+            self._checked(_UNDEFINED, [slot])
+            made.append(slot)
+            return b.load(slot, typ=PTR)
         if value is None:
             return _NULL
         if kind == "bool":
             return I32(int(value))
-        if kind == "int":
+        if kind in ("int", "SymInt"):
             return I64(int(value))
         number = ir.Constant(ir.DoubleType(), float(value))
         if kind == "float":

@@ -34,6 +34,7 @@ SHIM_FUNCTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
     "aoti_torch_empty_strided": ("i32", ("i64", "ptr", "ptr", "i32", "i32", "i32", "ptr")),
     "aoti_torch__reinterpret_tensor": ("i32", ("ptr", "i64", "ptr", "ptr", "i64", "ptr")),
     "aoti_torch_new_tensor_handle": ("i32", ("ptr", "ptr")),
+    "aoti_torch_new_uninitialized_tensor": ("i32", ("ptr",)),
     "aoti_torch_delete_tensor_object": ("i32", ("ptr",)),
     "aoti_torch_copy_": ("i32", ("ptr", "ptr", "i32")),
 }
@@ -62,17 +63,18 @@ SHIM_FUNCTIONS["cuLaunchKernel"] = (
 )  # the CUDA driver's, which launches a loaded CUDA function
 SHIM_FUNCTIONS["cuMemsetD8Async"] = ("i32", ("i64", "i8", "i64", "ptr"))  # the driver's: bytes set on a stream
 
-_SCHEMA_TYPES = {
-    "Tensor": "ptr", "Optional[Tensor]": "ptr", "bool": "i32", "float": "f64", "Optional[float]": "ptr",
-    "int": "i64", "SymInt": "i64",
+SCHEMA_TYPES: dict[str, tuple[str, ...]] = {
+    "Tensor": ("ptr",), "Optional[Tensor]": ("ptr",), "bool": ("i32",), "float": ("f64",),
+    "Optional[float]": ("ptr",), "int": ("i64",), "SymInt": ("i64",), "List[bool]": ("ptr", "i64"),
 }  # fmt: skip
 """How the shim passes each type of an op's schema: a tensor as its handle,
 an optional one or an optional float as a pointer to it (null for None), a
-bool as an `int32_t`; every result through a pointer."""
+bool as an `int32_t`, a list of bools as a pointer to `int32_t`s and their
+count; every result through a pointer."""
 
 _DECLARED_TYPES = {
     "AtenTensorHandle": "ptr", "AtenTensorHandle*": "ptr", "int32_t": "i32", "double": "f64", "double*": "ptr",
-    "int64_t": "i64", "int64_t*": "ptr",
+    "int64_t": "i64", "int64_t*": "ptr", "const int32_t*": "ptr",
 }  # fmt: skip
 """The same, for the C types of the shim's header."""
 
@@ -86,10 +88,10 @@ def schema_parameters(op_name: str) -> tuple[str, ...] | None:
     if overload is None:
         return None
     schema = overload._schema
-    types = [_SCHEMA_TYPES.get(str(argument.type)) for argument in schema.arguments]
+    types = [SCHEMA_TYPES.get(str(argument.type)) for argument in schema.arguments]
     if None in types:
         return None
-    return (*types, *("ptr" for _ in schema.returns))  # type: ignore[misc]
+    return (*(t for pair in types for t in pair), *("ptr" for _ in schema.returns))  # type: ignore[union-attr]
 
 
 def declared_parameters(device: str, op_name: str) -> tuple[str, ...] | None:

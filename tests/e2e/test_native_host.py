@@ -152,6 +152,26 @@ def test_the_native_host_calls_torchs_fused_attention_kernel_itself(name):
     _assert_identical(program.function(*shifted), program.python_function(*shifted))
 
 
+def test_fused_attention_the_call_prepares_stays_a_callback():
+    """A mask whose keys are strided is copied by the attention call before
+    torch's kernel (the kernels read a mask row by row): the call dispatches
+    more than one op, so it is called back, with the Python host's results."""
+    torch.manual_seed(0)
+    fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m.transpose(-1, -2))  # noqa: E731
+    inputs = [torch.randn(2, 4, 32, 16) for _ in range(3)] + [torch.randn(2, 4, 32, 32)]
+    program, args = _run_both(fn, *inputs, callbacks=1)
+    torch.testing.assert_close(program(*args)[0], fn(*inputs), rtol=1e-4, atol=1e-5)
+
+
+def test_fused_attention_of_symbolic_sizes_is_called_back():
+    """A graph of symbolic sizes calls its attention back (a recorded op's
+    views have the first call's sizes), with the Python host's results."""
+    fn = lambda q, k, v: F.scaled_dot_product_attention(q, k, v, is_causal=True)  # noqa: E731
+    inputs = [torch.randn(2, 4, 24, 16) for _ in range(3)]
+    program, args = _run_both(fn, *inputs, dynamic=True, callbacks=1)
+    torch.testing.assert_close(program(*args)[0], fn(*inputs), rtol=1e-4, atol=1e-5)
+
+
 def _flash_forward(q, k, v):
     return torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default(q, k, v, 0.0, True)
 

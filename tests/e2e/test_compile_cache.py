@@ -258,6 +258,42 @@ def test_a_hit_loads_the_native_host_program_without_emitting_it(
     assert hit["host_callbacks"] == miss["host_callbacks"] >= 1
 
 
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    return torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True) * 2
+
+
+def _compile_attention() -> dict:
+    torch._dynamo.reset()  # noqa: SLF001
+    permalloy.reset_stats()
+    compiled = torch.compile(_attention, backend="permalloy", options={"fallback": "raise", "target": "llvm"})
+    torch.manual_seed(0)
+    q, k, v = (torch.randn(2, 3, 20, 8) for _ in range(3))
+    for _ in range(2):
+        torch.testing.assert_close(compiled(q, k, v), _attention(q, k, v), rtol=1e-4, atol=1e-5)
+    (record,) = permalloy.stats()
+    return record
+
+
+def test_a_hit_calls_torchs_fused_attention_through_the_loaded_native_program(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The native host program's image of a graph whose attention it calls
+    through the shim (the kernel torch chose, recorded when it was emitted)
+    is loaded on a hit and calls it so, nothing called back, matching eager."""
+    from permalloy.targets.native.emitter import NativeHostEmitter
+
+    miss = _compile_attention()
+    assert miss["host"] == "native" and miss["host_callbacks"] == 0
+
+    def no_emission(self):
+        raise AssertionError("a hit emitted its native host program")
+
+    monkeypatch.setattr(NativeHostEmitter, "emit", no_emission)
+    hit = _compile_attention()
+    assert (miss["cache"], hit["cache"]) == ("miss", "hit")
+    assert hit["host"] == "native" and hit["host_callbacks"] == 0
+
+
 @pytest.mark.parametrize("damage", ["other ops", "a table entry past the ops", "not an image"])
 def test_a_native_host_image_that_does_not_fit_compiles_again(cache: Path, damage: str) -> None:
     """A stored native host program that does not fit its module (its ops

@@ -675,7 +675,6 @@ class NativeHostEmitter:
         if recorded.temporaries and "cuMemsetD8Async" not in self.shim.addresses:
             return False
         call = found[0]
-        b = self.cg.builder
         inputs = list(op.inputs)
         slots = [self._owned(result) for result in op.results]  # filled on either path
         data, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
@@ -692,16 +691,7 @@ class NativeHostEmitter:
             data.append(pointer)
         for grid, (_, function, launch), values in recorded.steps:
             self._launch_cuda_function(grid, function, launch, values, data, call)
-        for slot in scratch:
-            b.call(self.release, [slot])
-        for result, slot in zip(op.results, slots, strict=True):
-            self._conform_result(result, slot)
-        b.branch(done)
-        b.position_at_end(called_back)
-        callback = Callback(op, len(inputs), self._callback_symbols(op), fallback=True)
-        self._emit_callback(op, inputs, list(op.results), callback, slots)
-        b.branch(done)
-        b.position_at_end(done)
+        self._conform_or_call_back(op, slots, scratch, called_back, done)
         return True
 
     def _emit_recorded(self, op: buf.ExternOp) -> bool:
@@ -723,7 +713,6 @@ class NativeHostEmitter:
         undefined = ("Tensor", None) in recorded.arguments  # a tensor the op takes undefined, as a handle
         if name not in self.shim.addresses or (undefined and _UNDEFINED not in self.shim.addresses):
             return False
-        b = self.cg.builder
         inputs = list(op.inputs)
         slots = [self._owned(result) for result in op.results]  # filled on either path
         _, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
@@ -741,17 +730,28 @@ class NativeHostEmitter:
             else:
                 arguments.append(self.cg.alloca(I64))
         self._checked(name, arguments)
-        for slot in made + others:
+        self._conform_or_call_back(op, slots, made + others, called_back, done)
+        return True
+
+    def _conform_or_call_back(
+        self, op: buf.ExternOp, slots: list[ir.Value], made: list[ir.Value], called_back: ir.Block, done: ir.Block
+    ) -> None:
+        """End an extern's direct path (`_direct_or_called_back`): release the
+        handles it made, give each result in `slots` its planned layout; then
+        fill its `called_back` path, the extern's Python call with its results
+        into `slots`; both go on at `done`."""
+        b = self.cg.builder
+        for slot in made:
             b.call(self.release, [slot])
         for result, slot in zip(op.results, slots, strict=True):
             self._conform_result(result, slot)
         b.branch(done)
         b.position_at_end(called_back)
+        inputs = list(op.inputs)
         callback = Callback(op, len(inputs), self._callback_symbols(op), fallback=True)
         self._emit_callback(op, inputs, list(op.results), callback, slots)
         b.branch(done)
         b.position_at_end(done)
-        return True
 
     def _recorded_argument(
         self, kind: str, value: Any, inputs: list[SSAValue], made: list[ir.Value]

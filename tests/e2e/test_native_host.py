@@ -152,14 +152,15 @@ def test_the_native_host_calls_torchs_fused_attention_kernel_itself(name):
     _assert_identical(program.function(*shifted), program.python_function(*shifted))
 
 
-def test_fused_attention_the_call_prepares_stays_a_callback():
+def test_fused_attention_whose_mask_the_call_copies_copies_it_natively():
     """A mask whose keys are strided is copied by the attention call before
-    torch's kernel (the kernels read a mask row by row): the call dispatches
-    more than one op, so it is called back, with the Python host's results."""
+    torch's kernel (the kernels read a mask row by row): the native program
+    makes the same copy, calling nothing back, with the Python host's results."""
     torch.manual_seed(0)
     fn = lambda q, k, v, m: F.scaled_dot_product_attention(q, k, v, attn_mask=m.transpose(-1, -2))  # noqa: E731
     inputs = [torch.randn(2, 4, 32, 16) for _ in range(3)] + [torch.randn(2, 4, 32, 32)]
-    program, args = _run_both(fn, *inputs, callbacks=1)
+    program, args = _run_both(fn, *inputs, callbacks=0)
+    assert "aoti_torch_copy_" in program.native_source
     torch.testing.assert_close(program(*args)[0], fn(*inputs), rtol=1e-4, atol=1e-5)
 
 

@@ -9,6 +9,7 @@ import torch
 
 from permalloy.targets.externs.recorded import (
     RECORDED_OPS,
+    CopyArgument,
     InputArgument,
     RecordedCall,
     ViewArgument,
@@ -81,6 +82,21 @@ def test_a_view_made_for_the_kernel_is_recorded_by_its_sizes_strides_and_offset(
         return (flash(query, key, value, attn_mask=bias)[0] + bias.sum(),)
 
     assert record_call(view_read_twice, tensors, {})[1] is None
+
+
+def test_a_copy_made_for_the_kernel_is_recorded_by_its_sizes_and_strides():
+    """A mask whose keys are strided, which the call copies with contiguous
+    rows before the kernel, is recorded as that copy of its input."""
+    flash = torch.ops.aten._scaled_dot_product_flash_attention_for_cpu
+
+    def copied_mask(tensors, symbols):
+        query, key, value, mask = tensors
+        return (flash(query, key, value, attn_mask=mask.contiguous())[0],)
+
+    tensors = [*_qkv(), torch.randn(2, 3, 8, 8).transpose(-1, -2)]
+    _, recorded = record_call(copied_mask, tensors, {})
+    (mask,) = [value for kind, value in recorded.arguments if kind == "Optional[Tensor]"]
+    assert mask == CopyArgument(3, (2, 3, 8, 8), (192, 64, 8, 1))
 
 
 def test_calls_that_dispatch_more_than_the_kernel_record_nothing():

@@ -8,7 +8,8 @@ chooses a fused kernel (flash, memory-efficient or cuDNN on a GPU, flash on
 the CPU) for the tensors' sizes, strides, types and device, prepares the
 mask for it (a boolean mask made additive, a bias padded or broadcast) and
 calls that kernel's ATen op. Where the first call dispatched exactly that
-one op, on the call's own tensors or views of them (`VIEW_OPS`), and the op
+one op, on the call's own tensors, views of them (`VIEW_OPS`) or copies
+(`COPY_OPS`), and the op
 is one the shim has a function for (`RECORDED_OPS`), a native host
 program calls that function with the same arguments: in a graph of constant
 sizes every call has the same sizes and strides, so torch would choose the
@@ -57,6 +58,10 @@ def recordable(overload: Any) -> bool:
 VIEW_OPS = frozenset({torch.ops.aten.expand.default})
 """Ops the recorded op's arguments may be made by before it: views of the
 call's tensors (torch broadcasts a memory-efficient kernel's bias so)."""
+COPY_OPS = frozenset({torch.ops.aten.clone.default})
+"""Ops that may make an argument as a copy of one of the call's tensors (a
+mask whose keys are strided is given to torch's kernels with contiguous
+rows, `library.fused_kernel_mask`)."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +82,17 @@ class ViewArgument:
     offset: int
 
 
-Argument = InputArgument | ViewArgument | bool | int | float | tuple[bool, ...] | None
+@dataclass(frozen=True)
+class CopyArgument:
+    """A tensor argument that is a copy of the call's input at `position`
+    into a new tensor of these sizes and strides."""
+
+    position: int
+    sizes: tuple[int, ...]
+    strides: tuple[int, ...]
+
+
+Argument = InputArgument | ViewArgument | CopyArgument | bool | int | float | tuple[bool, ...] | None
 
 
 @dataclass(frozen=True)
@@ -131,19 +146,24 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
     positions = tuple(next((i for i, o in enumerate(outputs) if o is r), None) for r in results)
     if None in positions or len(set(positions)) != len(positions):
         return None  # a result the op did not give, or gave twice
-    views: dict[int, ViewArgument] = {}
-    for view_func, view_args, _, view in calls[:-1]:
-        source = _position(view_args[0] if view_args else None, tensors)
-        if view_func not in VIEW_OPS or source is None or not isinstance(view, torch.Tensor):
+    made: dict[int, ViewArgument | CopyArgument] = {}
+    for made_func, made_args, _, tensor in calls[:-1]:
+        source = _position(made_args[0] if made_args else None, tensors)
+        if source is None or not isinstance(tensor, torch.Tensor):
             return None
-        offset = view.storage_offset() - tensors[source].storage_offset()
-        views[id(view)] = ViewArgument(source, tuple(view.shape), tuple(view.stride()), offset)
+        if made_func in VIEW_OPS:
+            offset = tensor.storage_offset() - tensors[source].storage_offset()
+            made[id(tensor)] = ViewArgument(source, tuple(tensor.shape), tuple(tensor.stride()), offset)
+        elif made_func in COPY_OPS:
+            made[id(tensor)] = CopyArgument(source, tuple(tensor.shape), tuple(tensor.stride()))
+        else:
+            return None
     arguments = []
     for index, parameter in enumerate(schema.arguments):
         value = args[index] if index < len(args) else kwargs.get(parameter.name, parameter.default_value)
         if isinstance(value, torch.Tensor):
             position = _position(value, tensors)
-            value = InputArgument(position) if position is not None else views.get(id(value))
+            value = InputArgument(position) if position is not None else made.get(id(value))
             if value is None:
                 return None
         elif isinstance(value, list | tuple) and all(isinstance(v, bool) for v in value):

@@ -56,7 +56,7 @@ from permalloy.dtypes import torch_dtype
 from permalloy.targets.externs import extern_into_call
 from permalloy.targets.externs.calls import PlannedCall
 from permalloy.targets.externs.library import addmm_scales
-from permalloy.targets.externs.recorded import InputArgument, RecordedCall, ViewArgument
+from permalloy.targets.externs.recorded import CopyArgument, InputArgument, RecordedCall, ViewArgument
 from permalloy.targets.host import ON_CPU_ATTR, UPDATED_ATTR, argument_attribute, extern_symbols, index_argument_symbol
 from permalloy.targets.llvm.codegen import CodeGen
 from permalloy.targets.llvm.exprs import emit_expr
@@ -757,9 +757,9 @@ class NativeHostEmitter:
         self, kind: str, value: Any, inputs: list[SSAValue], made: list[ir.Value]
     ) -> list[ir.Value]:
         """A recorded op's argument as its shim function takes it
-        (`shim.SCHEMA_TYPES`): an input's handle, a view of it made here or an
-        undefined tensor's (each made one's slot added to `made`, released
-        after the call); an optional one through a pointer to its handle,
+        (`shim.SCHEMA_TYPES`): an input's handle, a view or a copy of it made
+        here or an undefined tensor's (each made one's slot added to `made`,
+        released after the call); an optional one through a pointer to its handle,
         null for None; a list of bools as an array of `i32`s and its length."""
         b = self.cg.builder
         if kind == "List[bool]":
@@ -787,6 +787,13 @@ class NativeHostEmitter:
             else:
                 slot = self.cg.alloca(PTR)
                 b.store(handle, slot)
+            return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
+        if isinstance(value, CopyArgument):
+            slot = self._new_slot()
+            source = inputs[value.position]
+            self._empty(value.sizes, value.strides, torch_dtype(buf.buffer_type(source).element_type), slot)
+            self._checked("aoti_torch_copy_", [b.load(slot, typ=PTR), self.handle(source), I32(0)])
+            made.append(slot)
             return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
         if value is None and kind == "Tensor":  # an undefined tensor (a backward's unused sequence offsets)
             slot = self._new_slot()

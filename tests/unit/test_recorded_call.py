@@ -167,3 +167,11 @@ def test_only_the_fused_attention_ops_are_recordable():
     assert recordable(torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default)
     assert not recordable(torch.ops.aten.mm.default)
     assert not recordable(torch.ops.aten.add.Tensor)
+
+
+def test_a_trial_that_raises_records_nothing():
+    def failing(tensors, symbols):
+        raise RuntimeError("no kernel for these tensors")
+
+    call = RecordedCall(failing)
+    assert call.record(_qkv()) is None and call.recorded is None

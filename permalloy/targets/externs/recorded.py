@@ -207,7 +207,12 @@ class RecordedCall:
     def record(self, tensors: Tensors) -> RecordedOp | None:
         """The op a trial call on `tensors` (of the sizes, strides and types
         the calls will have) dispatches, kept where no call has recorded one:
-        a CPU native host program, built before the first call, asks so."""
+        a CPU native host program, built before the first call, asks so. A
+        trial that raises records nothing (the calls then run in Python,
+        where a real call raises its own error)."""
         if self.recorded is None:
-            self.recorded = record_call(self.call, tensors, {})[1]
+            try:
+                self.recorded = record_call(self.call, tensors, {})[1]
+            except Exception:  # noqa: BLE001 - the op stays a callback
+                return None
         return self.recorded

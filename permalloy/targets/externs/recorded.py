@@ -46,12 +46,18 @@ shim functions where a library or fallback call dispatched to one of them
 training step's forward and backward call them by name)."""
 
 
-def recordable(overload: Any) -> bool:
-    """Whether the ATen op overload is one of `RECORDED_OPS` (on any device)."""
+def _default_op_name(overload: Any) -> str | None:
+    """The name of the ATen op whose default overload `overload` is
+    (`torch.ops.aten.<name>.default`); None for any other overload."""
     schema = getattr(overload, "_schema", None)
     if schema is None or getattr(overload, "_overloadname", None) != "default":
-        return False
-    name = schema.name.removeprefix("aten::")
+        return None
+    return schema.name.removeprefix("aten::")
+
+
+def recordable(overload: Any) -> bool:
+    """Whether the ATen op overload is one of `RECORDED_OPS` (on any device)."""
+    name = _default_op_name(overload)
     return any(name in names for names in RECORDED_OPS.values())
 
 
@@ -137,11 +143,11 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
     if not calls or not results or not tensors or not all(isinstance(r, torch.Tensor) for r in results):
         return None
     func, args, kwargs, out = calls[-1]
-    schema = func._schema
     device = tensors[0].device
-    names = RECORDED_OPS.get(device.type, ())
-    if schema.name.removeprefix("aten::") not in names or func._overloadname != "default":
+    name = _default_op_name(func)
+    if name not in RECORDED_OPS.get(device.type, ()):
         return None
+    schema = func._schema
     outputs = out if isinstance(out, tuple) else (out,)
     positions = tuple(next((i for i, o in enumerate(outputs) if o is r), None) for r in results)
     if None in positions or len(set(positions)) != len(positions):
@@ -172,7 +178,7 @@ def _recorded_op(calls: list, tensors: Tensors, results: tuple) -> RecordedOp | 
             return None
         arguments.append((str(parameter.type), value))
     return RecordedOp(
-        schema.name.removeprefix("aten::"),
+        name,  # type: ignore[arg-type]
         tuple(arguments),
         tuple(str(r.type) for r in schema.returns),
         positions,  # type: ignore[arg-type]

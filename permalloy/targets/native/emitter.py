@@ -716,21 +716,20 @@ class NativeHostEmitter:
         inputs = list(op.inputs)
         slots = [self._owned(result) for result in op.results]  # filled on either path
         _, called_back, done = self._direct_or_called_back(inputs, recorded.device, recorded.aligned)
-        made: list[ir.Value] = []
+        made: list[ir.Value] = []  # handles made for the call (views, copies, results it does not use)
         arguments = []
         for kind, value in recorded.arguments:
             arguments += self._recorded_argument(kind, value, inputs, made)
-        others = []
         for position, kind in enumerate(recorded.returns):
             if position in recorded.results:
                 arguments.append(slots[recorded.results.index(position)])
             elif kind == "Tensor":
-                others.append(self._new_slot())
-                arguments.append(others[-1])
+                made.append(self._new_slot())
+                arguments.append(made[-1])
             else:
                 arguments.append(self.cg.alloca(I64))
         self._checked(name, arguments)
-        self._conform_or_call_back(op, slots, made + others, called_back, done)
+        self._conform_or_call_back(op, slots, made, called_back, done)
         return True
 
     def _conform_or_call_back(
@@ -774,32 +773,9 @@ class NativeHostEmitter:
     ) -> ir.Value:
         """`_recorded_argument` of a single value."""
         b = self.cg.builder
-        if isinstance(value, InputArgument | ViewArgument):
-            handle = self.handle(inputs[value.position])
-            if isinstance(value, ViewArgument):
-                slot = self._new_slot()
-                self._checked(
-                    "aoti_torch__reinterpret_tensor",
-                    [handle, I64(len(value.sizes)), self._int64_array([I64(v) for v in value.sizes]),
-                     self._int64_array([I64(v) for v in value.strides]), I64(value.offset), slot],
-                )  # fmt: skip
-                made.append(slot)
-            else:
-                slot = self.cg.alloca(PTR)
-                b.store(handle, slot)
+        if isinstance(value, InputArgument | ViewArgument | CopyArgument) or (value is None and kind == "Tensor"):
+            slot = self._recorded_tensor(value, inputs, made)
             return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
-        if isinstance(value, CopyArgument):
-            slot = self._new_slot()
-            source = inputs[value.position]
-            self._empty(value.sizes, value.strides, torch_dtype(buf.buffer_type(source).element_type), slot)
-            self._checked("aoti_torch_copy_", [b.load(slot, typ=PTR), self.handle(source), I32(0)])
-            made.append(slot)
-            return slot if kind == "Optional[Tensor]" else b.load(slot, typ=PTR)
-        if value is None and kind == "Tensor":  # an undefined tensor (a backward's unused sequence offsets)
-            slot = self._new_slot()
-            self._checked(_UNDEFINED, [slot])
-            made.append(slot)
-            return b.load(slot, typ=PTR)
         if value is None:
             return _NULL
         if kind == "bool":
@@ -811,6 +787,34 @@ class NativeHostEmitter:
             return number
         slot = self.cg.alloca(ir.DoubleType())  # an optional float, through a pointer
         b.store(number, slot)
+        return slot
+
+    def _recorded_tensor(
+        self, value: InputArgument | ViewArgument | CopyArgument | None, inputs: list[SSAValue], made: list[ir.Value]
+    ) -> ir.Value:
+        """A slot holding the handle of a recorded op's tensor argument: an
+        input's, or one made here (added to `made`): a view of an input, a
+        copy of it, or an undefined tensor (`None`: a backward's unused
+        sequence offsets)."""
+        if isinstance(value, InputArgument):
+            slot = self.cg.alloca(PTR)
+            self.cg.builder.store(self.handle(inputs[value.position]), slot)
+            return slot
+        slot = self._new_slot()
+        made.append(slot)
+        if isinstance(value, ViewArgument):
+            self._checked(
+                "aoti_torch__reinterpret_tensor",
+                [self.handle(inputs[value.position]), I64(len(value.sizes)),
+                 self._int64_array([I64(v) for v in value.sizes]), self._int64_array([I64(v) for v in value.strides]),
+                 I64(value.offset), slot],
+            )  # fmt: skip
+        elif isinstance(value, CopyArgument):
+            source = inputs[value.position]
+            self._empty(value.sizes, value.strides, torch_dtype(buf.buffer_type(source).element_type), slot)
+            self._checked("aoti_torch_copy_", [self.cg.builder.load(slot, typ=PTR), self.handle(source), I32(0)])
+        else:
+            self._checked(_UNDEFINED, [slot])
         return slot
 
     def _direct_or_called_back(
@@ -1051,8 +1055,9 @@ def _zeros(layout: buf.BufferType) -> torch.Tensor:
     buffer of constant sizes."""
     sizes = [int(size) for size in layout.sizes]
     strides = [int(stride) for stride in layout.strides.data]
-    elements = 1 + sum((size - 1) * stride for size, stride in zip(sizes, strides)) if all(sizes) else 0
-    return torch.zeros(elements, dtype=torch_dtype(layout.element_type)).as_strided(sizes, strides)
+    tensor = torch.empty_strided(sizes, strides, dtype=torch_dtype(layout.element_type))
+    tensor.untyped_storage().fill_(0)  # all its memory: a broadcast layout cannot be written through
+    return tensor
 
 
 def _reads(op: Operation, roots: dict[SSAValue, SSAValue]) -> list[SSAValue]:

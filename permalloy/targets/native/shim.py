@@ -98,28 +98,42 @@ def declared_parameters(device: str, op_name: str) -> tuple[str, ...] | None:
     """The parameter types of `aoti_torch_<device>_<op_name>` as the shim's
     header in this torch's package declares them; None where the header or
     the function is not there, or a type is not one of `_DECLARED_TYPES`."""
-    header = os.path.join(
-        os.path.dirname(torch.__file__), "include", "torch", "csrc", "inductor", "aoti_torch", "generated", f"c_shim_{device}.h"
-    )
-    try:
-        with open(header) as file:
-            text = file.read()
-    except OSError:
-        return None
-    found = re.search(rf"\baoti_torch_{device}_{re.escape(op_name)}\(([^)]*)\);", text)
+    text = _header(device)
+    found = None if text is None else re.search(rf"\baoti_torch_{device}_{re.escape(op_name)}\(([^)]*)\);", text)
     if found is None:
         return None
     types = [_DECLARED_TYPES.get(parameter.rsplit(" ", 1)[0].strip()) for parameter in found.group(1).split(",")]
     return None if None in types else tuple(types)  # type: ignore[arg-type]
 
 
-for _device, _ops in RECORDED_OPS.items():
-    for _op in _ops:
-        _parameters = schema_parameters(_op)
-        if _parameters is not None and _parameters == declared_parameters(_device, _op):
-            SHIM_FUNCTIONS[f"aoti_torch_{_device}_{_op}"] = ("i32", _parameters)
-# a recorded op's shim function is called only where its header, shipped with this torch, declares the
-# parameters its schema gives (the shim keeps an old signature where a schema changed)
+@cache
+def _header(device: str) -> str | None:
+    """The text of the shim's header for `device` in this torch's package,
+    None where it is not there."""
+    header = os.path.join(
+        os.path.dirname(torch.__file__), "include", "torch", "csrc", "inductor", "aoti_torch", "generated", f"c_shim_{device}.h"
+    )
+    try:
+        with open(header) as file:
+            return file.read()
+    except OSError:
+        return None
+
+
+def _recorded_shim_functions() -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The shim functions of `RECORDED_OPS` a native host program may call:
+    those whose header, shipped with this torch, declares the parameters the
+    op's schema gives (the shim keeps an old signature where a schema changed)."""
+    functions = {}
+    for device, ops in RECORDED_OPS.items():
+        for op in ops:
+            parameters = schema_parameters(op)
+            if parameters is not None and parameters == declared_parameters(device, op):
+                functions[f"aoti_torch_{device}_{op}"] = ("i32", parameters)
+    return functions
+
+
+SHIM_FUNCTIONS.update(_recorded_shim_functions())
 
 
 @dataclass(frozen=True)
